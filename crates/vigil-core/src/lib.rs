@@ -1,0 +1,27 @@
+//! # vigil-core
+//!
+//! Vigil's whole runtime, with no Tauri or GUI dependency: the desktop shell and the
+//! `vigil-headless` runner are both thin front ends over [`Runtime`].
+//!
+//! ## Layout
+//!
+//! - [`runtime`] — the clonable handle front ends hold: takes `Op`s, runs turns per session lane.
+//! - [`agent`] — one turn: save the user message, stream the reply, save the reply.
+//! - [`provider`] — streaming clients for the Anthropic and OpenAI-compatible APIs, retries.
+//! - [`session`] — JSONL transcripts that survive torn writes.
+//! - [`settings`] — stored settings + environment overrides → a provider config.
+//! - [`secrets`] — API keys in the OS keyring, or a user-only file when there is none.
+//! - [`events`] — stamping events into envelopes and handing them to a sink.
+//! - [`clock`] — injected time, so tests never sleep.
+
+pub mod agent;
+pub mod clock;
+pub mod events;
+pub mod provider;
+pub mod runtime;
+pub mod secrets;
+pub mod session;
+pub mod settings;
+
+pub use runtime::Runtime;
+pub use vigil_protocol as protocol;

@@ -1,0 +1,367 @@
+//! # provider
+//!
+//! Owns talking to models: the Anthropic Messages API and the OpenAI-compatible Chat
+//! Completions API, both streamed over SSE (parsed by `eventsource-stream`, never by hand).
+//! Retries 429/5xx/529 and connection failures with exponential back-off, honouring
+//! `Retry-After`, but only before the reply started: once text has reached the user a retry
+//! would repeat it, so a mid-stream failure is an error that keeps the partial reply.
+//!
+//! Must never: log or return the API key, or touch sessions (the agent decides what to keep).
+
+mod anthropic;
+mod assemble;
+mod error;
+mod openai;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
+use vigil_protocol::{Message, ProviderKind, StopReason};
+
+use crate::clock::Clock;
+use assemble::Assembler;
+pub use assemble::Completion;
+pub use error::ProviderError;
+
+/// Everything needed to reach one model.
+#[derive(Clone)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    pub base_url: String,
+    pub model: String,
+    pub max_tokens: u32,
+    /// Sent as `x-api-key` (Anthropic) or `Authorization: Bearer` (OpenAI); `None` for
+    /// local servers that need none.
+    pub api_key: Option<String>,
+    pub connect_timeout: Duration,
+    /// Longest silence tolerated inside a stream (Anthropic pings every few seconds).
+    pub idle_timeout: Duration,
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    // Hand-written so the key can never reach a log through `{:?}`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProviderConfig {
+    pub fn new(kind: ProviderKind, base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            kind,
+            base_url: base_url.into(),
+            model: model.into(),
+            max_tokens: 4096,
+            api_key: None,
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(90),
+            max_retries: 3,
+        }
+    }
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// One request to the model.
+#[derive(Debug, Clone, Default)]
+pub struct ChatRequest {
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+}
+
+/// What the client reports while a reply streams.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    TextDelta(String),
+    ReasoningDelta(String),
+    /// A transient failure; the request is sent again after `delay`.
+    Retrying {
+        attempt: u32,
+        delay: Duration,
+        error: ProviderError,
+    },
+}
+
+/// A failed reply, with whatever had arrived before the failure.
+#[derive(Debug)]
+pub struct StreamFailure {
+    pub error: ProviderError,
+    pub partial: Completion,
+}
+
+/// Back-off before retry `attempt` (1-based) when the server gave no `Retry-After`.
+fn backoff(attempt: u32) -> Duration {
+    let secs = 1u64 << (attempt.saturating_sub(1)).min(5);
+    Duration::from_secs(secs.min(30))
+}
+
+/// The longest `Retry-After` honoured; beyond it the error goes to the user.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
+
+/// A streaming client for one configured provider. Cheap to clone.
+#[derive(Clone)]
+pub struct ModelClient {
+    config: Arc<ProviderConfig>,
+    http: reqwest::Client,
+    clock: Arc<dyn Clock>,
+}
+
+/// Whether the parser wants more events.
+pub(crate) enum Flow {
+    More,
+    Done,
+}
+
+impl ModelClient {
+    pub fn new(config: ProviderConfig, clock: Arc<dyn Clock>) -> Result<Self, ProviderError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .user_agent(concat!("vigil/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ProviderError::Config(format!("could not set up HTTP: {e}")))?;
+        Ok(Self {
+            config: Arc::new(config),
+            http,
+            clock,
+        })
+    }
+
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    /// Streams one reply, retrying transient failures that happen before any content.
+    pub async fn stream(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<Completion, StreamFailure> {
+        let mut attempt = 0;
+        loop {
+            let mut asm = Assembler::default();
+            let result = self.attempt(request, cancel, &mut asm, on_event).await;
+            let error = match result {
+                Ok(()) => {
+                    return asm.finish().map_err(|error| StreamFailure {
+                        error,
+                        partial: Completion {
+                            content: vec![],
+                            stop_reason: StopReason::Error,
+                            usage: Default::default(),
+                            model: None,
+                        },
+                    })
+                }
+                Err(e) => e,
+            };
+            let started = asm.started();
+            attempt += 1;
+            let delay = error.retry_after().unwrap_or_else(|| backoff(attempt));
+            if started
+                || !error.is_retryable()
+                || attempt > self.config.max_retries
+                || delay > MAX_RETRY_AFTER
+            {
+                let stop = if error == ProviderError::Cancelled {
+                    StopReason::Cancelled
+                } else {
+                    StopReason::Error
+                };
+                return Err(StreamFailure {
+                    error,
+                    partial: asm.partial(stop),
+                });
+            }
+            tracing::warn!(attempt, ?delay, %error, "provider request failed; retrying");
+            on_event(StreamEvent::Retrying {
+                attempt,
+                delay,
+                error,
+            });
+            tokio::select! {
+                _ = cancel.cancelled() => {
+                    return Err(StreamFailure { error: ProviderError::Cancelled, partial: asm.partial(StopReason::Cancelled) });
+                }
+                _ = self.clock.sleep(delay) => {}
+            }
+        }
+    }
+
+    async fn attempt(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+        asm: &mut Assembler,
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
+    ) -> Result<(), ProviderError> {
+        let cfg = &*self.config;
+        let (url, body) = match cfg.kind {
+            ProviderKind::Anthropic => anthropic::request(cfg, request),
+            ProviderKind::Openai => openai::request(cfg, request),
+        };
+        let mut builder = self
+            .http
+            .post(&url)
+            .header("accept", "text/event-stream")
+            .json(&body);
+        builder = match cfg.kind {
+            ProviderKind::Anthropic => anthropic::auth(builder, cfg),
+            ProviderKind::Openai => openai::auth(builder, cfg),
+        };
+        let response = tokio::select! {
+            _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
+            r = builder.send() => r.map_err(|e| transport_error(&url, e, cfg))?,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| error::parse_retry_after(v, std::time::SystemTime::now()));
+            let body = tokio::select! {
+                _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                b = tokio::time::timeout(cfg.idle_timeout, response.text()) => b.ok().and_then(Result::ok).unwrap_or_default(),
+            };
+            return Err(ProviderError::from_status(
+                status.as_u16(),
+                &body,
+                retry_after,
+                &cfg.model,
+                &url,
+            ));
+        }
+
+        let mut events = response.bytes_stream().eventsource();
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                n = tokio::time::timeout(cfg.idle_timeout, events.next()) => n,
+            };
+            let event = match next {
+                Err(_) => {
+                    return Err(ProviderError::Timeout {
+                        what: "the stream went silent",
+                        seconds: cfg.idle_timeout.as_secs(),
+                    })
+                }
+                Ok(None) => break,
+                Ok(Some(Err(e))) => {
+                    return Err(ProviderError::Stream {
+                        message: format!("{e}"),
+                    })
+                }
+                Ok(Some(Ok(event))) => event,
+            };
+            let flow = match cfg.kind {
+                ProviderKind::Anthropic => {
+                    anthropic::on_event(asm, &event.event, &event.data, on_event)?
+                }
+                ProviderKind::Openai => openai::on_event(asm, &event.data, on_event)?,
+            };
+            if let Flow::Done = flow {
+                asm.finished = true;
+                return Ok(());
+            }
+        }
+        // The body ended without the protocol's terminator.
+        match cfg.kind {
+            // Some OpenAI-compatible servers omit `[DONE]` after a finish_reason; the reply is whole.
+            ProviderKind::Openai if asm.stop_reason.is_some() => Ok(()),
+            _ => Err(ProviderError::Stream {
+                message: "the connection closed before the reply was complete".into(),
+            }),
+        }
+    }
+
+    /// Checks that the provider answers with these settings: the key is accepted and the
+    /// model exists. Sends the smallest possible request.
+    pub async fn test_connection(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<String, ProviderError> {
+        let request = ChatRequest {
+            system: String::new(),
+            messages: vec![Message::user_text(
+                "Reply with the word ok.",
+                self.clock.now_ms(),
+            )],
+            tools: vec![],
+        };
+        let mut probe = self.clone();
+        let mut cfg = (*self.config).clone();
+        cfg.max_retries = 0;
+        cfg.max_tokens = 16;
+        probe.config = Arc::new(cfg);
+        let done = probe
+            .stream(&request, cancel, &mut |_| {})
+            .await
+            .map_err(|f| f.error)?;
+        Ok(format!(
+            "Connected: {} answered with model {}.",
+            self.config.base_url,
+            done.model.unwrap_or_else(|| self.config.model.clone())
+        ))
+    }
+}
+
+impl Assembler {
+    /// Whether anything of the reply reached the caller (after which retrying would repeat it).
+    fn started(&self) -> bool {
+        self.has_content()
+    }
+}
+
+fn transport_error(url: &str, e: reqwest::Error, cfg: &ProviderConfig) -> ProviderError {
+    if e.is_timeout() || e.is_connect() && format!("{e:?}").contains("TimedOut") {
+        return ProviderError::Timeout {
+            what: "connecting",
+            seconds: cfg.connect_timeout.as_secs(),
+        };
+    }
+    if e.is_builder() {
+        return ProviderError::Config(format!(
+            "the base URL \"{}\" is not a valid URL",
+            cfg.base_url
+        ));
+    }
+    // reqwest's Display hides the cause ("error sending request"); the chain names it.
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        message = s.to_string();
+        source = s.source();
+    }
+    ProviderError::Network {
+        url: url.to_string(),
+        message,
+    }
+}
+
+/// Joins a base URL and a path without doubling or dropping the slash.
+pub(crate) fn join_url(base: &str, path: &str) -> String {
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
+}

@@ -1,0 +1,161 @@
+//! # settings
+//!
+//! Owns turning what the user configured (the `provider` entry of `settings.json`, which the
+//! desktop app writes through tauri-plugin-store) plus `VIGIL_*` environment overrides plus
+//! the key from [`crate::secrets`] into a [`ProviderConfig`] and the view the settings pane
+//! shows. A settings file that cannot be read is moved aside, never overwritten, and the
+//! user is told where it went.
+//!
+//! Must never: write the settings file (the app's store does), or put a key in it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use vigil_protocol::{ProviderKind, ProviderSettings, SettingsView};
+
+use crate::provider::ProviderConfig;
+use crate::secrets::Secrets;
+
+/// The store file, relative to the data directory; the app's store plugin uses the same one.
+pub const SETTINGS_FILE: &str = "settings.json";
+/// The key under which provider settings sit in the store.
+pub const PROVIDER_KEY: &str = "provider";
+
+/// Checks settings a user typed; the message names the field.
+pub fn validate(p: &ProviderSettings) -> Result<(), String> {
+    let url = reqwest::Url::parse(p.base_url.trim()).map_err(|_| {
+        format!(
+            "Base URL \"{}\" is not a URL (example: {}).",
+            p.base_url,
+            p.kind.default_base_url()
+        )
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "Base URL must start with http:// or https://, not {}://.",
+            url.scheme()
+        ));
+    }
+    if p.model.trim().is_empty() {
+        return Err("Model must not be empty.".into());
+    }
+    if p.max_tokens == 0 {
+        return Err("Max tokens must be at least 1.".into());
+    }
+    Ok(())
+}
+
+/// Reads the provider entry of a store file. A missing file means defaults; an unreadable
+/// one is renamed to `settings.json.broken-<ms>` so nothing is lost, with a warning.
+pub fn load_file(data_dir: &Path, now_ms: i64) -> (Option<ProviderSettings>, Vec<String>) {
+    let path = data_dir.join(SETTINGS_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (None, vec![]),
+        Err(e) => {
+            return (
+                None,
+                vec![format!("Could not read {}: {e}", path.display())],
+            )
+        }
+    };
+    let parsed = serde_json::from_str::<serde_json::Value>(&text)
+        .map_err(|e| e.to_string())
+        .and_then(|v| match v.get(PROVIDER_KEY) {
+            None => Ok(None),
+            Some(p) => serde_json::from_value::<ProviderSettings>(p.clone())
+                .map(Some)
+                .map_err(|e| e.to_string()),
+        });
+    match parsed {
+        Ok(p) => (p, vec![]),
+        Err(e) => {
+            let aside = set_aside(&path, now_ms);
+            (None, vec![format!(
+                "The settings file {} could not be read ({e}). It was kept as {} and defaults are in use.",
+                path.display(),
+                aside.display()
+            )])
+        }
+    }
+}
+
+/// Moves an unreadable settings file out of the way so a save cannot overwrite it.
+pub fn set_aside(path: &Path, now_ms: i64) -> PathBuf {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(format!(".broken-{now_ms}"));
+    let aside = PathBuf::from(aside);
+    if let Err(e) = std::fs::rename(path, &aside) {
+        tracing::error!("could not move {} aside: {e}", path.display());
+    }
+    aside
+}
+
+/// Settings with environment overrides applied, ready to make a client.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub config: ProviderConfig,
+    pub view: SettingsView,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Applies `VIGIL_PROVIDER`, `VIGIL_BASE_URL`, `VIGIL_MODEL` (and the key variables through
+/// [`Secrets`]) on top of the stored settings. `warnings` are carried into the view.
+pub fn resolve(
+    stored: Option<ProviderSettings>,
+    secrets: &Secrets,
+    mut warnings: Vec<String>,
+) -> Resolved {
+    let mut provider = stored.unwrap_or_default();
+    let mut overrides = Vec::new();
+    if let Some(kind) = env("VIGIL_PROVIDER") {
+        match kind.trim().to_lowercase().as_str() {
+            "anthropic" => provider.kind = ProviderKind::Anthropic,
+            "openai" | "openai-compatible" => provider.kind = ProviderKind::Openai,
+            other => warnings.push(format!(
+                "VIGIL_PROVIDER=\"{other}\" is not anthropic or openai; ignored."
+            )),
+        }
+        overrides.push("kind".to_string());
+        // A kind switched by the environment starts from that kind's defaults.
+        if env("VIGIL_BASE_URL").is_none() {
+            provider.base_url = provider.kind.default_base_url().into();
+        }
+        if env("VIGIL_MODEL").is_none() {
+            provider.model = provider.kind.default_model().into();
+        }
+    }
+    if let Some(url) = env("VIGIL_BASE_URL") {
+        provider.base_url = url;
+        overrides.push("base_url".to_string());
+    }
+    if let Some(model) = env("VIGIL_MODEL") {
+        provider.model = model;
+        overrides.push("model".to_string());
+    }
+    let found = secrets.get(provider.kind);
+    warnings.extend(found.warning.clone());
+    let mut config = ProviderConfig::new(
+        provider.kind,
+        provider.base_url.trim(),
+        provider.model.trim(),
+    );
+    config.max_tokens = provider.max_tokens;
+    config.api_key = found.key.clone();
+    if let Some(ms) = env("VIGIL_IDLE_TIMEOUT_MS").and_then(|v| v.parse().ok()) {
+        config.idle_timeout = Duration::from_millis(ms);
+    }
+    Resolved {
+        view: SettingsView {
+            provider,
+            api_key_set: found.key.is_some(),
+            key_storage: found.storage,
+            env_overrides: overrides,
+            warnings,
+        },
+        config,
+    }
+}

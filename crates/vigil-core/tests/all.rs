@@ -1,0 +1,3 @@
+//! Integration tests of the runtime against the real fake provider over real HTTP.
+
+mod suite;

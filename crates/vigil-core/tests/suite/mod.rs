@@ -1,0 +1,4 @@
+mod headless;
+mod provider;
+mod runtime;
+mod support;

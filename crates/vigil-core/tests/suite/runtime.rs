@@ -1,0 +1,218 @@
+//! Turns end to end through the runtime: events out, transcript on disk.
+
+use serde_json::json;
+use vigil_core::protocol::{ErrorKind, Event, Op, ProviderKind, Role, StopReason};
+use vigil_fake_llm::{FakeLlm, Script, Step};
+
+use super::support::*;
+
+fn kinds(events: &[Event]) -> Vec<&'static str> {
+    events
+        .iter()
+        .map(|e| match e {
+            Event::TurnStarted { .. } => "turn_started",
+            Event::TextDelta { .. } => "text_delta",
+            Event::ReasoningDelta { .. } => "reasoning_delta",
+            Event::Retrying { .. } => "retrying",
+            Event::TurnFinished { .. } => "turn_finished",
+            Event::Error { .. } => "error",
+            Event::Notification { .. } => "notification",
+            Event::MessageAppended { .. } => "message_appended",
+        })
+        .collect()
+}
+
+fn user(text: &str) -> Op {
+    Op::UserMessage {
+        text: text.into(),
+        session_id: None,
+    }
+}
+
+#[tokio::test]
+async fn a_turn_streams_and_both_messages_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in KINDS {
+        let fake = FakeLlm::start(
+            Script::steps(vec![Step::text("Hello **there**")]).with_fallback(Step::echo()),
+        )
+        .await
+        .unwrap();
+        let (rt, mut rx) = runtime(dir.path(), Some((&fake, kind)));
+        rt.submit(user("hi"));
+        let events = until_finished(&mut rx).await;
+        let mut k = kinds(&events);
+        k.dedup();
+        assert_eq!(
+            k,
+            [
+                "message_appended",
+                "turn_started",
+                "text_delta",
+                "message_appended",
+                "turn_finished"
+            ],
+            "{kind:?}"
+        );
+        let streamed: String = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::TextDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(streamed, "Hello **there**");
+        assert!(matches!(
+            events.last(),
+            Some(Event::TurnFinished {
+                stop_reason: StopReason::EndTurn,
+                ..
+            })
+        ));
+
+        // A second turn carries the history; then a fresh runtime on the same dir sees it all.
+        rt.submit(user("again"));
+        until_finished(&mut rx).await;
+        let sent = &fake.requests()[1].body["messages"];
+        let texts: Vec<String> = sent
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.to_string())
+            .collect();
+        assert!(
+            texts.iter().any(|m| m.contains("Hello **there**")),
+            "{kind:?}: history sent: {texts:?}"
+        );
+        rt.shutdown().await;
+        drop(rt);
+        let (rt2, _rx2) = runtime(dir.path(), None);
+        let msgs = rt2.messages(None);
+        let tail: Vec<(Role, String)> = msgs
+            .iter()
+            .rev()
+            .take(4)
+            .rev()
+            .map(|m| (m.role, m.text()))
+            .collect();
+        assert_eq!(
+            tail,
+            vec![
+                (Role::User, "hi".to_string()),
+                (Role::Assistant, "Hello **there**".to_string()),
+                (Role::User, "again".to_string()),
+                (Role::Assistant, "echo: again".to_string()),
+            ]
+        );
+    }
+}
+
+#[tokio::test]
+async fn stop_cancels_the_turn_and_keeps_what_was_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = Step::text("word ".repeat(200))
+        .with_chunk_chars(5)
+        .with_delay_ms(20);
+    let fake = FakeLlm::start(Script::steps(vec![slow])).await.unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    rt.submit(user("talk a lot"));
+    let mut shown = String::new();
+    loop {
+        let env = rx.recv().await.unwrap();
+        if let Event::TextDelta { text } = env.event {
+            shown.push_str(&text);
+            if shown.len() >= 20 {
+                break;
+            }
+        }
+    }
+    rt.submit(Op::Interrupt { session_id: None });
+    let rest = until_finished(&mut rx).await;
+    for e in &rest {
+        if let Event::TextDelta { text } = e {
+            shown.push_str(text);
+        }
+    }
+    assert!(matches!(
+        rest.last(),
+        Some(Event::TurnFinished {
+            stop_reason: StopReason::Cancelled,
+            ..
+        })
+    ));
+    assert!(
+        !rest.iter().any(|e| matches!(e, Event::Error { .. })),
+        "Stop is not an error"
+    );
+    let msgs = rt.messages(None);
+    assert_eq!(msgs.len(), 2);
+    assert_eq!(
+        msgs[1].text(),
+        shown,
+        "the saved partial reply is exactly what was shown"
+    );
+    assert_eq!(msgs[1].stop_reason, Some(StopReason::Cancelled));
+    assert!(shown.len() < 1000);
+}
+
+#[tokio::test]
+async fn provider_errors_are_reported_and_the_session_stays_usable() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::steps(vec![
+        Step::error(401, "authentication_error", "invalid x-api-key"),
+        Step::text("ok now"),
+    ]);
+    let fake = FakeLlm::start(script).await.unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Openai)));
+    rt.submit(user("first"));
+    let events = until_finished(&mut rx).await;
+    let err = events.iter().find_map(|e| match e {
+        Event::Error { kind, message } => Some((*kind, message.clone())),
+        _ => None,
+    });
+    let (kind, message) = err.expect("an error event");
+    assert_eq!(kind, ErrorKind::Auth);
+    assert!(message.contains("API key was rejected"), "{message}");
+    assert!(matches!(
+        events.last(),
+        Some(Event::TurnFinished {
+            stop_reason: StopReason::Error,
+            ..
+        })
+    ));
+    rt.submit(user("second"));
+    until_finished(&mut rx).await;
+    let msgs: Vec<(Role, String)> = rt
+        .messages(None)
+        .iter()
+        .map(|m| (m.role, m.text()))
+        .collect();
+    assert_eq!(
+        msgs,
+        vec![
+            (Role::User, "first".into()),
+            (Role::User, "second".into()),
+            (Role::Assistant, "ok now".into())
+        ]
+    );
+    // The provider saw both user messages in one valid chain (consecutive user turns are allowed).
+    assert_eq!(
+        fake.requests()[1].body["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3,
+        "system + two user messages"
+    );
+    let _ = json!(null);
+}
+
+#[tokio::test]
+async fn without_a_provider_the_message_is_kept_and_the_user_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, mut rx) = runtime(dir.path(), None);
+    rt.submit(user("anyone there?"));
+    let events = until_finished(&mut rx).await;
+    assert!(events.iter().any(|e| matches!(e, Event::Error { kind: ErrorKind::Config, message } if message.contains("Settings"))));
+    assert_eq!(rt.messages(None)[0].text(), "anyone there?");
+}

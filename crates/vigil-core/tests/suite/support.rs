@@ -1,0 +1,102 @@
+//! Shared helpers: clients pointed at the fake provider, both protocols.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use vigil_core::clock::ManualClock;
+use vigil_core::protocol::{Message, ProviderKind};
+use vigil_core::provider::{
+    ChatRequest, Completion, ModelClient, ProviderConfig, StreamEvent, StreamFailure,
+};
+use vigil_fake_llm::FakeLlm;
+
+pub const KINDS: [ProviderKind; 2] = [ProviderKind::Anthropic, ProviderKind::Openai];
+
+pub fn base_url(fake: &FakeLlm, kind: ProviderKind) -> String {
+    match kind {
+        ProviderKind::Anthropic => fake.anthropic_base_url(),
+        ProviderKind::Openai => fake.openai_base_url(),
+    }
+}
+
+pub fn config(fake: &FakeLlm, kind: ProviderKind) -> ProviderConfig {
+    let mut cfg = ProviderConfig::new(kind, base_url(fake, kind), "fake-model");
+    cfg.api_key = Some("sk-test".into());
+    cfg.idle_timeout = Duration::from_secs(5);
+    cfg
+}
+
+pub fn client(cfg: ProviderConfig, clock: &ManualClock) -> ModelClient {
+    ModelClient::new(cfg, Arc::new(clock.clone())).expect("client")
+}
+
+pub fn hello() -> ChatRequest {
+    ChatRequest {
+        system: "be brief".into(),
+        messages: vec![Message::user_text("hello", 1)],
+        tools: vec![],
+    }
+}
+
+/// Streams one request, returning the result and every event in order.
+pub async fn stream(
+    client: &ModelClient,
+    req: &ChatRequest,
+) -> (Result<Completion, StreamFailure>, Vec<StreamEvent>) {
+    let mut events = Vec::new();
+    let result = client
+        .stream(req, &CancellationToken::new(), &mut |e| events.push(e))
+        .await;
+    (result, events)
+}
+
+pub fn text_of(events: &[StreamEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::TextDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A sink that hands events to the test as they happen.
+pub struct ChannelSink(pub tokio::sync::mpsc::UnboundedSender<vigil_core::protocol::EventEnvelope>);
+
+impl vigil_core::events::EventSink for ChannelSink {
+    fn emit(&self, event: vigil_core::protocol::EventEnvelope) {
+        let _ = self.0.send(event);
+    }
+}
+
+pub type Events = tokio::sync::mpsc::UnboundedReceiver<vigil_core::protocol::EventEnvelope>;
+
+/// A runtime on a temp data dir, talking to `fake` with `kind`.
+pub fn runtime(
+    dir: &std::path::Path,
+    fake: Option<(&FakeLlm, ProviderKind)>,
+) -> (vigil_core::Runtime, Events) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let clock = ManualClock::new(1_700_000_000_000);
+    let rt =
+        vigil_core::Runtime::new(dir, Arc::new(clock.clone()), Arc::new(ChannelSink(tx))).unwrap();
+    rt.set_client(fake.map(|(f, k)| client(config(f, k), &clock)));
+    (rt, rx)
+}
+
+/// Collects events up to and including the next `turn_finished`.
+pub async fn until_finished(rx: &mut Events) -> Vec<vigil_core::protocol::Event> {
+    let mut out = Vec::new();
+    loop {
+        let env = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("turn finished in time")
+            .expect("runtime alive");
+        let done = matches!(env.event, vigil_core::protocol::Event::TurnFinished { .. });
+        out.push(env.event);
+        if done {
+            return out;
+        }
+    }
+}

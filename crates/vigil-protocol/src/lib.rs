@@ -1,0 +1,338 @@
+//! # vigil-protocol
+//!
+//! The wire types every Vigil front end speaks: [`Op`]s go in, [`EventEnvelope`]s come out.
+//! The Tauri shell carries them over IPC, `vigil-headless` over JSON lines on stdin/stdout;
+//! both use exactly these serde shapes, so a script written against one works with the other.
+//!
+//! ## Layout
+//!
+//! - [`Op`] — commands into the runtime, tagged by `"type"` (`user_message`, `interrupt`, …).
+//! - [`EventEnvelope`] — one envelope for every event (`id`, `ts`, `session_id`, `scope`,
+//!   `source`, `run_id`) with the tagged [`Event`] payload flattened into it.
+//! - [`Message`] / [`ContentBlock`] — the transcript: what is stored on disk and shown as history.
+//! - [`settings`] — provider settings and the views the settings pane shows.
+//!
+//! Rules: plain string ids, integer millisecond `ts`/`*_at` timestamps, no logic. TypeScript
+//! types are generated from these with ts-rs into `ui/src/lib/protocol.ts`; the test in
+//! `tests/bindings.rs` fails when the checked-in file drifts from the Rust types.
+
+pub mod settings;
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+pub use settings::{ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings, SettingsView};
+
+/// A command into the runtime. Scripts depend on these names: keep them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Op {
+    /// Send a user message; starts a turn in `session_id` (default: the primary session).
+    UserMessage {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        session_id: Option<String>,
+    },
+    /// Stop the running turn of `session_id` (default: the primary session), keeping what was said.
+    Interrupt {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        session_id: Option<String>,
+    },
+    /// Finish or cancel running turns and stop the runtime.
+    Shutdown,
+}
+
+/// Which kind of work an event belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The conversation the user has with Vigil.
+    Primary,
+    /// A heartbeat run.
+    Heartbeat,
+    /// An isolated routine job.
+    Job,
+    /// The runtime itself (settings, start-up, shutdown).
+    App,
+}
+
+/// Who caused an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    User,
+    Agent,
+    Provider,
+    Heartbeat,
+    Scheduler,
+    Exec,
+    System,
+}
+
+/// Every event leaves the runtime in this envelope; the payload's `type` tag sits beside
+/// the envelope fields on the wire (`{"id":…,"type":"text_delta","text":"…"}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct EventEnvelope {
+    /// Unique per event; lets the UI drop duplicates after a reconnect.
+    pub id: String,
+    /// Milliseconds since the Unix epoch.
+    #[ts(type = "number")]
+    pub ts: i64,
+    pub session_id: Option<String>,
+    pub scope: Scope,
+    pub source: Source,
+    /// The turn (run) this event belongs to, if any.
+    pub run_id: Option<String>,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// The payload of an [`EventEnvelope`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A turn began; the user's message is already in the transcript.
+    TurnStarted { user_text: String },
+    /// Assistant text, in stream order.
+    TextDelta { text: String },
+    /// Reasoning/thinking text, in stream order; kept apart from the answer.
+    ReasoningDelta { text: String },
+    /// The provider failed transiently; the request is retried after `delay_ms`.
+    Retrying {
+        attempt: u32,
+        #[ts(type = "number")]
+        delay_ms: u64,
+        reason: String,
+    },
+    /// The turn ended. `stop_reason` says why (`cancelled` after a Stop, `error` after an error).
+    TurnFinished {
+        stop_reason: StopReason,
+        usage: Usage,
+    },
+    /// Something failed; `message` is written for the user.
+    Error { kind: ErrorKind, message: String },
+    /// A native notification was requested.
+    Notification { title: String, body: String },
+    /// A message was durably appended to the session transcript.
+    MessageAppended { message: Message },
+}
+
+/// Why the model (or the runtime) ended a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    StopSequence,
+    Refusal,
+    /// The user pressed Stop.
+    Cancelled,
+    /// The provider failed; see the preceding `error` event.
+    Error,
+}
+
+/// Token counts, wherever the service reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct Usage {
+    #[ts(type = "number")]
+    pub input_tokens: u64,
+    #[ts(type = "number")]
+    pub output_tokens: u64,
+}
+
+/// Classes of failure; each tells the user what to do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The API key was rejected: fix it in Settings.
+    Auth,
+    /// The server does not know the model: pick another.
+    ModelNotFound,
+    /// The request was refused as malformed.
+    BadRequest,
+    /// Still rate limited after the retries.
+    RateLimited,
+    /// The provider is overloaded or failing (5xx/529) after the retries.
+    Server,
+    /// The base URL could not be reached.
+    Network,
+    /// Connect or idle timeout.
+    Timeout,
+    /// The stream broke or carried something unreadable.
+    Stream,
+    /// Settings are missing or invalid.
+    Config,
+    /// A file could not be read or written.
+    Storage,
+    /// An op could not be understood.
+    InvalidOp,
+}
+
+/// Who wrote a transcript message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+    ToolResult,
+}
+
+/// One line of a session transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<ContentBlock>,
+    /// Milliseconds since the Unix epoch.
+    #[ts(type = "number")]
+    pub ts: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub usage: Option<Usage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub stop_reason: Option<StopReason>,
+}
+
+impl Message {
+    /// A user message with one text block.
+    pub fn user_text(text: impl Into<String>, ts: i64) -> Self {
+        Self {
+            role: Role::User,
+            content: vec![ContentBlock::Text { text: text.into() }],
+            ts,
+            model: None,
+            usage: None,
+            stop_reason: None,
+        }
+    }
+
+    /// All text blocks joined, for display and tests.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// A block of message content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    Text {
+        text: String,
+    },
+    /// Model reasoning; Anthropic's signature is kept so it can be sent back verbatim.
+    Thinking {
+        thinking: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        signature: Option<String>,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: serde_json::Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: String,
+        #[serde(default)]
+        is_error: bool,
+    },
+}
+
+/// A session's saved conversation, as the UI loads it on start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct History {
+    pub session_id: String,
+    pub messages: Vec<Message>,
+    /// Lines that could not be loaded (they stay on disk), for a banner.
+    pub warnings: Vec<String>,
+}
+
+/// The one error shape every desktop command returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct CommandError {
+    /// Stable, machine-readable: `invalid_settings`, `storage`, `secrets`, `not_ready`.
+    pub code: String,
+    /// For the user.
+    pub message: String,
+}
+
+/// Every type the UI needs, in dependency order, for the generated bindings.
+pub fn typescript_bindings() -> String {
+    let cfg = ts_rs::Config::default();
+    let decls = [
+        Op::decl(&cfg),
+        Scope::decl(&cfg),
+        Source::decl(&cfg),
+        EventEnvelope::decl(&cfg),
+        Event::decl(&cfg),
+        StopReason::decl(&cfg),
+        Usage::decl(&cfg),
+        ErrorKind::decl(&cfg),
+        Role::decl(&cfg),
+        Message::decl(&cfg),
+        ContentBlock::decl(&cfg),
+        History::decl(&cfg),
+        CommandError::decl(&cfg),
+        ProviderKind::decl(&cfg),
+        ProviderSettings::decl(&cfg),
+        KeyStorage::decl(&cfg),
+        SettingsView::decl(&cfg),
+        ConnectionVerdict::decl(&cfg),
+    ];
+    let mut out = String::from(
+        "// Generated from crates/vigil-protocol by `UPDATE_BINDINGS=1 cargo test -p vigil-protocol`.\n// Do not edit by hand.\n\nexport type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;\n",
+    );
+    for decl in decls {
+        out.push_str("\nexport ");
+        out.push_str(&decl);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn headless_names_are_stable() {
+        let op: Op = serde_json::from_value(json!({"type": "user_message", "text": "hi"})).unwrap();
+        assert_eq!(
+            op,
+            Op::UserMessage {
+                text: "hi".into(),
+                session_id: None
+            }
+        );
+        let env = EventEnvelope {
+            id: "e1".into(),
+            ts: 5,
+            session_id: Some("s".into()),
+            scope: Scope::Primary,
+            source: Source::Provider,
+            run_id: Some("r".into()),
+            event: Event::TextDelta { text: "x".into() },
+        };
+        assert_eq!(
+            serde_json::to_value(&env).unwrap(),
+            json!({"id":"e1","ts":5,"session_id":"s","scope":"primary","source":"provider","run_id":"r","type":"text_delta","text":"x"})
+        );
+        let back: EventEnvelope =
+            serde_json::from_value(serde_json::to_value(&env).unwrap()).unwrap();
+        assert_eq!(back, env);
+    }
+}

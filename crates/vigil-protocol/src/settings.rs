@@ -1,0 +1,91 @@
+//! Provider settings as the settings pane edits them, and the views the runtime returns.
+//! The API key never appears here: it lives in the OS keyring (or the environment) and the
+//! UI only learns whether one is set and where it is kept.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// Which wire protocol the provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// OpenAI Chat Completions and compatible servers (Ollama, LM Studio, vLLM, OpenRouter).
+    Openai,
+}
+
+impl ProviderKind {
+    /// The official SDK's default base URL for this kind.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "https://api.anthropic.com",
+            ProviderKind::Openai => "https://api.openai.com/v1",
+        }
+    }
+
+    /// A sensible default model for this kind.
+    pub fn default_model(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "claude-sonnet-4-5",
+            ProviderKind::Openai => "gpt-4o-mini",
+        }
+    }
+}
+
+/// What the user configures for a provider (everything but the key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ProviderSettings {
+    pub kind: ProviderKind,
+    /// As the official SDKs take it: `https://api.anthropic.com` (the client adds
+    /// `/v1/messages`) or `https://api.openai.com/v1` (the client adds `/chat/completions`).
+    pub base_url: String,
+    pub model: String,
+    /// Upper bound on the reply length, in tokens.
+    pub max_tokens: u32,
+}
+
+impl Default for ProviderSettings {
+    fn default() -> Self {
+        let kind = ProviderKind::Anthropic;
+        Self {
+            kind,
+            base_url: kind.default_base_url().into(),
+            model: kind.default_model().into(),
+            max_tokens: 4096,
+        }
+    }
+}
+
+/// Where the API key is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyStorage {
+    /// The OS keyring (Secret Service on Linux).
+    Keyring,
+    /// A file only the user can read; used when no keyring service runs.
+    File,
+    /// An environment variable (`VIGIL_API_KEY`, `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`).
+    Environment,
+    /// No key anywhere; fine for local servers such as Ollama.
+    None,
+}
+
+/// The settings pane's view of the provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct SettingsView {
+    pub provider: ProviderSettings,
+    pub api_key_set: bool,
+    pub key_storage: KeyStorage,
+    /// Fields overridden by `VIGIL_*` environment variables; the UI shows them read-only.
+    pub env_overrides: Vec<String>,
+    /// Things the user should know (no keyring service, a settings file that was unreadable…).
+    pub warnings: Vec<String>,
+}
+
+/// The answer to "Test connection".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ConnectionVerdict {
+    pub ok: bool,
+    pub message: String,
+}

@@ -1,0 +1,85 @@
+// Generated from crates/vigil-protocol by `UPDATE_BINDINGS=1 cargo test -p vigil-protocol`.
+// Do not edit by hand.
+
+export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
+
+export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "shutdown" };
+
+export type Scope = "primary" | "heartbeat" | "job" | "app";
+
+export type Source = "user" | "agent" | "provider" | "heartbeat" | "scheduler" | "exec" | "system";
+
+export type EventEnvelope = { 
+/**
+ * Unique per event; lets the UI drop duplicates after a reconnect.
+ */
+id: string, 
+/**
+ * Milliseconds since the Unix epoch.
+ */
+ts: number, session_id: string | null, scope: Scope, source: Source, 
+/**
+ * The turn (run) this event belongs to, if any.
+ */
+run_id: string | null, } & ({ "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, } | { "type": "message_appended", message: Message, });
+
+export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, } | { "type": "message_appended", message: Message, };
+
+export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "error";
+
+export type Usage = { input_tokens: number, output_tokens: number, };
+
+export type ErrorKind = "auth" | "model_not_found" | "bad_request" | "rate_limited" | "server" | "network" | "timeout" | "stream" | "config" | "storage" | "invalid_op";
+
+export type Role = "user" | "assistant" | "tool_result";
+
+export type Message = { role: Role, content: Array<ContentBlock>, 
+/**
+ * Milliseconds since the Unix epoch.
+ */
+ts: number, model?: string, usage?: Usage, stop_reason?: StopReason, };
+
+export type ContentBlock = { "type": "text", text: string, } | { "type": "thinking", thinking: string, signature?: string, } | { "type": "tool_use", id: string, name: string, input: JsonValue, } | { "type": "tool_result", tool_use_id: string, content: string, is_error: boolean, };
+
+export type History = { session_id: string, messages: Array<Message>, 
+/**
+ * Lines that could not be loaded (they stay on disk), for a banner.
+ */
+warnings: Array<string>, };
+
+export type CommandError = { 
+/**
+ * Stable, machine-readable: `invalid_settings`, `storage`, `secrets`, `not_ready`.
+ */
+code: string, 
+/**
+ * For the user.
+ */
+message: string, };
+
+export type ProviderKind = "anthropic" | "openai";
+
+export type ProviderSettings = { kind: ProviderKind, 
+/**
+ * As the official SDKs take it: `https://api.anthropic.com` (the client adds
+ * `/v1/messages`) or `https://api.openai.com/v1` (the client adds `/chat/completions`).
+ */
+base_url: string, model: string, 
+/**
+ * Upper bound on the reply length, in tokens.
+ */
+max_tokens: number, };
+
+export type KeyStorage = "keyring" | "file" | "environment" | "none";
+
+export type SettingsView = { provider: ProviderSettings, api_key_set: boolean, key_storage: KeyStorage, 
+/**
+ * Fields overridden by `VIGIL_*` environment variables; the UI shows them read-only.
+ */
+env_overrides: Array<string>, 
+/**
+ * Things the user should know (no keyring service, a settings file that was unreadable…).
+ */
+warnings: Array<string>, };
+
+export type ConnectionVerdict = { ok: boolean, message: string, };
