@@ -1,0 +1,64 @@
+# Vigil — the two commands: `make run` and `make test`. Both install what is missing first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := run
+
+# Debian packages: Tauri's build libraries, then what running and testing under Xvfb needs.
+BUILD_PKGS := build-essential pkg-config file curl libssl-dev libxdo-dev libwebkit2gtk-4.1-dev \
+  libgtk-3-dev libsoup-3.0-dev librsvg2-dev libayatana-appindicator3-dev libdbus-1-dev
+RUN_PKGS := xvfb xauth dbus dbus-x11 dunst libnotify-bin
+TEST_PKGS := webkit2gtk-driver imagemagick x11-apps xdotool procps
+
+TAURI_DRIVER_VERSION := 2.1.0
+APP_BIN := target/debug/vigil
+
+.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench
+
+## Install what is missing, build the UI and the app, open the Vigil window.
+run: deps-run ui app
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then exec ./$(APP_BIN); \
+	else echo "No display found: starting Vigil under Xvfb (screen :99 is virtual)."; \
+	  exec xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- ./$(APP_BIN); fi
+
+## Install what is missing and run every test: unit, integration, UI, end-to-end.
+test: deps-test fmt-check test-core check-core-boundary test-ui ui app test-e2e
+
+deps-run:
+	@scripts/apt-install-missing.sh $(BUILD_PKGS) $(RUN_PKGS)
+	@$(MAKE) --no-print-directory npm-deps
+
+deps-test:
+	@scripts/apt-install-missing.sh $(BUILD_PKGS) $(RUN_PKGS) $(TEST_PKGS)
+	@$(MAKE) --no-print-directory npm-deps tools
+
+# `npm ci` fails against this machine's registry mirror (see TAURI-ON-THIS-MACHINE.md);
+# `npm install` with the committed lock installs the locked versions.
+npm-deps:
+	@if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+	  npm install --no-audit --no-fund; fi
+
+tools:
+	@command -v tauri-driver >/dev/null || cargo install tauri-driver --locked --version $(TAURI_DRIVER_VERSION)
+
+ui:
+	npm run --silent ui:build
+
+# Always the same feature set, or the tauri crates rebuild.
+app:
+	cargo build -p vigil --features custom-protocol
+
+fmt-check:
+	cargo fmt --all -- --check
+
+test-core:
+	cargo test -p vigil-protocol -p vigil-core -p vigil-fake-llm
+
+check-core-boundary:
+	@scripts/check-core-boundary.sh
+
+test-ui:
+	npm run --silent ui:check
+	npm run --silent ui:test
+
+test-e2e:
+	cargo build -p vigil-fake-llm
+	xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- npm run --silent e2e

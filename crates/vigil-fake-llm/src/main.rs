@@ -1,0 +1,120 @@
+//! `vigil-fake-llm [--script FILE] [--port N] [--log FILE]` — the fake provider as a process,
+//! for end-to-end tests of the built app. Glue only: parse arguments, start [`FakeLlm`],
+//! announce the address, wait for a signal.
+//!
+//! Exit codes: 0 after SIGTERM/SIGINT, 2 for bad arguments or a bad script, 1 when the
+//! server cannot start.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use vigil_fake_llm::{FakeLlm, Options, Script};
+
+const USAGE: &str = "usage: vigil-fake-llm [--script FILE] [--port N] [--log FILE]";
+
+struct Args {
+    script: Option<PathBuf>,
+    port: u16,
+    log: Option<PathBuf>,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut parsed = Args {
+        script: None,
+        port: 0,
+        log: None,
+    };
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            "--script" => parsed.script = Some(PathBuf::from(value("--script")?)),
+            "--log" => parsed.log = Some(PathBuf::from(value("--log")?)),
+            "--port" => {
+                let v = value("--port")?;
+                parsed.port = v.parse().map_err(|_| format!("invalid --port {v:?}"))?;
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(parsed)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    // stderr only: stdout carries the single announce line a parent process parses.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    let args = match parse_args(args.into_iter()) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("vigil-fake-llm: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let script = match &args.script {
+        Some(path) => match Script::from_file(path) {
+            Ok(script) => script,
+            Err(e) => {
+                eprintln!("vigil-fake-llm: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => Script::default(),
+    };
+    let options = Options {
+        addr: SocketAddr::from(([127, 0, 0, 1], args.port)),
+        log: args.log,
+    };
+    let server = match FakeLlm::start_with(script, options).await {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("vigil-fake-llm: cannot start: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    // The parent process reads this one line to learn the port: flush it now, and treat a
+    // closed stdout as the parent having gone away.
+    let mut stdout = std::io::stdout().lock();
+    if writeln!(stdout, "listening on http://{}", server.addr())
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
+        return ExitCode::from(1);
+    }
+    drop(stdout);
+    if let Err(e) = wait_for_signal().await {
+        eprintln!("vigil-fake-llm: cannot wait for signals: {e}");
+        return ExitCode::from(1);
+    }
+    server.shutdown().await;
+    ExitCode::SUCCESS
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() -> std::io::Result<()> {
+    tokio::signal::ctrl_c().await
+}

@@ -1,0 +1,210 @@
+//! Turns a script [`Step`] plus the request that consumed it into a protocol-neutral
+//! [`Action`]: what to say (text, reasoning, calls, usage) and how to stream it.
+//!
+//! Everything request-dependent (echo text, token estimates) is decided here once, so the
+//! Anthropic and OpenAI renderers only translate and never look at the request again.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::script::{ErrorStep, Faults, RawStep, Step, StopReason, ToolCall};
+
+/// What the server does with one chat request.
+#[derive(Debug, Clone)]
+pub(crate) enum Action {
+    Reply(Reply),
+    Error(ErrorStep),
+    Raw(RawStep),
+}
+
+/// A successful reply, before it is rendered in a protocol.
+#[derive(Debug, Clone)]
+pub(crate) struct Reply {
+    pub thinking: Option<String>,
+    pub text: String,
+    pub calls: Vec<ToolCall>,
+    pub stop: StopReason,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Always at least 1, so chunking terminates.
+    pub chunk_chars: usize,
+    pub delay: Duration,
+    pub faults: Faults,
+}
+
+impl Reply {
+    /// A text block is sent when there is text, or when nothing else would make a block:
+    /// real services never answer with zero content blocks.
+    pub fn has_text_block(&self) -> bool {
+        !self.text.is_empty() || (self.thinking.is_none() && self.calls.is_empty())
+    }
+
+    /// The call's arguments as the compact JSON string that is split into deltas.
+    pub fn arguments_json(call: &ToolCall) -> String {
+        call.arguments.to_string()
+    }
+
+    /// The text cut into pieces of `chunk_chars` characters (never inside a character).
+    pub fn chunks<'a>(&self, text: &'a str) -> Vec<&'a str> {
+        chunk_chars(text, self.chunk_chars)
+    }
+}
+
+/// Decide what `step` means for this request.
+pub(crate) fn resolve(step: &Step, request: &Value) -> Action {
+    let (thinking, text, calls, stop, usage, stream) = match step {
+        Step::Error(e) => return Action::Error(e.clone()),
+        Step::Raw(r) => return Action::Raw(r.clone()),
+        Step::Text(s) => (
+            s.thinking.clone(),
+            s.text.clone(),
+            Vec::new(),
+            s.stop_reason,
+            s.usage,
+            &s.stream,
+        ),
+        Step::Echo(s) => (
+            None,
+            format!("{}{}", s.prefix, last_user_text(request)),
+            Vec::new(),
+            StopReason::EndTurn,
+            None,
+            &s.stream,
+        ),
+        Step::ToolCalls(s) => (
+            s.thinking.clone(),
+            s.text.clone().unwrap_or_default(),
+            s.calls.clone(),
+            StopReason::ToolUse,
+            s.usage,
+            &s.stream,
+        ),
+    };
+    let usage = usage.unwrap_or_default();
+    let output_chars = thinking.as_deref().map_or(0, |t| t.chars().count())
+        + text.chars().count()
+        + calls
+            .iter()
+            .map(|c| Reply::arguments_json(c).chars().count() + c.name.len())
+            .sum::<usize>();
+    Action::Reply(Reply {
+        thinking,
+        text,
+        calls,
+        stop,
+        input_tokens: usage
+            .input_tokens
+            .unwrap_or_else(|| estimate_tokens(request.to_string().chars().count())),
+        output_tokens: usage
+            .output_tokens
+            .unwrap_or_else(|| estimate_tokens(output_chars)),
+        chunk_chars: stream.chunk_chars.max(1),
+        delay: Duration::from_millis(stream.delay_ms),
+        faults: stream.faults.clone(),
+    })
+}
+
+/// Roughly four characters a token, like the usual rule of thumb; never zero so clients that
+/// treat zero usage as "missing" still see a count.
+fn estimate_tokens(chars: usize) -> u64 {
+    (chars as u64).div_ceil(4).max(1)
+}
+
+/// Cut `text` into pieces of at most `n` characters.
+pub(crate) fn chunk_chars(text: &str, n: usize) -> Vec<&str> {
+    let n = n.max(1);
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut count = 0;
+    for (i, _) in text.char_indices() {
+        if count == n {
+            out.push(&text[start..i]);
+            start = i;
+            count = 0;
+        }
+        count += 1;
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+/// The text of the last `role: "user"` message. Both protocols use `messages[]` with
+/// `content` as a string or an array of blocks; Anthropic tool results nest their text one
+/// level deeper, so those are searched too.
+pub(crate) fn last_user_text(request: &Value) -> String {
+    let Some(messages) = request.get("messages").and_then(Value::as_array) else {
+        return String::new();
+    };
+    messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .and_then(|m| m.get("content"))
+        .map(content_text)
+        .unwrap_or_default()
+}
+
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => {
+            let parts: Vec<String> = blocks
+                .iter()
+                .filter_map(|b| match b.get("type").and_then(Value::as_str) {
+                    Some("text") | Some("input_text") | None => {
+                        b.get("text").and_then(Value::as_str).map(str::to_owned)
+                    }
+                    Some("tool_result") => b.get("content").map(content_text),
+                    _ => None,
+                })
+                .filter(|s| !s.is_empty())
+                .collect();
+            parts.join("\n")
+        }
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn chunks_respect_characters() {
+        assert_eq!(chunk_chars("héllo wörld", 4), vec!["héll", "o wö", "rld"]);
+        assert_eq!(chunk_chars("", 4), Vec::<&str>::new());
+        assert_eq!(chunk_chars("ab", 0), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn last_user_text_handles_strings_and_blocks() {
+        let openai = json!({"messages": [
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "x"},
+            {"role": "user", "content": [{"type": "text", "text": "second"}]},
+        ]});
+        assert_eq!(last_user_text(&openai), "second");
+        let anthropic = json!({"messages": [
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "out"}]},
+                {"type": "text", "text": "and more"},
+            ]},
+        ]});
+        assert_eq!(last_user_text(&anthropic), "out\nand more");
+        assert_eq!(last_user_text(&json!({})), "");
+    }
+
+    #[test]
+    fn echo_resolves_with_prefix() {
+        let req = json!({"messages": [{"role": "user", "content": "hi"}]});
+        let Action::Reply(reply) = resolve(&Step::echo(), &req) else {
+            panic!("echo must reply");
+        };
+        assert_eq!(reply.text, "echo: hi");
+        assert_eq!(reply.stop, StopReason::EndTurn);
+    }
+}

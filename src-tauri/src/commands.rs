@@ -1,0 +1,85 @@
+//! Tauri commands: thin adapters from IPC to the core runtime. Each takes state, calls one
+//! core function, and maps failures to `CommandError` here and nowhere else.
+
+use tauri::State;
+use tauri_plugin_store::StoreExt;
+use vigil_core::protocol::{CommandError, ConnectionVerdict, History, Op, ProviderSettings, SettingsView};
+use vigil_core::settings::{self, PROVIDER_KEY};
+
+use crate::AppState;
+
+fn error(code: &str, message: impl std::fmt::Display) -> CommandError {
+    CommandError {
+        code: code.to_string(),
+        message: message.to_string(),
+    }
+}
+
+#[tauri::command]
+pub async fn submit(state: State<'_, AppState>, op: Op) -> Result<(), CommandError> {
+    state.runtime.submit(op);
+    Ok(())
+}
+
+#[tauri::command]
+pub async fn history(state: State<'_, AppState>, session_id: Option<String>) -> Result<History, CommandError> {
+    let id = session_id.unwrap_or_else(|| vigil_core::session::PRIMARY_SESSION.to_string());
+    let loaded = state.runtime.history(Some(&id)).map_err(|e| error("storage", e))?;
+    Ok(History {
+        session_id: id,
+        messages: loaded.messages,
+        warnings: loaded.warnings,
+    })
+}
+
+fn stored_provider(app: &tauri::AppHandle, state: &AppState) -> Result<Option<ProviderSettings>, CommandError> {
+    let store = app.store(&state.settings_path).map_err(|e| error("storage", e))?;
+    Ok(store.get(PROVIDER_KEY).and_then(|v| serde_json::from_value(v).ok()))
+}
+
+fn current_view(app: &tauri::AppHandle, state: &AppState) -> Result<SettingsView, CommandError> {
+    let stored = stored_provider(app, state)?;
+    let warnings = state.startup_warnings.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    Ok(state.runtime.apply_settings(stored, warnings))
+}
+
+#[tauri::command]
+pub async fn get_settings(app: tauri::AppHandle, state: State<'_, AppState>) -> Result<SettingsView, CommandError> {
+    current_view(&app, &state)
+}
+
+/// Validates and saves provider settings; `api_key`: absent keeps the stored key, empty
+/// forgets it, anything else replaces it. Takes effect for the next turn.
+#[tauri::command]
+pub async fn save_settings(
+    app: tauri::AppHandle,
+    state: State<'_, AppState>,
+    provider: ProviderSettings,
+    api_key: Option<String>,
+) -> Result<SettingsView, CommandError> {
+    settings::validate(&provider).map_err(|m| error("invalid_settings", m))?;
+    let store = app.store(&state.settings_path).map_err(|e| error("storage", e))?;
+    store.set(PROVIDER_KEY, serde_json::to_value(&provider).map_err(|e| error("storage", e))?);
+    store.save().map_err(|e| error("storage", e))?;
+    if let Some(key) = api_key {
+        state.runtime.set_api_key(provider.kind, &key).map_err(|m| error("secrets", m))?;
+    }
+    state.startup_warnings.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    current_view(&app, &state)
+}
+
+#[tauri::command]
+pub async fn test_connection(
+    state: State<'_, AppState>,
+    provider: ProviderSettings,
+    api_key: Option<String>,
+) -> Result<ConnectionVerdict, CommandError> {
+    Ok(state.runtime.test_connection(provider, api_key).await)
+}
+
+/// Raises a native notification through the same path background events use.
+#[tauri::command]
+pub async fn notify(state: State<'_, AppState>, title: String, body: String) -> Result<(), CommandError> {
+    state.runtime.notify(title, body);
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! # vigil (desktop shell)
+//!
+//! Glue between the window and `vigil-core`: builds the runtime in `setup`, forwards `Op`s
+//! from IPC, emits every event to the window as `vigil://event`, turns `notification`
+//! events into native notifications, and keeps provider settings in tauri-plugin-store.
+//! No runtime logic lives here; errors are mapped to one `{ code, message }` shape.
+
+mod commands;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tauri::{Emitter as _, Manager};
+use tauri_plugin_notification::NotificationExt;
+use vigil_core::clock::{Clock, SystemClock};
+use vigil_core::events::EventSink;
+use vigil_core::protocol::{Event, EventEnvelope};
+use vigil_core::Runtime;
+
+/// The event name the UI listens on.
+pub const EVENT_NAME: &str = "vigil://event";
+
+/// Forwards runtime events to the window and raises native notifications.
+struct WindowSink(tauri::AppHandle);
+
+impl EventSink for WindowSink {
+    fn emit(&self, envelope: EventEnvelope) {
+        if let Event::Notification { title, body } = &envelope.event {
+            if let Err(e) = self.0.notification().builder().title(title).body(body).show() {
+                tracing::warn!("could not show a notification: {e}");
+            }
+        }
+        if let Err(e) = self.0.emit(EVENT_NAME, &envelope) {
+            tracing::warn!("could not send an event to the window: {e}");
+        }
+    }
+}
+
+/// What every command can reach.
+pub struct AppState {
+    pub runtime: Runtime,
+    /// Absolute path of the store file (`<data dir>/settings.json`).
+    pub settings_path: PathBuf,
+    /// Problems found at start-up (an unreadable settings file…), shown in Settings.
+    pub startup_warnings: std::sync::Mutex<Vec<String>>,
+}
+
+fn data_dir(app: &tauri::App) -> Result<PathBuf, Box<dyn std::error::Error>> {
+    if let Some(dir) = std::env::var_os("VIGIL_DATA_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    Ok(app.path().app_data_dir()?)
+}
+
+pub fn run() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("VIGIL_LOG").unwrap_or_else(|_| "info".into()))
+        .init();
+    let result = tauri::Builder::default()
+        .plugin(tauri_plugin_notification::init())
+        .plugin(tauri_plugin_store::Builder::new().build())
+        .setup(|app| {
+            let dir = data_dir(app)?;
+            std::fs::create_dir_all(&dir)?;
+            let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+            let runtime = Runtime::new(&dir, clock.clone(), Arc::new(WindowSink(app.handle().clone())))?;
+            // Core checks the file first and sets an unreadable one aside, so the store
+            // never starts empty over it and a later save cannot destroy it.
+            let (stored, warnings) = vigil_core::settings::load_file(&dir, clock.now_ms());
+            runtime.apply_settings(stored, warnings.clone());
+            tracing::info!(data_dir = %dir.display(), "Vigil started");
+            app.manage(AppState {
+                runtime,
+                settings_path: dir.join(vigil_core::settings::SETTINGS_FILE),
+                startup_warnings: std::sync::Mutex::new(warnings),
+            });
+            Ok(())
+        })
+        .invoke_handler(tauri::generate_handler![
+            commands::submit,
+            commands::history,
+            commands::get_settings,
+            commands::save_settings,
+            commands::test_connection,
+            commands::notify,
+        ])
+        .build(tauri::generate_context!());
+    let app = match result {
+        Ok(app) => app,
+        Err(e) => {
+            eprintln!("Vigil could not start: {e}");
+            std::process::exit(1);
+        }
+    };
+    app.run(|handle, event| {
+        if let tauri::RunEvent::Exit = event {
+            let runtime = handle.state::<AppState>().runtime.clone();
+            tauri::async_runtime::block_on(runtime.shutdown());
+        }
+    });
+}
