@@ -159,3 +159,58 @@ pub fn resolve(
         config,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_settings_file_is_kept_aside_with_a_clear_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SETTINGS_FILE);
+        std::fs::write(&path, "{\"provider\": {\"kind\": \"anthropic\", ").unwrap();
+        let (provider, warnings) = load_file(dir.path(), 42);
+        assert_eq!(provider, None);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("could not be read"), "{}", warnings[0]);
+        assert!(
+            !path.exists(),
+            "moved out of the way so a save cannot overwrite it"
+        );
+        let kept = std::fs::read_to_string(dir.path().join("settings.json.broken-42")).unwrap();
+        assert!(kept.starts_with("{\"provider\""));
+    }
+
+    #[test]
+    fn a_good_file_loads_and_a_missing_one_means_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(load_file(dir.path(), 0), (None, vec![]));
+        let p = ProviderSettings {
+            kind: ProviderKind::Openai,
+            base_url: "http://localhost:11434/v1".into(),
+            model: "llama3.2".into(),
+            max_tokens: 1000,
+        };
+        std::fs::write(
+            dir.path().join(SETTINGS_FILE),
+            serde_json::json!({ "provider": p }).to_string(),
+        )
+        .unwrap();
+        assert_eq!(load_file(dir.path(), 0), (Some(p), vec![]));
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let mut p = ProviderSettings::default();
+        assert_eq!(validate(&p), Ok(()));
+        p.base_url = "localhost:11434".into();
+        assert!(validate(&p).unwrap_err().contains("Base URL"));
+        p.base_url = "ftp://x".into();
+        assert!(validate(&p).unwrap_err().contains("http://"));
+        p = ProviderSettings {
+            model: " ".into(),
+            ..ProviderSettings::default()
+        };
+        assert!(validate(&p).unwrap_err().contains("Model"));
+    }
+}

@@ -1,0 +1,173 @@
+// Starts the real pieces an end-to-end test needs: the fake provider, a D-Bus monitor that
+// sees notifications as the desktop does, tauri-driver (WebKitWebDriver underneath), and
+// sessions of the real built app. Everything is torn down by `stop()`.
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import net from 'node:net';
+import { Builder, By, until } from 'selenium-webdriver';
+
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+const TARGET = process.env.CARGO_TARGET_DIR ?? path.join(ROOT, 'target');
+export const APP = path.join(TARGET, 'debug', 'vigil');
+const FAKE = path.join(TARGET, 'debug', 'vigil-fake-llm');
+export const ARTIFACTS = path.join(ROOT, 'tests', 'artifacts');
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+async function waitFor(what, fn, timeoutMs = 20000, everyMs = 100) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(everyMs);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ''}`);
+}
+
+export class Harness {
+  constructor() {
+    this.children = [];
+    this.dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'vigil-e2e-'));
+    this.fakeLog = path.join(this.dataDir, 'fake-requests.jsonl');
+    this.dbusLog = path.join(this.dataDir, 'dbus-notifications.log');
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+  }
+
+  spawn(cmd, args, opts = {}) {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
+    this.children.push(child);
+    return child;
+  }
+
+  /** The fake provider with `script`; resolves to its base URL. */
+  async startFakeProvider(script) {
+    for (const bin of [APP, FAKE]) {
+      if (!fs.existsSync(bin)) throw new Error(`${bin} is missing: run \`make app\` and \`cargo build -p vigil-fake-llm\` first`);
+    }
+    const scriptPath = path.join(this.dataDir, 'script.json');
+    fs.writeFileSync(scriptPath, JSON.stringify(script));
+    const child = this.spawn(FAKE, ['--script', scriptPath, '--log', this.fakeLog]);
+    this.fakeUrl = await new Promise((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (d) => {
+        out += d;
+        const m = out.match(/listening on (http:\/\/\S+)/);
+        if (m) resolve(m[1]);
+      });
+      child.on('exit', (code) => reject(new Error(`fake provider exited with ${code}`)));
+    });
+    return this.fakeUrl;
+  }
+
+  fakeRequests() {
+    if (!fs.existsSync(this.fakeLog)) return [];
+    return fs.readFileSync(this.fakeLog, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  }
+
+  /** Records every call on the notifications interface, as a desktop would receive it. */
+  async startNotificationMonitor() {
+    if (!process.env.DBUS_SESSION_BUS_ADDRESS) {
+      throw new Error('no D-Bus session bus: run the end-to-end tests under `dbus-run-session` (make test-e2e does)');
+    }
+    const out = fs.openSync(this.dbusLog, 'w');
+    this.spawn('dbus-monitor', ["interface='org.freedesktop.Notifications'"], { stdio: ['ignore', out, 'inherit'] });
+    await sleep(300);
+  }
+
+  notificationLog() {
+    return fs.existsSync(this.dbusLog) ? fs.readFileSync(this.dbusLog, 'utf8') : '';
+  }
+
+  /** tauri-driver, with the environment the app will inherit. */
+  async startDriver(env) {
+    const port = await freePort();
+    const nativePort = await freePort();
+    const child = this.spawn('tauri-driver', ['--port', String(port), '--native-port', String(nativePort)], {
+      env: { ...process.env, ...env },
+    });
+    child.stderr.on('data', (d) => process.env.E2E_VERBOSE && process.stderr.write(d));
+    this.driverUrl = `http://127.0.0.1:${port}/`;
+    await waitFor('tauri-driver', async () => (await fetch(`${this.driverUrl}status`)).ok);
+  }
+
+  /** A new app session; resolves once the UI says it is ready. Returns [driver, ms to ready]. */
+  async launchApp() {
+    const started = Date.now();
+    const driver = await new Builder()
+      .usingServer(this.driverUrl)
+      .withCapabilities({ browserName: 'wry', 'tauri:options': { application: APP } })
+      .build();
+    await driver.wait(async () => (await driver.executeScript('return document.body.dataset.ready')) === 'true', 30000, 'UI ready');
+    return [driver, Date.now() - started];
+  }
+
+  async stop() {
+    for (const c of this.children.reverse()) {
+      try {
+        c.kill('SIGTERM');
+      } catch {}
+    }
+    await sleep(200);
+  }
+}
+
+/** The rendered messages, read in one script so a re-render cannot interleave. */
+export async function messages(driver) {
+  return driver.executeScript(`
+    return [...document.querySelectorAll('[data-testid="message"]')].map((el) => {
+      const body = el.querySelector('[data-testid="message-text"]');
+      return {
+        role: el.dataset.role,
+        streaming: el.dataset.streaming === 'true',
+        text: body ? body.innerText.trim() : '',
+        html: body ? body.innerHTML : '',
+      };
+    });`);
+}
+
+export async function send(driver, text) {
+  const input = await driver.findElement(By.css('[data-testid="chat-input"]'));
+  await input.sendKeys(text, '\uE007'); // Enter
+}
+
+export async function screenshot(driver, name) {
+  const png = await driver.takeScreenshot();
+  const file = path.join(ARTIFACTS, name);
+  fs.writeFileSync(file, png, 'base64');
+  return file;
+}
+
+/** Resident memory of the app and every process under it (the webview's too), in KiB. */
+export function processTreeRssKiB(rootName = 'vigil') {
+  const pids = execFileSync('pgrep', ['-x', rootName]).toString().trim().split('\n').filter(Boolean);
+  const ps = execFileSync('ps', ['-e', '-o', 'pid=,ppid=,rss=,comm=']).toString().trim().split('\n');
+  const rows = ps.map((l) => l.trim().split(/\s+/)).map(([pid, ppid, rss, ...comm]) => ({ pid, ppid, rss: Number(rss), comm: comm.join(' ') }));
+  const keep = new Set(pids);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const r of rows) if (keep.has(r.ppid) && !keep.has(r.pid)) { keep.add(r.pid); grew = true; }
+  }
+  const members = rows.filter((r) => keep.has(r.pid));
+  return { total: members.reduce((s, r) => s + r.rss, 0), members };
+}
+
+export { By, until, waitFor, sleep };

@@ -1,0 +1,128 @@
+// Every call from the window into the Rust side goes through this module: one typed
+// wrapper per Tauri command and one for the event stream. Components never call `invoke`
+// or `listen` themselves, so the command names and argument shapes live in one place.
+//
+// Outside Tauri (a plain browser) there is no backend. With `?mock` in the URL a small
+// in-browser mock is loaded instead so the UI can be previewed and screenshotted; the mock
+// is a separate, lazily imported chunk that is only fetched when `__TAURI_INTERNALS__` is
+// absent, so it can never run inside the app.
+
+import { invoke } from '@tauri-apps/api/core';
+import { listen } from '@tauri-apps/api/event';
+import type {
+  CommandError,
+  ConnectionVerdict,
+  EventEnvelope,
+  History,
+  Op,
+  ProviderSettings,
+  SettingsView,
+} from './protocol';
+
+/** The event name the Rust side emits every `EventEnvelope` on. */
+export const EVENT_NAME = 'vigil://event';
+
+export type Unlisten = () => void;
+
+/** What the wrappers below need from a backend; the mock implements the same shape. */
+export interface Backend {
+  invoke<T>(command: string, args?: Record<string, unknown>): Promise<T>;
+  listen(handler: (event: EventEnvelope) => void): Promise<Unlisten>;
+}
+
+const tauriBackend: Backend = {
+  invoke: (command, args) => invoke(command, args),
+  listen: (handler) => listen<EventEnvelope>(EVENT_NAME, (e) => handler(e.payload)),
+};
+
+function notReady(): CommandError {
+  return {
+    code: 'not_ready',
+    message: 'This page is not running inside the Vigil app. Add ?mock to the URL to preview it with sample data.',
+  };
+}
+
+const unavailableBackend: Backend = {
+  invoke: () => Promise.reject(notReady()),
+  listen: () => Promise.reject(notReady()),
+};
+
+/** True inside the Tauri webview. */
+export function inTauri(): boolean {
+  return typeof window !== 'undefined' && '__TAURI_INTERNALS__' in window;
+}
+
+let chosen: Promise<Backend> | null = null;
+
+function backend(): Promise<Backend> {
+  chosen ??= pickBackend();
+  return chosen;
+}
+
+async function pickBackend(): Promise<Backend> {
+  if (inTauri()) return tauriBackend;
+  if (new URLSearchParams(window.location.search).has('mock')) {
+    const { createMockBackend } = await import('./mock');
+    return createMockBackend(new URLSearchParams(window.location.search).get('mock') ?? '');
+  }
+  return unavailableBackend;
+}
+
+/** Normalises whatever a rejected call produced into the wire error shape. */
+export function toCommandError(e: unknown): CommandError {
+  if (e && typeof e === 'object' && 'message' in e && typeof e.message === 'string') {
+    const code = 'code' in e && typeof e.code === 'string' ? e.code : 'unknown';
+    return { code, message: e.message };
+  }
+  if (typeof e === 'string') return { code: 'unknown', message: e };
+  return { code: 'unknown', message: 'Something went wrong.' };
+}
+
+async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
+  try {
+    return await (await backend()).invoke<T>(command, args);
+  } catch (e) {
+    throw toCommandError(e);
+  }
+}
+
+/** Sends one op (a user message, an interrupt…); returns as soon as the core has it. */
+export function submit(op: Op): Promise<void> {
+  return call('submit', { op });
+}
+
+/** The saved conversation; without an id, the primary session. */
+export function history(sessionId?: string): Promise<History> {
+  return call('history', sessionId === undefined ? {} : { sessionId });
+}
+
+export function getSettings(): Promise<SettingsView> {
+  return call('get_settings');
+}
+
+/**
+ * Validates and saves provider settings. `apiKey`: `null`/absent keeps the stored key,
+ * `""` forgets it, anything else replaces it.
+ */
+export function saveSettings(provider: ProviderSettings, apiKey: string | null = null): Promise<SettingsView> {
+  return call('save_settings', { provider, apiKey });
+}
+
+/** Tries settings without saving them; `apiKey` (if given) is used instead of the stored key. */
+export function testConnection(provider: ProviderSettings, apiKey: string | null = null): Promise<ConnectionVerdict> {
+  return call('test_connection', { provider, apiKey });
+}
+
+/** Raises a native notification through the same path background events use. */
+export function notify(title: string, body: string): Promise<void> {
+  return call('notify', { title, body });
+}
+
+/** Subscribes to every event the core emits; resolves once the listener is registered. */
+export async function onEvent(handler: (event: EventEnvelope) => void): Promise<Unlisten> {
+  try {
+    return await (await backend()).listen(handler);
+  } catch (e) {
+    throw toCommandError(e);
+  }
+}
