@@ -7,6 +7,8 @@
 //!
 //! - [`runtime`] — the clonable handle front ends hold: takes `Op`s, runs turns per session lane.
 //! - [`agent`] — one turn: save the user message, stream the reply, save the reply.
+//! - [`tools`] — the tool registry the agent runs model calls through, and the built-in
+//!   workspace file tools `read`, `write` and `edit`.
 //! - [`provider`] — streaming clients for the Anthropic and OpenAI-compatible APIs, retries.
 //! - [`session`] — JSONL transcripts that survive torn writes.
 //! - [`settings`] — stored settings + environment overrides → a provider config.
@@ -22,6 +24,7 @@ pub mod runtime;
 pub mod secrets;
 pub mod session;
 pub mod settings;
+pub mod tools;
 
 pub use runtime::Runtime;
 pub use vigil_protocol as protocol;

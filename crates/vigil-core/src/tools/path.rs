@@ -1,0 +1,257 @@
+//! Where a path the model gave actually points, and whether a tool may touch it.
+//!
+//! This is the one gate every file tool goes through, so the approval policy for paths
+//! outside the workspace can hook in here later without touching the tools.
+//!
+//! The check is made on the real path (symlinks resolved) and the tools then use exactly
+//! that path, so a link inside the workspace cannot lead a write outside it. What it cannot
+//! stop is a folder being swapped for a symlink between the check and the use; the agent is
+//! the only writer in its workspace, so that race is accepted.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// Why a path was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathError {
+    /// The model sent an empty path. Recover: send a file path.
+    #[error("The path is empty; give a file path relative to the workspace {workspace}.")]
+    Empty { workspace: PathBuf },
+    /// The path leads outside the workspace (directly, via `..`, or via a symlink). Recover:
+    /// work on files inside the workspace.
+    #[error(
+        "{requested} is outside the workspace {workspace}{via}; only files inside it can be read or changed.",
+        via = via_link(requested, resolved)
+    )]
+    OutsideWorkspace {
+        requested: String,
+        /// Where it really points, symlinks resolved; what an approval would be asked for.
+        resolved: PathBuf,
+        workspace: PathBuf,
+    },
+    /// A symlink on the way points at something missing, so where a write would land cannot
+    /// be checked. Recover: use the link's target path, or remove the link.
+    #[error("{requested} goes through the symbolic link {link}, whose target does not exist; refusing to follow it.")]
+    BrokenLink { requested: String, link: PathBuf },
+    /// The workspace folder itself is missing or unreadable. Recover: the user fixes the
+    /// workspace setting; the model cannot.
+    #[error("The workspace folder {workspace} cannot be used: {source}")]
+    Workspace {
+        workspace: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A folder on the way could not be inspected (permissions). Recover: another path.
+    #[error("Could not check {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn via_link(requested: &str, resolved: &Path) -> String {
+    if Path::new(requested) == resolved {
+        String::new()
+    } else {
+        format!(" (it resolves to {})", resolved.display())
+    }
+}
+
+/// A path a tool may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedPath {
+    /// Absolute, symlinks resolved as far as the path exists; what to open.
+    pub abs: PathBuf,
+    /// Relative to the workspace (`.` for the workspace itself); what to show the model.
+    pub display: String,
+}
+
+/// Resolves `raw` (relative to `workspace`, or absolute) and refuses it unless it lies inside
+/// the workspace once `..` and symlinks are accounted for. The path itself need not exist.
+pub fn resolve_path(workspace: &Path, raw: &str) -> Result<ResolvedPath, PathError> {
+    let root = workspace
+        .canonicalize()
+        .map_err(|source| PathError::Workspace {
+            workspace: workspace.to_path_buf(),
+            source,
+        })?;
+    if raw.trim().is_empty() {
+        return Err(PathError::Empty {
+            workspace: root.clone(),
+        });
+    }
+    let lexical = normalize(&workspace.join(raw));
+    let abs = canonicalize_existing(&lexical, raw)?;
+    match abs.strip_prefix(&root) {
+        Ok(rel) => {
+            let display = if rel.as_os_str().is_empty() {
+                ".".to_string()
+            } else {
+                rel.display().to_string()
+            };
+            Ok(ResolvedPath { abs, display })
+        }
+        Err(_) => Err(PathError::OutsideWorkspace {
+            requested: raw.to_string(),
+            resolved: abs,
+            workspace: root,
+        }),
+    }
+}
+
+/// Removes `.` and applies `..` without touching the disk; `..` at the root stays at the root.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Canonicalises the longest part of `path` that exists and appends the rest, which cannot
+/// contain links because it does not exist yet.
+fn canonicalize_existing(path: &Path, raw: &str) -> Result<PathBuf, PathError> {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        // symlink_metadata, not exists(): a dangling link "does not exist" to exists(), and
+        // writing through it would create its target wherever it points.
+        match existing.symlink_metadata() {
+            Ok(_) => break,
+            // NotADirectory: a file sits where a folder should be; the caller says so
+            // better once it tries to use the path.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                let Some(name) = existing.file_name() else {
+                    break;
+                };
+                rest.push(name.to_os_string());
+                if !existing.pop() {
+                    break;
+                }
+            }
+            Err(source) => {
+                return Err(PathError::Io {
+                    path: existing,
+                    source,
+                })
+            }
+        }
+    }
+    let mut abs = match existing.canonicalize() {
+        Ok(p) => p,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(PathError::BrokenLink {
+                requested: raw.to_string(),
+                link: existing,
+            })
+        }
+        Err(source) => {
+            return Err(PathError::Io {
+                path: existing,
+                source,
+            })
+        }
+    };
+    abs.extend(rest.iter().rev());
+    Ok(abs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("src")).unwrap();
+        (dir, root)
+    }
+
+    #[test]
+    fn relative_absolute_and_dotdot_paths_inside_resolve() {
+        let (_d, root) = ws();
+        for (raw, display) in [
+            ("a.txt", "a.txt"),
+            ("src/../src/./new/b.rs", "src/new/b.rs"),
+            (".", "."),
+        ] {
+            let got = resolve_path(&root, raw).unwrap();
+            assert_eq!(got.display, display);
+            assert_eq!(
+                got.abs,
+                root.join(display).components().collect::<PathBuf>()
+            );
+        }
+        let abs = root.join("src/x.rs");
+        assert_eq!(resolve_path(&root, abs.to_str().unwrap()).unwrap().abs, abs);
+    }
+
+    #[test]
+    fn paths_outside_are_refused_with_a_clear_message() {
+        let (_d, root) = ws();
+        let err = resolve_path(&root, "../secret.txt").unwrap_err();
+        assert!(matches!(err, PathError::OutsideWorkspace { .. }));
+        let parent = root.parent().unwrap();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "../secret.txt is outside the workspace {}{}; only files inside it can be read or changed.",
+                root.display(),
+                format_args!(" (it resolves to {})", parent.join("secret.txt").display())
+            )
+        );
+        let err = resolve_path(&root, "/etc/passwd").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "/etc/passwd is outside the workspace {}; only files inside it can be read or changed.",
+                root.display()
+            )
+        );
+        assert!(matches!(
+            resolve_path(&root, "  "),
+            Err(PathError::Empty { .. })
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_pointing_outside_are_refused_even_when_dangling() {
+        let (_d, root) = ws();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("x"), "x").unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("out")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("x"), root.join("file")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("gone"), root.join("dangling")).unwrap();
+        std::os::unix::fs::symlink(root.join("src"), root.join("inside")).unwrap();
+
+        for raw in ["out/x", "out/new.txt", "file"] {
+            let err = resolve_path(&root, raw).unwrap_err();
+            assert!(
+                matches!(err, PathError::OutsideWorkspace { .. }),
+                "{raw}: {err}"
+            );
+        }
+        assert!(matches!(
+            resolve_path(&root, "dangling"),
+            Err(PathError::BrokenLink { .. })
+        ));
+        assert_eq!(
+            resolve_path(&root, "inside/a.rs").unwrap().display,
+            "src/a.rs"
+        );
+    }
+}
