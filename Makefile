@@ -61,4 +61,4 @@ test-ui:
 
 test-e2e:
 	cargo build -p vigil-fake-llm
-	xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- npm run --silent e2e
+	scripts/e2e.sh

@@ -40,6 +40,11 @@ pub async fn history(
     })
 }
 
+#[tauri::command]
+pub async fn list_sessions(state: State<'_, AppState>) -> Result<Vec<SessionSummary>, CommandError> {
+    state.runtime.sessions().map_err(|e| error("session", e))
+}
+
 fn stored_provider(
     app: &tauri::AppHandle,
     state: &AppState,

@@ -93,6 +93,7 @@ pub fn run() {
         .invoke_handler(tauri::generate_handler![
             commands::submit,
             commands::history,
+            commands::list_sessions,
             commands::get_settings,
             commands::save_settings,
             commands::test_connection,

@@ -69,6 +69,16 @@ impl Emitter {
         }
     }
 
+    /// The same emitter, for events of one session outside any run.
+    pub fn for_session(&self, session_id: &str, scope: Scope) -> Self {
+        Self {
+            session_id: Some(session_id.to_string()),
+            scope,
+            run_id: None,
+            ..self.clone()
+        }
+    }
+
     pub fn emit(&self, source: Source, event: Event) {
         self.sink.emit(EventEnvelope {
             id: uuid::Uuid::new_v4().to_string(),

@@ -14,6 +14,7 @@
 //! - [`settings`] — stored settings + environment overrides → a provider config.
 //! - [`secrets`] — API keys in the OS keyring, or a user-only file when there is none.
 //! - [`events`] — stamping events into envelopes and handing them to a sink.
+//! - [`workspace`] — the agent's folder and the prompt files read fresh each turn.
 //! - [`clock`] — injected time, so tests never sleep.
 
 pub mod agent;
@@ -25,6 +26,7 @@ pub mod secrets;
 pub mod session;
 pub mod settings;
 pub mod tools;
+pub mod workspace;
 
 pub use runtime::Runtime;
 pub use vigil_protocol as protocol;

@@ -13,16 +13,18 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use vigil_protocol::{
-    ConnectionVerdict, ErrorKind, Event, Message, Op, ProviderSettings, Scope, SettingsView, Source,
+    ConnectionVerdict, ErrorKind, Event, Message, Op, ProviderSettings, Scope, SessionSummary, SettingsView, Source,
 };
 
-use crate::agent::Turn;
+use crate::agent::{AgentConfig, SteerQueue, Turn};
 use crate::clock::Clock;
 use crate::events::{Emitter, EventSink};
 use crate::provider::ModelClient;
 use crate::secrets::Secrets;
-use crate::session::{Loaded, SessionError, SessionStore, PRIMARY_SESSION};
+use crate::session::{Loaded, MetaStore, SessionError, SessionStore, SessionType, PRIMARY_SESSION};
 use crate::settings;
+use crate::tools::ToolRegistry;
+use crate::workspace::Workspace;
 
 /// A cheap, clonable handle to the runtime.
 #[derive(Clone)]
@@ -35,7 +37,12 @@ struct Inner {
     clock: Arc<dyn Clock>,
     emitter: Emitter,
     store: SessionStore,
+    meta: MetaStore,
     secrets: Secrets,
+    tools: ToolRegistry,
+    workspace: Workspace,
+    /// `std` lock: cloned at turn start, replaced when settings change.
+    agent_config: RwLock<AgentConfig>,
     /// `std` lock: read for a clone at turn start, written when settings change; never held
     /// across an await.
     client: RwLock<Option<ModelClient>>,
@@ -46,11 +53,32 @@ struct Inner {
     shutdown: CancellationToken,
 }
 
-/// One session's turn slot: turns wait for the `turn` lock, so they run in order.
+/// One session's lane: at most one turn runs; messages sent meanwhile queue here and
+/// reach the running turn at its next step (steering).
+#[derive(Default)]
 struct Lane {
-    turn: tokio::sync::Mutex<()>,
+    /// `std` lock: held only to flip `busy` or move the queue, never across an await.
+    state: Mutex<LaneState>,
+}
+
+#[derive(Default)]
+struct LaneState {
+    busy: bool,
+    queue: Vec<String>,
     /// The running turn's token, for Stop.
-    current: Mutex<CancellationToken>,
+    cancel: CancellationToken,
+}
+
+impl Lane {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LaneState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl SteerQueue for Lane {
+    fn drain(&self) -> Vec<String> {
+        std::mem::take(&mut self.lock().queue)
+    }
 }
 
 impl Runtime {
@@ -62,13 +90,24 @@ impl Runtime {
         sink: Arc<dyn EventSink>,
     ) -> Result<Self, SessionError> {
         let store = SessionStore::open(data_dir)?;
+        let meta = MetaStore::open(data_dir, clock.clone())?;
+        let workspace_dir = data_dir.join("workspace");
+        let workspace = Workspace::open(&workspace_dir).map_err(|source| SessionError::Io {
+            action: "create",
+            path: workspace_dir,
+            source,
+        })?;
         Ok(Self {
             inner: Arc::new(Inner {
                 data_dir: data_dir.to_path_buf(),
                 emitter: Emitter::new(sink, clock.clone()),
                 clock,
                 store,
+                meta,
                 secrets: Secrets::new(data_dir),
+                tools: ToolRegistry::with_builtins(),
+                workspace,
+                agent_config: RwLock::new(AgentConfig::default()),
                 client: RwLock::new(None),
                 lanes: Mutex::new(HashMap::new()),
                 tasks: TaskTracker::new(),
@@ -95,11 +134,29 @@ impl Runtime {
             Op::Interrupt { session_id } => {
                 let session_id = session_id.unwrap_or_else(|| PRIMARY_SESSION.to_string());
                 if let Some(lane) = self.lane_if_exists(&session_id) {
-                    lane.current
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .cancel();
+                    lane.lock().cancel.cancel();
                 }
+            }
+            Op::CreateSession { title } => {
+                let title = title.filter(|t| !t.trim().is_empty()).unwrap_or_else(|| "New conversation".into());
+                let done = self.inner.meta.create(title.trim(), SessionType::Primary).map(|_| ());
+                self.sessions_changed(done);
+            }
+            Op::RenameSession { session_id, title } => {
+                let done = if title.trim().is_empty() {
+                    Err(SessionError::InvalidTitle)
+                } else {
+                    self.inner.meta.update_atomic(&session_id, |m| m.title = title.trim().to_string()).map(|_| ())
+                };
+                self.sessions_changed(done);
+            }
+            Op::DeleteSession { session_id } => {
+                let busy = self.is_busy(&session_id);
+                let done = if busy { Err(SessionError::Busy(session_id.clone())) } else { self.inner.meta.delete(&session_id) };
+                if done.is_ok() {
+                    self.inner.lanes.lock().unwrap_or_else(|e| e.into_inner()).remove(&session_id);
+                }
+                self.sessions_changed(done);
             }
             Op::Shutdown => self.inner.shutdown.cancel(),
         }
@@ -137,53 +194,125 @@ impl Runtime {
     }
 
     fn lane(&self, session_id: &str) -> Arc<Lane> {
-        self.inner
-            .lanes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(session_id.to_string())
-            .or_insert_with(|| {
-                Arc::new(Lane {
-                    turn: tokio::sync::Mutex::new(()),
-                    current: Mutex::new(CancellationToken::new()),
-                })
-            })
-            .clone()
+        self.inner.lanes.lock().unwrap_or_else(|e| e.into_inner()).entry(session_id.to_string()).or_default().clone()
+    }
+
+    /// Whether a turn is running in `session_id` (the heartbeat waits for a free lane).
+    pub fn is_busy(&self, session_id: &str) -> bool {
+        self.lane_if_exists(session_id).is_some_and(|l| l.lock().busy)
     }
 
     fn start_turn(&self, session_id: String, text: String) {
         if self.inner.shutdown.is_cancelled() {
-            return self.report(
-                ErrorKind::InvalidOp,
-                "Vigil is shutting down; the message was not sent.",
-            );
+            return self.report(ErrorKind::InvalidOp, "Vigil is shutting down; the message was not sent.");
+        }
+        if let Err(e) = self.inner.meta.ensure(&session_id, &text) {
+            return self.report(ErrorKind::Session, e.to_string());
+        }
+        let lane = self.lane(&session_id);
+        {
+            let mut state = lane.lock();
+            if state.busy {
+                state.queue.push(text.clone());
+                drop(state);
+                let emitter = self.inner.emitter.for_session(&session_id, Scope::Primary);
+                return emitter.emit(Source::User, Event::MessageQueued { text });
+            }
+            state.busy = true;
+            state.cancel = self.inner.shutdown.child_token();
         }
         let this = self.clone();
         self.inner.tasks.spawn(async move {
-            let lane = this.lane(&session_id);
-            let _slot = lane.turn.lock().await;
-            let cancel = this.inner.shutdown.child_token();
-            *lane.current.lock().unwrap_or_else(|e| e.into_inner()) = cancel.clone();
-            let run_id = uuid::Uuid::new_v4().to_string();
-            let client = this
-                .inner
-                .client
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
-            let turn = Turn {
-                session_id: &session_id,
-                store: &this.inner.store,
-                client,
-                emitter: this
-                    .inner
-                    .emitter
-                    .for_run(&session_id, Scope::Primary, &run_id),
-                clock: this.inner.clock.clone(),
-                cancel,
-            };
-            turn.run(text).await;
+            let mut next = Some(text);
+            while let Some(text) = next.take() {
+                this.run_turn(&session_id, &lane, text).await;
+                next = this.after_turn(&session_id, &lane);
+            }
         });
+    }
+
+    async fn run_turn(&self, session_id: &str, lane: &Arc<Lane>, text: String) {
+        let cancel = lane.lock().cancel.clone();
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let client = self.inner.client.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let config = self.inner.agent_config.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let turn = Turn {
+            session_id,
+            store: &self.inner.store,
+            client,
+            tools: self.inner.tools.clone(),
+            workspace: self.inner.workspace.clone(),
+            emitter: self.inner.emitter.for_run(session_id, Scope::Primary, &run_id),
+            clock: self.inner.clock.clone(),
+            cancel,
+            steer: lane.as_ref(),
+            config,
+        };
+        turn.run(text).await;
+        if let Err(e) = self.inner.meta.update_atomic(session_id, |_| ()) {
+            tracing::warn!("could not update the metadata of {session_id}: {e}");
+        }
+    }
+
+    /// Decides what follows a turn: messages that arrived too late for it start the next
+    /// turn, unless the user pressed Stop: then they are saved (never lost) but not answered.
+    fn after_turn(&self, session_id: &str, lane: &Lane) -> Option<String> {
+        let mut state = lane.lock();
+        let queued = std::mem::take(&mut state.queue);
+        if queued.is_empty() {
+            state.busy = false;
+            return None;
+        }
+        if !state.cancel.is_cancelled() {
+            state.cancel = self.inner.shutdown.child_token();
+            return Some(queued.join("\n\n"));
+        }
+        // Saved while the lane is still busy, so no new turn can interleave with them.
+        let emitter = self.inner.emitter.for_session(session_id, Scope::Primary);
+        for text in &queued {
+            let message = Message::user_text(text.clone(), self.inner.clock.now_ms());
+            match self.inner.store.append(session_id, &message) {
+                Ok(()) => emitter.emit(Source::User, Event::MessageAppended { message }),
+                Err(e) => self.report(ErrorKind::Storage, format!("Could not save a queued message: {e}")),
+            }
+        }
+        state.busy = false;
+        drop(state);
+        emitter.emit(Source::User, Event::QueueConsumed { count: queued.len() as u32 });
+        None
+    }
+
+    /// The conversations, most recent first.
+    pub fn sessions(&self) -> Result<Vec<SessionSummary>, SessionError> {
+        self.inner.meta.ensure(PRIMARY_SESSION, "")?;
+        Ok(self
+            .inner
+            .meta
+            .list()?
+            .into_iter()
+            .filter(|m| m.session_type == SessionType::Primary)
+            .map(|m| SessionSummary { id: m.id, title: m.title, created_at: m.created_at, updated_at: m.updated_at })
+            .collect())
+    }
+
+    fn sessions_changed(&self, done: Result<(), SessionError>) {
+        if let Err(e) = done {
+            return self.report(ErrorKind::Session, e.to_string());
+        }
+        match self.sessions() {
+            Ok(sessions) => self.inner.emitter.emit(Source::System, Event::SessionsChanged { sessions }),
+            Err(e) => self.report(ErrorKind::Session, e.to_string()),
+        }
+    }
+
+    /// The agent's workspace folder.
+    pub fn workspace(&self) -> &Path {
+        self.inner.workspace.root()
+    }
+
+    /// Replaces the limits used by the next turn.
+    pub fn set_agent_config(&self, config: AgentConfig) {
+        *self.inner.agent_config.write().unwrap_or_else(|e| e.into_inner()) = config;
     }
 
     /// The saved conversation of a session, with any load warnings.
@@ -206,6 +335,9 @@ impl Runtime {
         warnings: Vec<String>,
     ) -> SettingsView {
         let mut resolved = settings::resolve(stored, &self.inner.secrets, warnings);
+        let p = &resolved.view.provider;
+        let window = p.context_window.unwrap_or_else(|| p.kind.default_context_window());
+        self.inner.agent_config.write().unwrap_or_else(|e| e.into_inner()).context_window = window as u64;
         let client = match settings::validate(&resolved.view.provider) {
             Err(e) => {
                 resolved.view.warnings.push(e);

@@ -190,6 +190,7 @@ mod tests {
             base_url: "http://localhost:11434/v1".into(),
             model: "llama3.2".into(),
             max_tokens: 1000,
+            context_window: None,
         };
         std::fs::write(
             dir.path().join(SETTINGS_FILE),

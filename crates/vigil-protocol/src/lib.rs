@@ -40,6 +40,16 @@ pub enum Op {
         #[ts(optional)]
         session_id: Option<String>,
     },
+    /// Start a new conversation; answered by `sessions_changed`.
+    CreateSession {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        title: Option<String>,
+    },
+    /// Rename a conversation.
+    RenameSession { session_id: String, title: String },
+    /// Delete a conversation and its transcript (not the primary one).
+    DeleteSession { session_id: String },
     /// Finish or cancel running turns and stop the runtime.
     Shutdown,
 }
@@ -106,11 +116,44 @@ pub enum Event {
         delay_ms: u64,
         reason: String,
     },
-    /// The turn ended. `stop_reason` says why (`cancelled` after a Stop, `error` after an error).
+    /// The turn ended. `stop_reason` says why (`cancelled` after a Stop, `error` after an
+    /// error); `detail` explains a stop by the turn policy. `usage` sums every round.
     TurnFinished {
         stop_reason: StopReason,
         usage: Usage,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        detail: Option<String>,
     },
+    /// The model called a tool; it is running now.
+    ToolCallStarted {
+        call_id: String,
+        name: String,
+        input: serde_json::Value,
+    },
+    /// Live output of a running tool (the current tail, throttled).
+    ToolCallUpdate { call_id: String, output: String },
+    /// A tool finished; `content` is what the model sees (an edit's is its diff).
+    ToolCallFinished {
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
+    /// A message sent while a turn runs; it reaches the model at the turn's next step.
+    MessageQueued { text: String },
+    /// Queued messages were handed to the model (as `[INTERRUPT] …`).
+    QueueConsumed { count: u32 },
+    /// Older messages were summarised to fit the model's context window.
+    Compacted {
+        summarized_messages: u32,
+        #[ts(type = "number")]
+        tokens_before: u64,
+        #[ts(type = "number")]
+        tokens_after: u64,
+    },
+    /// The list of conversations changed.
+    SessionsChanged { sessions: Vec<SessionSummary> },
     /// Something failed; `message` is written for the user.
     Error { kind: ErrorKind, message: String },
     /// A native notification was requested.
@@ -130,6 +173,8 @@ pub enum StopReason {
     Refusal,
     /// The user pressed Stop.
     Cancelled,
+    /// The turn policy ended a runaway turn (rounds, tool-call cap, repeated failures).
+    Policy,
     /// The provider failed; see the preceding `error` event.
     Error,
 }
@@ -169,6 +214,8 @@ pub enum ErrorKind {
     Storage,
     /// An op could not be understood.
     InvalidOp,
+    /// A conversation could not be found, created, renamed or deleted.
+    Session,
 }
 
 /// Who wrote a transcript message.
@@ -197,6 +244,32 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub stop_reason: Option<StopReason>,
+    /// What the message is beyond its role (a steer, a summary); plain messages omit it.
+    #[serde(default, skip_serializing_if = "MessageKind::is_plain")]
+    #[ts(as = "Option<MessageKind>", optional)]
+    pub kind: MessageKind,
+}
+
+/// Special kinds of transcript message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MessageKind {
+    #[default]
+    Plain,
+    /// A user message that reached a running turn (sent as `[INTERRUPT] …`).
+    Interrupt,
+    /// A summary standing in for every message before index `replaces_before` of the
+    /// transcript (the summary's own line comes later: transcripts are append-only).
+    Summary {
+        #[ts(type = "number")]
+        replaces_before: u64,
+    },
+}
+
+impl MessageKind {
+    pub fn is_plain(&self) -> bool {
+        *self == MessageKind::Plain
+    }
 }
 
 impl Message {
@@ -209,6 +282,7 @@ impl Message {
             model: None,
             usage: None,
             stop_reason: None,
+            kind: MessageKind::Plain,
         }
     }
 
@@ -249,6 +323,22 @@ pub enum ContentBlock {
         #[serde(default)]
         is_error: bool,
     },
+    /// Volatile context (current time, background updates) sent with a user message and
+    /// kept out of the system prompt so its bytes stay cacheable; the UI does not show it.
+    Context {
+        text: String,
+    },
+}
+
+/// The sidebar's view of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct SessionSummary {
+    pub id: String,
+    pub title: String,
+    #[ts(type = "number")]
+    pub created_at: i64,
+    #[ts(type = "number")]
+    pub updated_at: i64,
 }
 
 /// A session's saved conversation, as the UI loads it on start.
@@ -284,6 +374,8 @@ pub fn typescript_bindings() -> String {
         Role::decl(&cfg),
         Message::decl(&cfg),
         ContentBlock::decl(&cfg),
+        MessageKind::decl(&cfg),
+        SessionSummary::decl(&cfg),
         History::decl(&cfg),
         CommandError::decl(&cfg),
         ProviderKind::decl(&cfg),

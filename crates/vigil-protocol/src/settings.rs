@@ -24,6 +24,14 @@ impl ProviderKind {
         }
     }
 
+    /// The context window assumed when the user has not set one.
+    pub fn default_context_window(self) -> u32 {
+        match self {
+            ProviderKind::Anthropic => 200_000,
+            ProviderKind::Openai => 128_000,
+        }
+    }
+
     /// A sensible default model for this kind.
     pub fn default_model(self) -> &'static str {
         match self {
@@ -43,6 +51,11 @@ pub struct ProviderSettings {
     pub model: String,
     /// Upper bound on the reply length, in tokens.
     pub max_tokens: u32,
+    /// The model's context window in tokens; empty means the kind's usual size
+    /// ([`ProviderKind::default_context_window`]). Set it for small local models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub context_window: Option<u32>,
 }
 
 impl Default for ProviderSettings {
@@ -53,6 +66,7 @@ impl Default for ProviderSettings {
             base_url: kind.default_base_url().into(),
             model: kind.default_model().into(),
             max_tokens: 4096,
+            context_window: None,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
 
-export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "shutdown" };
+export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "shutdown" };
 
 export type Scope = "primary" | "heartbeat" | "job" | "app";
 
@@ -21,15 +21,15 @@ ts: number, session_id: string | null, scope: Scope, source: Source,
 /**
  * The turn (run) this event belongs to, if any.
  */
-run_id: string | null, } & ({ "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, } | { "type": "message_appended", message: Message, });
+run_id: string | null, } & ({ "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, } | { "type": "message_appended", message: Message, });
 
-export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, } | { "type": "message_appended", message: Message, };
+export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, } | { "type": "message_appended", message: Message, };
 
-export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "error";
+export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "policy" | "error";
 
 export type Usage = { input_tokens: number, output_tokens: number, };
 
-export type ErrorKind = "auth" | "model_not_found" | "bad_request" | "rate_limited" | "server" | "network" | "timeout" | "stream" | "config" | "storage" | "invalid_op";
+export type ErrorKind = "auth" | "model_not_found" | "bad_request" | "rate_limited" | "server" | "network" | "timeout" | "stream" | "config" | "storage" | "invalid_op" | "session";
 
 export type Role = "user" | "assistant" | "tool_result";
 
@@ -37,9 +37,17 @@ export type Message = { role: Role, content: Array<ContentBlock>,
 /**
  * Milliseconds since the Unix epoch.
  */
-ts: number, model?: string, usage?: Usage, stop_reason?: StopReason, };
+ts: number, model?: string, usage?: Usage, stop_reason?: StopReason, 
+/**
+ * What the message is beyond its role (a steer, a summary); plain messages omit it.
+ */
+kind?: MessageKind, };
 
-export type ContentBlock = { "type": "text", text: string, } | { "type": "thinking", thinking: string, signature?: string, } | { "type": "tool_use", id: string, name: string, input: JsonValue, } | { "type": "tool_result", tool_use_id: string, content: string, is_error: boolean, };
+export type ContentBlock = { "type": "text", text: string, } | { "type": "thinking", thinking: string, signature?: string, } | { "type": "tool_use", id: string, name: string, input: JsonValue, } | { "type": "tool_result", tool_use_id: string, content: string, is_error: boolean, } | { "type": "context", text: string, };
+
+export type MessageKind = { "type": "plain" } | { "type": "interrupt" } | { "type": "summary", replaces_before: number, };
+
+export type SessionSummary = { id: string, title: string, created_at: number, updated_at: number, };
 
 export type History = { session_id: string, messages: Array<Message>, 
 /**
@@ -68,7 +76,12 @@ base_url: string, model: string,
 /**
  * Upper bound on the reply length, in tokens.
  */
-max_tokens: number, };
+max_tokens: number, 
+/**
+ * The model's context window in tokens; empty means the kind's usual size
+ * ([`ProviderKind::default_context_window`]). Set it for small local models.
+ */
+context_window?: number, };
 
 export type KeyStorage = "keyring" | "file" | "environment" | "none";
 

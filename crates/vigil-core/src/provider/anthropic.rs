@@ -17,7 +17,8 @@ pub(super) fn request(cfg: &ProviderConfig, req: &ChatRequest) -> (String, Value
         "stream": true,
     });
     if !req.system.is_empty() {
-        body["system"] = json!(req.system);
+        // The breakpoint caches tools + system: both are byte-stable from turn to turn.
+        body["system"] = json!([{"type": "text", "text": req.system, "cache_control": {"type": "ephemeral"}}]);
     }
     if !req.tools.is_empty() {
         body["tools"] = req
@@ -50,7 +51,7 @@ fn message(m: &Message) -> Option<Value> {
         .iter()
         .filter_map(|b| match b {
             ContentBlock::Text { text } if text.is_empty() => None,
-            ContentBlock::Text { text } => Some(json!({"type": "text", "text": text})),
+            ContentBlock::Text { text } | ContentBlock::Context { text } => Some(json!({"type": "text", "text": text})),
             // The API accepts thinking back only with its signature.
             ContentBlock::Thinking {
                 thinking,

@@ -35,6 +35,13 @@ enum Partial {
     },
 }
 
+/// The key under which arguments that were not a JSON object are kept.
+pub const INVALID_ARGUMENTS: &str = "_invalid_arguments";
+
+fn invalid_arguments(raw: &str, error: &str) -> serde_json::Value {
+    serde_json::json!({ INVALID_ARGUMENTS: raw, "_parse_error": error })
+}
+
 /// A finished reply.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
@@ -132,7 +139,8 @@ impl Assembler {
         })
     }
 
-    /// The whole reply; fails if a tool call's arguments are not valid JSON.
+    /// The whole reply. Tool-call arguments that are not a JSON object are kept under
+    /// [`INVALID_ARGUMENTS`] for the agent to answer with an error.
     pub fn finish(self) -> Result<Completion, ProviderError> {
         let mut content = Vec::with_capacity(self.blocks.len());
         for block in self.blocks {
@@ -229,11 +237,16 @@ mod tests {
     }
 
     #[test]
-    fn broken_tool_json_is_an_error_but_partial_keeps_text() {
+    fn broken_tool_json_is_kept_for_an_error_result_and_partial_keeps_text() {
         let mut a = Assembler::default();
         a.text("0", "so far");
+        a.tool_start("t", Some("c1"), Some("edit"));
         a.tool_args("t", "{\"x\":");
-        assert!(matches!(a.finish(), Err(ProviderError::Stream { .. })));
+        let c = a.finish().unwrap();
+        match &c.content[1] {
+            ContentBlock::ToolUse { input, .. } => assert_eq!(input[INVALID_ARGUMENTS], "{\"x\":"),
+            other => panic!("{other:?}"),
+        }
         let mut a = Assembler::default();
         a.text("0", "so far");
         a.tool_args("t", "{\"x\":");

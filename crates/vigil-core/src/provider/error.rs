@@ -19,6 +19,9 @@ pub enum ProviderError {
     /// 400/422: the server refused the request. Recover: check the model and settings.
     #[error("The provider refused the request (HTTP {status}): {message}")]
     BadRequest { status: u16, message: String },
+    /// The conversation no longer fits the model's context window. Recover: compact, retry.
+    #[error("The conversation is too long for the model's context window: {message}")]
+    ContextTooLong { message: String },
     /// 429 still after the retries. Recover: wait, or check the plan's limits.
     #[error("Rate limited by the provider (HTTP 429): {message}. Try again in a moment.")]
     RateLimited {
@@ -87,7 +90,7 @@ impl ProviderError {
             ProviderError::Auth { .. } => ErrorKind::Auth,
             ProviderError::ModelNotFound { .. } => ErrorKind::ModelNotFound,
             ProviderError::EndpointNotFound { .. } | ProviderError::Config(_) => ErrorKind::Config,
-            ProviderError::BadRequest { .. } => ErrorKind::BadRequest,
+            ProviderError::BadRequest { .. } | ProviderError::ContextTooLong { .. } => ErrorKind::BadRequest,
             ProviderError::RateLimited { .. } => ErrorKind::RateLimited,
             ProviderError::Server { .. } => ErrorKind::Server,
             ProviderError::Network { .. } => ErrorKind::Network,
@@ -139,6 +142,13 @@ impl ProviderError {
             _ => ProviderError::BadRequest { status, message },
         }
     }
+}
+
+/// How the services word "too long for the context window".
+fn is_context_overflow(lower: &str) -> bool {
+    ["prompt is too long", "context length", "context_length", "maximum context", "context window", "too many tokens", "input is too long"]
+        .iter()
+        .any(|p| lower.contains(p))
 }
 
 /// Pulls the human message out of either protocol's error body
@@ -231,6 +241,10 @@ mod tests {
                 url: "http://h/v1/chat/completions".into()
             }
         );
+        let e = ProviderError::from_status(400, r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#, None, "m", "u");
+        assert!(matches!(e, ProviderError::ContextTooLong { .. }));
+        let e = ProviderError::from_status(400, r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","code":"context_length_exceeded"}}"#, None, "m", "u");
+        assert!(matches!(e, ProviderError::ContextTooLong { .. }));
         assert!(ProviderError::from_status(529, "{}", None, "m", "u").is_retryable());
         assert!(!ProviderError::from_status(400, "{}", None, "m", "u").is_retryable());
     }

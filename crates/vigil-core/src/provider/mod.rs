@@ -23,7 +23,7 @@ use vigil_protocol::{Message, ProviderKind, StopReason};
 
 use crate::clock::Clock;
 use assemble::Assembler;
-pub use assemble::Completion;
+pub use assemble::{Completion, INVALID_ARGUMENTS};
 pub use error::ProviderError;
 
 /// Everything needed to reach one model.

@@ -46,7 +46,15 @@ pub(super) fn auth(
 fn push_message(out: &mut Vec<Value>, m: &Message) {
     match m.role {
         Role::User => {
-            let text = m.text();
+            let text = m
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text { text } | ContentBlock::Context { text } if !text.is_empty() => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n\n");
             if !text.is_empty() {
                 out.push(json!({"role": "user", "content": text}));
             }

@@ -1,3 +1,4 @@
+mod agent;
 mod headless;
 mod provider;
 mod runtime;

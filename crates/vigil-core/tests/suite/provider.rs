@@ -54,7 +54,7 @@ async fn text_streams_in_order_and_whole_through_hostile_framing() {
         let sent_text = match kind {
             ProviderKind::Anthropic => {
                 assert_eq!(req.headers["x-api-key"], "sk-test");
-                assert_eq!(req.body["system"], "be brief");
+                assert_eq!(req.body["system"], json!([{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]));
                 req.body["messages"][0]["content"][0]["text"].clone()
             }
             ProviderKind::Openai => {

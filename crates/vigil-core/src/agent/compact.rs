@@ -1,0 +1,198 @@
+//! Compaction: keeping long conversations inside the model's context window.
+//!
+//! Transcripts are append-only, so a summary cannot replace lines in place. Instead a
+//! summary message is appended with `kind: summary { replaces_before: K }`: from then on the
+//! request sees `[summary] + transcript[K..]` (earlier summaries skipped). The cut point `K`
+//! is always a place where no tool call is separated from its result: before a plain user
+//! message, or before an assistant message that follows a tool-result message.
+
+use tokio_util::sync::CancellationToken;
+use vigil_protocol::{ContentBlock, Message, MessageKind, Role};
+
+use crate::provider::{ChatRequest, ModelClient, ProviderError};
+
+/// Rough tokens of a message: ~4 characters a token, plus framing. Good enough to decide
+/// when to compact; the provider's own error is the backstop.
+pub fn estimate_message(m: &Message) -> u64 {
+    let chars: usize = m
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text { text } | ContentBlock::Context { text } => text.len(),
+            ContentBlock::Thinking { thinking, .. } => thinking.len(),
+            ContentBlock::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
+            ContentBlock::ToolResult { content, .. } => content.len(),
+        })
+        .sum();
+    chars as u64 / 4 + 8
+}
+
+pub fn estimate(system: &str, messages: &[Message]) -> u64 {
+    system.len() as u64 / 4 + messages.iter().map(estimate_message).sum::<u64>()
+}
+
+/// The latest summary, as (its index, the index it replaces everything before).
+fn latest_summary(transcript: &[Message]) -> Option<(usize, usize)> {
+    transcript.iter().enumerate().rev().find_map(|(i, m)| match m.kind {
+        MessageKind::Summary { replaces_before } => Some((i, replaces_before as usize)),
+        _ => None,
+    })
+}
+
+/// Transcript indices the request sees, in order (the summary first, if any).
+pub fn view_indices(transcript: &[Message]) -> Vec<usize> {
+    let Some((summary, start)) = latest_summary(transcript) else {
+        return (0..transcript.len()).collect();
+    };
+    let rest = (start.min(transcript.len())..transcript.len())
+        .filter(|&i| !matches!(transcript[i].kind, MessageKind::Summary { .. }));
+    std::iter::once(summary).chain(rest).collect()
+}
+
+/// What the provider is sent for this transcript.
+pub fn request_view(transcript: &[Message]) -> Vec<Message> {
+    view_indices(transcript).into_iter().map(|i| transcript[i].clone()).collect()
+}
+
+fn is_cut_point(transcript: &[Message], i: usize) -> bool {
+    let m = &transcript[i];
+    if matches!(m.kind, MessageKind::Summary { .. }) || i == 0 {
+        return false;
+    }
+    match m.role {
+        Role::User => !m.content.iter().any(|b| matches!(b, ContentBlock::ToolResult { .. })),
+        Role::Assistant => transcript[i - 1].role == Role::ToolResult,
+        Role::ToolResult => false,
+    }
+}
+
+/// Where to cut so that the kept tail holds about `keep_tokens`: the latest safe cut point
+/// whose tail is at least that big, else the earliest safe one. `None` if nothing can be
+/// summarised without breaking a tool-call pair.
+pub fn choose_cut(transcript: &[Message], keep_tokens: u64) -> Option<usize> {
+    let view = view_indices(transcript);
+    // Never cut at the view's first element: there would be nothing to summarise.
+    let candidates: Vec<usize> = view.iter().copied().skip(1).filter(|&i| is_cut_point(transcript, i)).collect();
+    let tail_tokens = |cut: usize| -> u64 {
+        view.iter().filter(|&&i| i >= cut && !matches!(transcript[i].kind, MessageKind::Summary { .. })).map(|&i| estimate_message(&transcript[i])).sum()
+    };
+    candidates.iter().rev().copied().find(|&c| tail_tokens(c) >= keep_tokens).or_else(|| candidates.first().copied())
+}
+
+/// Renders messages as plain text for the summariser (tool results shortened).
+fn render(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        let who = match (m.role, m.kind) {
+            (_, MessageKind::Summary { .. }) => "Earlier summary",
+            (Role::User, _) => "User",
+            (Role::Assistant, _) => "Assistant",
+            (Role::ToolResult, _) => "Tool result",
+        };
+        for b in &m.content {
+            let line = match b {
+                ContentBlock::Text { text } => text.clone(),
+                ContentBlock::ToolUse { name, input, .. } => format!("→ calls {name} {input}"),
+                ContentBlock::ToolResult { content, is_error, .. } => {
+                    let short = crate::tools::truncate_head_tail(content, 2_000);
+                    if *is_error { format!("(error) {short}") } else { short }
+                }
+                ContentBlock::Thinking { .. } | ContentBlock::Context { .. } => continue,
+            };
+            out.push_str(&format!("{who}: {line}\n\n"));
+        }
+    }
+    out
+}
+
+const SUMMARY_PROMPT: &str = "You compress conversations between a user and an AI agent so the agent can continue the work. \
+Write a faithful summary of the conversation below: the user's goals and preferences, decisions made, \
+files read or changed (with paths), commands and their outcomes, open questions and what remains to do. \
+Keep concrete facts (names, numbers, paths); drop pleasantries. Write in the conversation's language.";
+
+/// The summary message text for a transcript prefix.
+pub const SUMMARY_HEADING: &str = "[Summary of the earlier conversation]";
+
+/// Asks the model to summarise `old` and returns the summary message to append.
+pub async fn summarise(
+    client: &ModelClient,
+    old: &[Message],
+    replaces_before: usize,
+    max_chars: usize,
+    now_ms: i64,
+    cancel: &CancellationToken,
+) -> Result<Message, ProviderError> {
+    let text = crate::tools::truncate_head_tail(&render(old), max_chars);
+    let request = ChatRequest {
+        system: SUMMARY_PROMPT.to_string(),
+        messages: vec![Message::user_text(text, now_ms)],
+        tools: vec![],
+    };
+    let done = client.stream(&request, cancel, &mut |_| {}).await.map_err(|f| f.error)?;
+    let mut message = Message::user_text(format!("{SUMMARY_HEADING}\n\n{}", done.text().trim()), now_ms);
+    message.kind = MessageKind::Summary { replaces_before: replaces_before as u64 };
+    Ok(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn user(t: &str) -> Message {
+        Message::user_text(t, 0)
+    }
+    fn assistant(blocks: Vec<ContentBlock>) -> Message {
+        Message { role: Role::Assistant, content: blocks, ..user("") }
+    }
+    fn call(id: &str) -> ContentBlock {
+        ContentBlock::ToolUse { id: id.into(), name: "read".into(), input: json!({}) }
+    }
+    fn result(id: &str) -> Message {
+        Message {
+            role: Role::ToolResult,
+            content: vec![ContentBlock::ToolResult { tool_use_id: id.into(), content: "x".repeat(400), is_error: false }],
+            ..user("")
+        }
+    }
+
+    fn conversation() -> Vec<Message> {
+        vec![
+            user("one"),                                         // 0
+            assistant(vec![call("a")]),                          // 1
+            result("a"),                                         // 2
+            assistant(vec![ContentBlock::Text { text: "done".into() }]), // 3 (cut point: after a result)
+            user("two"),                                         // 4 (cut point)
+            assistant(vec![call("b")]),                          // 5
+            result("b"),                                         // 6
+            assistant(vec![ContentBlock::Text { text: "ok".into() }]), // 7 (cut point)
+        ]
+    }
+
+    #[test]
+    fn cuts_never_separate_a_call_from_its_result() {
+        let t = conversation();
+        for keep in [0, 50, 100, 200, 10_000] {
+            let cut = choose_cut(&t, keep).unwrap();
+            assert!([3, 4, 7].contains(&cut), "keep {keep}: cut {cut}");
+        }
+        assert_eq!(choose_cut(&t, 0), Some(7));
+        assert_eq!(choose_cut(&t, 10_000), Some(3));
+    }
+
+    #[test]
+    fn the_view_starts_with_the_latest_summary_and_skips_replaced_lines() {
+        let mut t = conversation();
+        let mut s = user("S1");
+        s.kind = MessageKind::Summary { replaces_before: 4 };
+        t.push(s); // 8
+        t.push(user("three")); // 9
+        assert_eq!(view_indices(&t), vec![8, 4, 5, 6, 7, 9]);
+        let mut s2 = user("S2");
+        s2.kind = MessageKind::Summary { replaces_before: 7 };
+        t.push(s2); // 10
+        assert_eq!(view_indices(&t), vec![10, 7, 9]);
+        // The next cut is chosen among what the view holds, never the summary itself.
+        assert_eq!(choose_cut(&t, 0), Some(9));
+    }
+}

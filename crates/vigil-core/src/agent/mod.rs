@@ -1,0 +1,317 @@
+//! # agent
+//!
+//! Owns one turn: the user's message goes into the transcript first (so it survives
+//! whatever follows), then the loop runs model → tool calls → results → model until the
+//! model stops, the turn policy ends it, or the user presses Stop. Every message — partial
+//! replies of a stopped or failed round included — is saved before the next step, and the
+//! history is repaired before each request so the provider never sees a broken chain.
+//!
+//! Must never: lose a message the user sent, or show the UI a reply that is not saved.
+
+mod compact;
+mod context;
+mod policy;
+
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+use tokio_util::sync::CancellationToken;
+use vigil_protocol::{ContentBlock, ErrorKind, Event, Message, MessageKind, Role, Source, StopReason, Usage};
+
+use crate::clock::Clock;
+use crate::events::Emitter;
+use crate::provider::{ChatRequest, Completion, ModelClient, ProviderError, StreamEvent, INVALID_ARGUMENTS};
+use crate::session::SessionStore;
+use crate::tools::{truncate_head_tail, ToolContext, ToolOutput, ToolRegistry};
+use crate::workspace::Workspace;
+
+pub use compact::{estimate, request_view, SUMMARY_HEADING};
+pub use policy::AgentConfig;
+use policy::Policy;
+
+/// Where a running turn picks up messages the user sent while it works.
+pub trait SteerQueue: Send + Sync {
+    /// Takes every queued message, oldest first.
+    fn drain(&self) -> Vec<String>;
+}
+
+/// The text a steer message is sent as (seed 000 §8).
+pub fn interrupt_text(text: &str) -> String {
+    format!("[INTERRUPT] New message from user: {text}")
+}
+
+/// Everything one turn needs.
+pub struct Turn<'a> {
+    pub session_id: &'a str,
+    pub store: &'a SessionStore,
+    pub client: Option<ModelClient>,
+    pub tools: ToolRegistry,
+    pub workspace: Workspace,
+    pub emitter: Emitter,
+    pub clock: Arc<dyn Clock>,
+    pub cancel: CancellationToken,
+    pub steer: &'a dyn SteerQueue,
+    pub config: AgentConfig,
+}
+
+/// How a turn ended, for the event and the runtime.
+struct Finish {
+    stop_reason: StopReason,
+    detail: Option<String>,
+}
+
+impl Finish {
+    fn because(stop_reason: StopReason) -> Self {
+        Self { stop_reason, detail: None }
+    }
+}
+
+impl Turn<'_> {
+    fn append(&self, message: Message) -> bool {
+        match self.store.append(self.session_id, &message) {
+            Ok(()) => {
+                self.emitter.emit(Source::System, Event::MessageAppended { message });
+                true
+            }
+            Err(e) => {
+                tracing::error!("{e}");
+                self.error(ErrorKind::Storage, format!("Could not save the conversation: {e}"));
+                false
+            }
+        }
+    }
+
+    fn error(&self, kind: ErrorKind, message: String) {
+        self.emitter.emit(Source::System, Event::Error { kind, message });
+    }
+
+    fn assistant_message(&self, c: Completion, model: &str) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: c.content,
+            ts: self.clock.now_ms(),
+            model: Some(c.model.unwrap_or_else(|| model.to_string())),
+            usage: Some(c.usage),
+            stop_reason: Some(c.stop_reason),
+            kind: MessageKind::Plain,
+        }
+    }
+
+    /// Runs the turn to its end; every outcome ends with `turn_finished`.
+    pub async fn run(self, user_text: String) {
+        let mut usage = Usage::default();
+        let finish = self.run_inner(user_text, &mut usage).await;
+        self.emitter.emit(
+            Source::Agent,
+            Event::TurnFinished {
+                stop_reason: finish.stop_reason,
+                usage,
+                detail: finish.detail,
+            },
+        );
+    }
+
+    async fn run_inner(&self, user_text: String, usage: &mut Usage) -> Finish {
+        let mut user = Message::user_text(user_text.clone(), self.clock.now_ms());
+        user.content.insert(0, ContentBlock::Context { text: context::volatile_context(self.clock.now_ms(), &[]) });
+        if !self.append(user) {
+            return Finish::because(StopReason::Error);
+        }
+        self.emitter.emit(Source::User, Event::TurnStarted { user_text });
+        let Some(client) = self.client.clone() else {
+            self.error(ErrorKind::Config, "No provider is configured. Open Settings and choose a provider, model and API key.".into());
+            return Finish::because(StopReason::Error);
+        };
+        let mut policy = Policy::new(&self.config);
+        let mut compacted_after_error = false;
+        loop {
+            if let Some(detail) = policy.before_round() {
+                return Finish { stop_reason: StopReason::Policy, detail: Some(detail) };
+            }
+            let completion = match self.request(&client, &mut compacted_after_error).await {
+                Ok(c) => c,
+                Err(finish) => return finish,
+            };
+            let calls: Vec<(String, String, serde_json::Value)> = completion
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolUse { id, name, input } => Some((id.clone(), name.clone(), input.clone())),
+                    _ => None,
+                })
+                .collect();
+            add_usage(usage, completion.usage);
+            let stop = completion.stop_reason;
+            if !self.append(self.assistant_message(completion, &client.config().model)) {
+                return Finish::because(StopReason::Error);
+            }
+            if !calls.is_empty() {
+                let results = self.run_tools(&calls).await;
+                let failed: Vec<bool> = results.iter().map(|r| matches!(r, ContentBlock::ToolResult { is_error: true, .. })).collect();
+                let message = Message { role: Role::ToolResult, content: results, ..Message::user_text("", self.clock.now_ms()) };
+                if !self.append(message) {
+                    return Finish::because(StopReason::Error);
+                }
+                if self.cancel.is_cancelled() {
+                    return Finish::because(StopReason::Cancelled);
+                }
+                if let Some(detail) = policy.after_tools(&calls, &failed) {
+                    return Finish { stop_reason: StopReason::Policy, detail: Some(detail) };
+                }
+            }
+            // Messages the user sent meanwhile reach the model now, even after a final answer.
+            let injected = self.inject_steer();
+            if calls.is_empty() && !injected {
+                return Finish::because(stop);
+            }
+        }
+    }
+
+    /// Appends queued user messages as `[INTERRUPT] …`; true if there were any.
+    fn inject_steer(&self) -> bool {
+        let queued = self.steer.drain();
+        if queued.is_empty() {
+            return false;
+        }
+        let count = queued.len() as u32;
+        for text in queued {
+            let mut m = Message::user_text(interrupt_text(&text), self.clock.now_ms());
+            m.kind = MessageKind::Interrupt;
+            self.append(m);
+        }
+        self.emitter.emit(Source::User, Event::QueueConsumed { count });
+        true
+    }
+
+    /// One model request over the repaired, compacted history.
+    async fn request(&self, client: &ModelClient, compacted_after_error: &mut bool) -> Result<Completion, Finish> {
+        let system = context::system_prompt(&self.workspace.prompt_files(), &self.workspace.root().display().to_string());
+        let window = self.config.context_window;
+        let mut transcript = self.load()?;
+        if estimate(&system, &request_view(&transcript)) as f64 > window as f64 * self.config.compact_threshold {
+            transcript = self.compact(client, &system, transcript, false).await?;
+        }
+        loop {
+            let (view, notes) = crate::session::repair_tool_chain(&request_view(&transcript));
+            for note in notes {
+                tracing::warn!(session = self.session_id, "repaired history: {note}");
+            }
+            let request = ChatRequest { system: system.clone(), messages: view, tools: self.tools.specs() };
+            let emitter = self.emitter.clone();
+            let mut on_event = move |ev: StreamEvent| {
+                let event = match ev {
+                    StreamEvent::TextDelta(text) => Event::TextDelta { text },
+                    StreamEvent::ReasoningDelta(text) => Event::ReasoningDelta { text },
+                    StreamEvent::Retrying { attempt, delay, error } => Event::Retrying {
+                        attempt,
+                        delay_ms: delay.as_millis() as u64,
+                        reason: error.to_string(),
+                    },
+                };
+                emitter.emit(Source::Provider, event);
+            };
+            match client.stream(&request, &self.cancel, &mut on_event).await {
+                Ok(done) => return Ok(done),
+                Err(f) if matches!(f.error, ProviderError::ContextTooLong { .. }) && !*compacted_after_error => {
+                    // One compaction and one retry; a second overflow goes to the user.
+                    *compacted_after_error = true;
+                    transcript = self.compact(client, &system, transcript, true).await?;
+                }
+                Err(failure) => {
+                    let stop = failure.partial.stop_reason;
+                    if !failure.partial.content.is_empty() {
+                        self.append(self.assistant_message(failure.partial, &client.config().model));
+                    }
+                    if stop != StopReason::Cancelled {
+                        self.emitter.emit(
+                            Source::Provider,
+                            Event::Error { kind: failure.error.kind(), message: failure.error.to_string() },
+                        );
+                    }
+                    return Err(Finish::because(stop));
+                }
+            }
+        }
+    }
+
+    fn load(&self) -> Result<Vec<Message>, Finish> {
+        self.store.load(self.session_id).map(|l| l.messages).map_err(|e| {
+            self.error(ErrorKind::Storage, e.to_string());
+            Finish::because(StopReason::Error)
+        })
+    }
+
+    /// Summarises older messages and appends the summary; returns the new transcript.
+    async fn compact(&self, client: &ModelClient, system: &str, transcript: Vec<Message>, force: bool) -> Result<Vec<Message>, Finish> {
+        let window = self.config.context_window;
+        let mut keep = (window as f64 * self.config.keep_ratio) as u64;
+        if force {
+            keep /= 2;
+        }
+        let Some(cut) = compact::choose_cut(&transcript, keep) else {
+            return Ok(transcript);
+        };
+        let before = estimate(system, &request_view(&transcript));
+        let old: Vec<Message> = compact::view_indices(&transcript)
+            .into_iter()
+            .filter(|&i| i < cut || matches!(transcript[i].kind, MessageKind::Summary { .. }))
+            .map(|i| transcript[i].clone())
+            .collect();
+        let max_chars = (window as usize).saturating_mul(2).max(8_000);
+        match compact::summarise(client, &old, cut, max_chars, self.clock.now_ms(), &self.cancel).await {
+            Ok(summary) => {
+                if !self.append(summary) {
+                    return Err(Finish::because(StopReason::Error));
+                }
+                let transcript = self.load()?;
+                let after = estimate(system, &request_view(&transcript));
+                self.emitter.emit(
+                    Source::Agent,
+                    Event::Compacted { summarized_messages: old.len() as u32, tokens_before: before, tokens_after: after },
+                );
+                Ok(transcript)
+            }
+            Err(ProviderError::Cancelled) => Err(Finish::because(StopReason::Cancelled)),
+            Err(e) => {
+                // Without a summary the request may still fit; the provider has the last word.
+                tracing::warn!("compaction failed: {e}");
+                self.error(e.kind(), format!("Could not summarise older messages: {e}"));
+                Ok(transcript)
+            }
+        }
+    }
+
+    /// Runs every call of one response concurrently; results come back in call order.
+    async fn run_tools(&self, calls: &[(String, String, serde_json::Value)]) -> Vec<ContentBlock> {
+        let limit = self.config.max_result_chars();
+        join_all(calls.iter().map(|(id, name, input)| async move {
+            self.emitter.emit(
+                Source::Agent,
+                Event::ToolCallStarted { call_id: id.clone(), name: name.clone(), input: input.clone() },
+            );
+            let output = if let Some(raw) = input.get(INVALID_ARGUMENTS) {
+                ToolOutput::error(format!(
+                    "The arguments of this `{name}` call were not a valid JSON object ({}). Received: {raw}. Call the tool again with a JSON object matching its schema.",
+                    input["_parse_error"].as_str().unwrap_or("unreadable")
+                ))
+            } else if self.cancel.is_cancelled() {
+                ToolOutput::error("Cancelled.")
+            } else {
+                let ctx = ToolContext { workspace: self.workspace.root().to_path_buf(), cancel: self.cancel.clone(), updates: None };
+                self.tools.execute(name, input.clone(), &ctx).await
+            };
+            let content = truncate_head_tail(&output.content, limit);
+            self.emitter.emit(
+                Source::Agent,
+                Event::ToolCallFinished { call_id: id.clone(), name: name.clone(), content: content.clone(), is_error: output.is_error },
+            );
+            ContentBlock::ToolResult { tool_use_id: id.clone(), content, is_error: output.is_error }
+        }))
+        .await
+    }
+}
+
+fn add_usage(total: &mut Usage, add: Usage) {
+    total.input_tokens += add.input_tokens;
+    total.output_tokens += add.output_tokens;
+}

@@ -1,0 +1,92 @@
+//! # workspace
+//!
+//! Owns the agent's workspace folder: the files the agent works on, and the markdown files
+//! that shape it (`AGENTS.md`, `USER.md`, `MEMORY.md`; `HEARTBEAT.md` later). They are read
+//! fresh for every turn, never cached across turns, so an edit shows up in the next turn.
+//!
+//! Must never: write these files on its own initiative (the user and the agent's tools do).
+
+use std::path::{Path, PathBuf};
+
+/// The files that make up the system prompt, in the order they appear in it.
+pub const PROMPT_FILES: [(&str, &str); 3] = [
+    ("AGENTS.md", "How you work (AGENTS.md)"),
+    ("USER.md", "About the user (USER.md)"),
+    ("MEMORY.md", "What you remember (MEMORY.md)"),
+];
+
+/// Longest a prompt file may be before it is cut, so one runaway file cannot eat the context.
+const MAX_FILE_CHARS: usize = 20_000;
+
+/// The agent's workspace folder.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+/// The prompt files as read at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromptFiles {
+    /// (heading, content) of each file that exists and is not empty.
+    pub sections: Vec<(String, String)>,
+    /// Files that exist but could not be read.
+    pub warnings: Vec<String>,
+}
+
+impl Workspace {
+    /// Opens (creating) the folder.
+    pub fn open(root: &Path) -> std::io::Result<Self> {
+        std::fs::create_dir_all(root)?;
+        Ok(Self { root: root.to_path_buf() })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Reads the prompt files now. A missing file is simply absent from the prompt.
+    pub fn prompt_files(&self) -> PromptFiles {
+        let mut out = PromptFiles::default();
+        for (name, heading) in PROMPT_FILES {
+            let path = self.root.join(name);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    let text = text.trim();
+                    if text.is_empty() {
+                        continue;
+                    }
+                    let mut body: String = text.chars().take(MAX_FILE_CHARS).collect();
+                    if body.len() < text.len() {
+                        body.push_str(&format!("\n[… {name} is longer; the rest was cut to fit]"));
+                    }
+                    out.sections.push((heading.to_string(), body));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => out.warnings.push(format!("could not read {}: {e}", path.display())),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_present_files_in_a_fixed_order_and_skips_empty_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(dir.path()).unwrap();
+        std::fs::write(dir.path().join("MEMORY.md"), "likes tea\n").unwrap();
+        std::fs::write(dir.path().join("AGENTS.md"), "be terse").unwrap();
+        std::fs::write(dir.path().join("USER.md"), "  \n").unwrap();
+        let files = ws.prompt_files();
+        assert_eq!(
+            files.sections,
+            vec![
+                ("How you work (AGENTS.md)".to_string(), "be terse".to_string()),
+                ("What you remember (MEMORY.md)".to_string(), "likes tea".to_string()),
+            ]
+        );
+    }
+}

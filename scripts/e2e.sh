@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs the end-to-end tests inside a virtual display and a private D-Bus session, where
+# dunst (started by D-Bus activation) draws notifications as a desktop would.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [ "${1:-}" != "--inside" ]; then
+  exec xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- "$0" --inside
+fi
+node --test --test-concurrency=1 tests/e2e/ 2> >(grep -v -e 'Failed to set fd limit' >&2)
+rc=$?
+# Stop the notification daemon before the bus goes away, so it does not complain after the results.
+pkill -x dunst 2>/dev/null
+sleep 0.2
+exit $rc
