@@ -16,7 +16,7 @@ use vigil_protocol::{ErrorKind, Event, Message, Role, Source, StopReason, Usage}
 use crate::clock::Clock;
 use crate::events::Emitter;
 use crate::provider::{ChatRequest, Completion, ModelClient, StreamEvent};
-use crate::session::SessionStore;
+use crate::session::{repair_tool_chain, SessionStore};
 
 /// The stable part of the system prompt; volatile context goes into messages, not here,
 /// so provider prompt caches keep hitting.
@@ -35,8 +35,8 @@ pub struct Turn<'a> {
 }
 
 impl Turn<'_> {
-    fn append(&self, message: Message) -> bool {
-        match self.store.append(self.session_id, &message) {
+    async fn append(&self, message: Message) -> bool {
+        match self.store.append_async(self.session_id, &message).await {
             Ok(()) => {
                 self.emitter
                     .emit(Source::System, Event::MessageAppended { message });
@@ -75,7 +75,7 @@ impl Turn<'_> {
     /// Runs the turn to its end; every outcome ends with `turn_finished`.
     pub async fn run(self, user_text: String) {
         let user = Message::user_text(user_text.clone(), self.clock.now_ms());
-        if !self.append(user) {
+        if !self.append(user).await {
             return self.finish(StopReason::Error, Usage::default());
         }
         self.emitter
@@ -92,7 +92,15 @@ impl Turn<'_> {
             return self.finish(StopReason::Error, Usage::default());
         };
         let history = match self.store.load(self.session_id) {
-            Ok(loaded) => loaded.messages,
+            Ok(loaded) => {
+                // A crash or Stop mid tool call leaves calls without results; the API would
+                // reject the whole request.
+                let (messages, notes) = repair_tool_chain(&loaded.messages);
+                for note in notes {
+                    tracing::warn!("session {}: {note}", self.session_id);
+                }
+                messages
+            }
             Err(e) => {
                 self.emitter.emit(
                     Source::System,
@@ -130,14 +138,15 @@ impl Turn<'_> {
         match client.stream(&request, &self.cancel, &mut on_event).await {
             Ok(done) => {
                 let (stop, usage) = (done.stop_reason, done.usage);
-                self.append(self.assistant_message(done, &model));
+                self.append(self.assistant_message(done, &model)).await;
                 self.finish(stop, usage);
             }
             Err(failure) => {
                 let stop = failure.partial.stop_reason;
                 let usage = failure.partial.usage;
                 if !failure.partial.content.is_empty() {
-                    self.append(self.assistant_message(failure.partial, &model));
+                    self.append(self.assistant_message(failure.partial, &model))
+                        .await;
                 }
                 if stop != StopReason::Cancelled {
                     self.emitter.emit(

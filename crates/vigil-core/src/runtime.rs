@@ -21,7 +21,7 @@ use crate::clock::Clock;
 use crate::events::{Emitter, EventSink};
 use crate::provider::ModelClient;
 use crate::secrets::Secrets;
-use crate::session::{Loaded, SessionError, SessionStore, PRIMARY_SESSION};
+use crate::session::{Loaded, LockOptions, SessionError, SessionStore, PRIMARY_SESSION};
 use crate::settings;
 
 /// A cheap, clonable handle to the runtime.
@@ -61,7 +61,7 @@ impl Runtime {
         clock: Arc<dyn Clock>,
         sink: Arc<dyn EventSink>,
     ) -> Result<Self, SessionError> {
-        let store = SessionStore::open(data_dir)?;
+        let store = SessionStore::open_with(data_dir, clock.clone(), LockOptions::default())?;
         Ok(Self {
             inner: Arc::new(Inner {
                 data_dir: data_dir.to_path_buf(),

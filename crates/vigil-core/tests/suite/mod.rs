@@ -1,4 +1,5 @@
 mod headless;
 mod provider;
 mod runtime;
+mod sessions;
 mod support;
