@@ -25,10 +25,7 @@ pub struct CollectingSink {
 
 impl EventSink for CollectingSink {
     fn emit(&self, event: EventEnvelope) {
-        self.events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(event);
+        self.events.lock().unwrap_or_else(|e| e.into_inner()).push(event);
     }
 }
 

@@ -10,7 +10,12 @@
 //! - [`tools`] — the tool registry the agent runs model calls through, and the built-in
 //!   workspace file tools `read`, `write` and `edit`.
 //! - [`provider`] — streaming clients for the Anthropic and OpenAI-compatible APIs, retries.
-//! - [`session`] — JSONL transcripts that survive torn writes.
+//! - [`session`] — everything a session keeps on disk, safe across tasks, processes and crashes:
+//!   - [`session::transcript`] — JSONL transcripts, appended whole under the lock, torn tails cut.
+//!   - [`session::meta`] — title, type, revision, mailbox; one checksummed atomic write path
+//!     (`update_atomic`) with a `.bak` fallback.
+//!   - [`session::lock`] — the per-session lock: in-process mutex + `flock`, stale holders reclaimed.
+//!   - [`session::repair`] — closes broken tool-call chains before a history is sent.
 //! - [`settings`] — stored settings + environment overrides → a provider config.
 //! - [`secrets`] — API keys in the OS keyring, or a user-only file when there is none.
 //! - [`events`] — stamping events into envelopes and handing them to a sink.

@@ -21,7 +21,7 @@ use crate::clock::Clock;
 use crate::events::{Emitter, EventSink};
 use crate::provider::ModelClient;
 use crate::secrets::Secrets;
-use crate::session::{Loaded, MetaStore, SessionError, SessionStore, SessionType, PRIMARY_SESSION};
+use crate::session::{Loaded, LockOptions, MetaStore, SessionError, SessionStore, SessionType, PRIMARY_SESSION};
 use crate::settings;
 use crate::tools::ToolRegistry;
 use crate::workspace::Workspace;
@@ -84,13 +84,9 @@ impl SteerQueue for Lane {
 impl Runtime {
     /// Opens the data directory (creating it) and starts with no provider configured;
     /// call [`Runtime::apply_settings`] next.
-    pub fn new(
-        data_dir: &Path,
-        clock: Arc<dyn Clock>,
-        sink: Arc<dyn EventSink>,
-    ) -> Result<Self, SessionError> {
-        let store = SessionStore::open(data_dir)?;
-        let meta = MetaStore::open(data_dir, clock.clone())?;
+    pub fn new(data_dir: &Path, clock: Arc<dyn Clock>, sink: Arc<dyn EventSink>) -> Result<Self, SessionError> {
+        let store = SessionStore::open_with(data_dir, clock.clone(), LockOptions::default())?;
+        let meta = MetaStore::new(store.clone(), clock.clone());
         let workspace_dir = data_dir.join("workspace");
         let workspace = Workspace::open(&workspace_dir).map_err(|source| SessionError::Io {
             action: "create",
@@ -138,7 +134,9 @@ impl Runtime {
                 }
             }
             Op::CreateSession { title } => {
-                let title = title.filter(|t| !t.trim().is_empty()).unwrap_or_else(|| "New conversation".into());
+                let title = title
+                    .filter(|t| !t.trim().is_empty())
+                    .unwrap_or_else(|| "New conversation".into());
                 let done = self.inner.meta.create(title.trim(), SessionType::Primary).map(|_| ());
                 self.sessions_changed(done);
             }
@@ -146,15 +144,23 @@ impl Runtime {
                 let done = if title.trim().is_empty() {
                     Err(SessionError::InvalidTitle)
                 } else {
-                    self.inner.meta.update_atomic(&session_id, |m| m.title = title.trim().to_string()).map(|_| ())
+                    self.inner.meta.rename(&session_id, title.trim()).map(|_| ())
                 };
                 self.sessions_changed(done);
             }
             Op::DeleteSession { session_id } => {
                 let busy = self.is_busy(&session_id);
-                let done = if busy { Err(SessionError::Busy(session_id.clone())) } else { self.inner.meta.delete(&session_id) };
+                let done = if busy {
+                    Err(SessionError::Busy(session_id.clone()))
+                } else {
+                    self.inner.meta.delete(&session_id)
+                };
                 if done.is_ok() {
-                    self.inner.lanes.lock().unwrap_or_else(|e| e.into_inner()).remove(&session_id);
+                    self.inner
+                        .lanes
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&session_id);
                 }
                 self.sessions_changed(done);
             }
@@ -194,7 +200,13 @@ impl Runtime {
     }
 
     fn lane(&self, session_id: &str) -> Arc<Lane> {
-        self.inner.lanes.lock().unwrap_or_else(|e| e.into_inner()).entry(session_id.to_string()).or_default().clone()
+        self.inner
+            .lanes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(session_id.to_string())
+            .or_default()
+            .clone()
     }
 
     /// Whether a turn is running in `session_id` (the heartbeat waits for a free lane).
@@ -204,9 +216,12 @@ impl Runtime {
 
     fn start_turn(&self, session_id: String, text: String) {
         if self.inner.shutdown.is_cancelled() {
-            return self.report(ErrorKind::InvalidOp, "Vigil is shutting down; the message was not sent.");
+            return self.report(
+                ErrorKind::InvalidOp,
+                "Vigil is shutting down; the message was not sent.",
+            );
         }
-        if let Err(e) = self.inner.meta.ensure(&session_id, &text) {
+        if let Err(e) = self.inner.meta.load(&session_id).map(|_| ()) {
             return self.report(ErrorKind::Session, e.to_string());
         }
         let lane = self.lane(&session_id);
@@ -235,7 +250,12 @@ impl Runtime {
         let cancel = lane.lock().cancel.clone();
         let run_id = uuid::Uuid::new_v4().to_string();
         let client = self.inner.client.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let config = self.inner.agent_config.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let config = self
+            .inner
+            .agent_config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let turn = Turn {
             session_id,
             store: &self.inner.store,
@@ -278,20 +298,31 @@ impl Runtime {
         }
         state.busy = false;
         drop(state);
-        emitter.emit(Source::User, Event::QueueConsumed { count: queued.len() as u32 });
+        emitter.emit(
+            Source::User,
+            Event::QueueConsumed {
+                count: queued.len() as u32,
+            },
+        );
         None
     }
 
     /// The conversations, most recent first.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>, SessionError> {
-        self.inner.meta.ensure(PRIMARY_SESSION, "")?;
+        self.inner.meta.load(PRIMARY_SESSION)?;
         Ok(self
             .inner
             .meta
             .list()?
+            .sessions
             .into_iter()
             .filter(|m| m.session_type == SessionType::Primary)
-            .map(|m| SessionSummary { id: m.id, title: m.title, created_at: m.created_at, updated_at: m.updated_at })
+            .map(|m| SessionSummary {
+                id: m.id,
+                title: m.title,
+                created_at: m.created_at,
+                updated_at: m.updated_at,
+            })
             .collect())
     }
 
@@ -300,7 +331,10 @@ impl Runtime {
             return self.report(ErrorKind::Session, e.to_string());
         }
         match self.sessions() {
-            Ok(sessions) => self.inner.emitter.emit(Source::System, Event::SessionsChanged { sessions }),
+            Ok(sessions) => self
+                .inner
+                .emitter
+                .emit(Source::System, Event::SessionsChanged { sessions }),
             Err(e) => self.report(ErrorKind::Session, e.to_string()),
         }
     }
@@ -322,22 +356,20 @@ impl Runtime {
 
     /// Convenience for tests and the headless runner.
     pub fn messages(&self, session_id: Option<&str>) -> Vec<Message> {
-        self.history(session_id)
-            .map(|l| l.messages)
-            .unwrap_or_default()
+        self.history(session_id).map(|l| l.messages).unwrap_or_default()
     }
 
     /// Resolves settings (stored + environment + key) and swaps the client used by the next
     /// turn. Running turns keep the client they started with.
-    pub fn apply_settings(
-        &self,
-        stored: Option<ProviderSettings>,
-        warnings: Vec<String>,
-    ) -> SettingsView {
+    pub fn apply_settings(&self, stored: Option<ProviderSettings>, warnings: Vec<String>) -> SettingsView {
         let mut resolved = settings::resolve(stored, &self.inner.secrets, warnings);
         let p = &resolved.view.provider;
         let window = p.context_window.unwrap_or_else(|| p.kind.default_context_window());
-        self.inner.agent_config.write().unwrap_or_else(|e| e.into_inner()).context_window = window as u64;
+        self.inner
+            .agent_config
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .context_window = window as u64;
         let client = match settings::validate(&resolved.view.provider) {
             Err(e) => {
                 resolved.view.warnings.push(e);
@@ -361,11 +393,7 @@ impl Runtime {
     }
 
     /// Stores (or with an empty key, forgets) the API key for a provider kind.
-    pub fn set_api_key(
-        &self,
-        kind: vigil_protocol::ProviderKind,
-        key: &str,
-    ) -> Result<Option<String>, String> {
+    pub fn set_api_key(&self, kind: vigil_protocol::ProviderKind, key: &str) -> Result<Option<String>, String> {
         if key.trim().is_empty() {
             self.inner.secrets.delete(kind);
             return Ok(None);
@@ -378,11 +406,7 @@ impl Runtime {
     }
 
     /// Tries the given settings without saving them. `api_key` overrides the stored key.
-    pub async fn test_connection(
-        &self,
-        provider: ProviderSettings,
-        api_key: Option<String>,
-    ) -> ConnectionVerdict {
+    pub async fn test_connection(&self, provider: ProviderSettings, api_key: Option<String>) -> ConnectionVerdict {
         if let Err(message) = settings::validate(&provider) {
             return ConnectionVerdict { ok: false, message };
         }
@@ -399,10 +423,7 @@ impl Runtime {
                 }
             }
         };
-        match client
-            .test_connection(&self.inner.shutdown.child_token())
-            .await
-        {
+        match client.test_connection(&self.inner.shutdown.child_token()).await {
             Ok(message) => ConnectionVerdict { ok: true, message },
             Err(e) => ConnectionVerdict {
                 ok: false,

@@ -123,10 +123,7 @@ impl Secrets {
             Ok(key) if !key.trim().is_empty() => FoundKey {
                 key: Some(key.trim().to_string()),
                 storage: KeyStorage::File,
-                warning: Some(self.file_warning(
-                    kind,
-                    keyring_problem.as_deref().unwrap_or("keyring turned off"),
-                )),
+                warning: Some(self.file_warning(kind, keyring_problem.as_deref().unwrap_or("keyring turned off"))),
             },
             _ => FoundKey {
                 key: None,
@@ -188,9 +185,7 @@ impl Secrets {
             let _ = fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700));
         }
         let mut f = opts.open(&tmp).map_err(err)?;
-        f.write_all(key.as_bytes())
-            .and_then(|_| f.sync_all())
-            .map_err(err)?;
+        f.write_all(key.as_bytes()).and_then(|_| f.sync_all()).map_err(err)?;
         fs::rename(&tmp, &path).map_err(err)
     }
 }
@@ -213,19 +208,11 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            assert_eq!(
-                fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-                0o600
-            );
+            assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         }
         // Environment wins when set, so this test only checks the file path when it is not.
-        if std::env::var_os("VIGIL_API_KEY").is_none()
-            && std::env::var_os("OPENAI_API_KEY").is_none()
-        {
-            assert_eq!(
-                secrets.get(ProviderKind::Openai).key.as_deref(),
-                Some("sk-abc")
-            );
+        if std::env::var_os("VIGIL_API_KEY").is_none() && std::env::var_os("OPENAI_API_KEY").is_none() {
+            assert_eq!(secrets.get(ProviderKind::Openai).key.as_deref(), Some("sk-abc"));
         }
         secrets.delete(ProviderKind::Openai);
         assert!(!path.exists());

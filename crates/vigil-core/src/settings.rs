@@ -52,12 +52,7 @@ pub fn load_file(data_dir: &Path, now_ms: i64) -> (Option<ProviderSettings>, Vec
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (None, vec![]),
-        Err(e) => {
-            return (
-                None,
-                vec![format!("Could not read {}: {e}", path.display())],
-            )
-        }
+        Err(e) => return (None, vec![format!("Could not read {}: {e}", path.display())]),
     };
     let parsed = serde_json::from_str::<serde_json::Value>(&text)
         .map_err(|e| e.to_string())
@@ -71,11 +66,14 @@ pub fn load_file(data_dir: &Path, now_ms: i64) -> (Option<ProviderSettings>, Vec
         Ok(p) => (p, vec![]),
         Err(e) => {
             let aside = set_aside(&path, now_ms);
-            (None, vec![format!(
-                "The settings file {} could not be read ({e}). It was kept as {} and defaults are in use.",
-                path.display(),
-                aside.display()
-            )])
+            (
+                None,
+                vec![format!(
+                    "The settings file {} could not be read ({e}). It was kept as {} and defaults are in use.",
+                    path.display(),
+                    aside.display()
+                )],
+            )
         }
     }
 }
@@ -104,11 +102,7 @@ fn env(name: &str) -> Option<String> {
 
 /// Applies `VIGIL_PROVIDER`, `VIGIL_BASE_URL`, `VIGIL_MODEL` (and the key variables through
 /// [`Secrets`]) on top of the stored settings. `warnings` are carried into the view.
-pub fn resolve(
-    stored: Option<ProviderSettings>,
-    secrets: &Secrets,
-    mut warnings: Vec<String>,
-) -> Resolved {
+pub fn resolve(stored: Option<ProviderSettings>, secrets: &Secrets, mut warnings: Vec<String>) -> Resolved {
     let mut provider = stored.unwrap_or_default();
     let mut overrides = Vec::new();
     if let Some(kind) = env("VIGIL_PROVIDER") {
@@ -138,11 +132,7 @@ pub fn resolve(
     }
     let found = secrets.get(provider.kind);
     warnings.extend(found.warning.clone());
-    let mut config = ProviderConfig::new(
-        provider.kind,
-        provider.base_url.trim(),
-        provider.model.trim(),
-    );
+    let mut config = ProviderConfig::new(provider.kind, provider.base_url.trim(), provider.model.trim());
     config.max_tokens = provider.max_tokens;
     config.api_key = found.key.clone();
     if let Some(ms) = env("VIGIL_IDLE_TIMEOUT_MS").and_then(|v| v.parse().ok()) {
@@ -173,10 +163,7 @@ mod tests {
         assert_eq!(provider, None);
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("could not be read"), "{}", warnings[0]);
-        assert!(
-            !path.exists(),
-            "moved out of the way so a save cannot overwrite it"
-        );
+        assert!(!path.exists(), "moved out of the way so a save cannot overwrite it");
         let kept = std::fs::read_to_string(dir.path().join("settings.json.broken-42")).unwrap();
         assert!(kept.starts_with("{\"provider\""));
     }

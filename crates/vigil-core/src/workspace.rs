@@ -37,7 +37,9 @@ impl Workspace {
     /// Opens (creating) the folder.
     pub fn open(root: &Path) -> std::io::Result<Self> {
         std::fs::create_dir_all(root)?;
-        Ok(Self { root: root.to_path_buf() })
+        Ok(Self {
+            root: root.to_path_buf(),
+        })
     }
 
     pub fn root(&self) -> &Path {

@@ -75,12 +75,7 @@ pub(crate) fn stream(reply: &Reply, model: &str, id: &str) -> Rendered {
             .into_iter()
             .map(|c| json!({"type": "text_delta", "text": c}))
             .collect();
-        push_block(
-            &mut events,
-            index,
-            json!({"type": "text", "text": ""}),
-            deltas,
-        );
+        push_block(&mut events, index, json!({"type": "text", "text": ""}), deltas);
         index += 1;
     }
     for call in &reply.calls {
@@ -127,15 +122,17 @@ pub(crate) fn stream(reply: &Reply, model: &str, id: &str) -> Rendered {
 pub(crate) fn message(reply: &Reply, model: &str, id: &str) -> Value {
     let mut content = Vec::new();
     if let Some(thinking) = &reply.thinking {
-        content
-            .push(json!({"type": "thinking", "thinking": thinking, "signature": FAKE_SIGNATURE}));
+        content.push(json!({"type": "thinking", "thinking": thinking, "signature": FAKE_SIGNATURE}));
     }
     if reply.has_text_block() {
         content.push(json!({"type": "text", "text": reply.text}));
     }
-    content.extend(reply.calls.iter().map(|c: &ToolCall| {
-        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments})
-    }));
+    content.extend(
+        reply
+            .calls
+            .iter()
+            .map(|c: &ToolCall| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments})),
+    );
     json!({
         "id": id, "type": "message", "role": "assistant", "model": model,
         "content": content, "stop_reason": stop_reason(reply.stop), "stop_sequence": null,

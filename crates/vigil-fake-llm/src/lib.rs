@@ -35,8 +35,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub use script::{
-    EchoStep, ErrorStep, Faults, RawChunk, RawStep, Script, ScriptError, Step, StopReason,
-    StreamOptions, TextStep, ToolCall, ToolCallsStep, Usage,
+    EchoStep, ErrorStep, Faults, RawChunk, RawStep, Script, ScriptError, Step, StopReason, StreamOptions, TextStep,
+    ToolCall, ToolCallsStep, Usage,
 };
 pub use server::RecordedRequest;
 
@@ -77,12 +77,7 @@ impl FakeLlm {
     /// Serve `script` with explicit address and log file.
     pub async fn start_with(script: Script, options: Options) -> std::io::Result<FakeLlm> {
         let log = match &options.log {
-            Some(path) => Some(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)?,
-            ),
+            Some(path) => Some(std::fs::OpenOptions::new().create(true).append(true).open(path)?),
             None => None,
         };
         let listener = tokio::net::TcpListener::bind(options.addr).await?;

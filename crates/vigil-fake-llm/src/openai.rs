@@ -30,10 +30,7 @@ pub(crate) fn map_error_type(anthropic_type: &str) -> (&str, Option<&'static str
     match anthropic_type {
         "rate_limit_error" => ("requests", Some("rate_limit_exceeded")),
         "authentication_error" => ("invalid_request_error", Some("invalid_api_key")),
-        "permission_error" => (
-            "invalid_request_error",
-            Some("unsupported_country_region_territory"),
-        ),
+        "permission_error" => ("invalid_request_error", Some("unsupported_country_region_territory")),
         "not_found_error" => ("invalid_request_error", Some("model_not_found")),
         "invalid_request_error" | "request_too_large" => ("invalid_request_error", None),
         "overloaded_error" | "api_error" => ("server_error", None),
@@ -75,13 +72,7 @@ pub(crate) fn model_not_found_body(model: &str) -> Value {
 
 /// The streamed reply: a role chunk, reasoning/content/tool-call delta chunks, a finish
 /// chunk, the usage chunk when `include_usage`, then `[DONE]` as the terminator.
-pub(crate) fn stream(
-    reply: &Reply,
-    model: &str,
-    id: &str,
-    created: u64,
-    include_usage: bool,
-) -> Rendered {
+pub(crate) fn stream(reply: &Reply, model: &str, id: &str, created: u64, include_usage: bool) -> Rendered {
     let chunk = |delta: Value, finish: Option<&str>| {
         SseEvent::data(
             json!({
@@ -127,8 +118,7 @@ pub(crate) fn stream(
         ));
     }
     let faults = &reply.faults;
-    let (error_type, code) =
-        map_error_type(faults.error_type.as_deref().unwrap_or("overloaded_error"));
+    let (error_type, code) = map_error_type(faults.error_type.as_deref().unwrap_or("overloaded_error"));
     Rendered {
         events,
         terminator: SseEvent::data("[DONE]"),

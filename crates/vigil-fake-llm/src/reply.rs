@@ -96,9 +96,7 @@ pub(crate) fn resolve(step: &Step, request: &Value) -> Action {
         input_tokens: usage
             .input_tokens
             .unwrap_or_else(|| estimate_tokens(request.to_string().chars().count())),
-        output_tokens: usage
-            .output_tokens
-            .unwrap_or_else(|| estimate_tokens(output_chars)),
+        output_tokens: usage.output_tokens.unwrap_or_else(|| estimate_tokens(output_chars)),
         chunk_chars: stream.chunk_chars.max(1),
         delay: Duration::from_millis(stream.delay_ms),
         faults: stream.faults.clone(),
@@ -133,8 +131,30 @@ pub(crate) fn chunk_chars(text: &str, n: usize) -> Vec<&str> {
 
 /// The text of the last `role: "user"` message. Both protocols use `messages[]` with
 /// `content` as a string or an array of blocks; Anthropic tool results nest their text one
-/// level deeper, so those are searched too.
+/// level deeper, so those are searched too. `<context>…</context>` sections (volatile
+/// context a client adds to a message, such as the time) are left out, so an echo repeats
+/// the user's own words.
 pub(crate) fn last_user_text(request: &Value) -> String {
+    strip_context(&last_user_content(request))
+}
+
+fn strip_context(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("<context>") {
+        out.push_str(&rest[..start]);
+        match rest[start..].find("</context>") {
+            Some(end) => rest = &rest[start + end + "</context>".len()..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out.trim().to_string()
+}
+
+fn last_user_content(request: &Value) -> String {
     let Some(messages) = request.get("messages").and_then(Value::as_array) else {
         return String::new();
     };
@@ -196,6 +216,17 @@ mod tests {
         ]});
         assert_eq!(last_user_text(&anthropic), "out\nand more");
         assert_eq!(last_user_text(&json!({})), "");
+    }
+
+    #[test]
+    fn echo_leaves_out_context_sections() {
+        let req = json!({"messages": [{"role": "user", "content": [
+            {"type": "text", "text": "<context>\nCurrent time: now\n</context>"},
+            {"type": "text", "text": "hello"}
+        ]}]});
+        assert_eq!(last_user_text(&req), "hello");
+        let req = json!({"messages": [{"role": "user", "content": "<context>t</context>\n\nhi there"}]});
+        assert_eq!(last_user_text(&req), "hi there");
     }
 
     #[test]

@@ -36,10 +36,7 @@ pub struct Script {
 pub enum ScriptError {
     /// The file could not be read (missing, unreadable): check the path.
     #[error("cannot read script {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     /// The text is not a valid script; the message names the line and column.
     #[error("invalid script{}: {source}", .path.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
     Parse {

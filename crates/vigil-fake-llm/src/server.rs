@@ -105,8 +105,7 @@ impl Shared {
         let parsed = if body.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(body)
-                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
+            serde_json::from_slice(body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
         };
         let recorded = RecordedRequest {
             path: path.to_owned(),
@@ -178,36 +177,14 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
 }
 
 async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    chat(
-        &shared,
-        Protocol::Anthropic,
-        "/v1/messages",
-        &headers,
-        &body,
-    )
+    chat(&shared, Protocol::Anthropic, "/v1/messages", &headers, &body)
 }
 
-async fn chat_completions(
-    State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    chat(
-        &shared,
-        Protocol::OpenAi,
-        "/v1/chat/completions",
-        &headers,
-        &body,
-    )
+async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    chat(&shared, Protocol::OpenAi, "/v1/chat/completions", &headers, &body)
 }
 
-fn chat(
-    shared: &Shared,
-    protocol: Protocol,
-    path: &str,
-    headers: &HeaderMap,
-    body: &Bytes,
-) -> Response {
+fn chat(shared: &Shared, protocol: Protocol, path: &str, headers: &HeaderMap, body: &Bytes) -> Response {
     let request = shared.record(path, headers, body);
     let (api_key, models) = shared.gate();
     if let Some(key) = api_key {
@@ -254,9 +231,7 @@ fn reply_response(
     request: &Value,
     shared: &Shared,
 ) -> Response {
-    let created = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let created = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (rendered, request_id) = match protocol {
         Protocol::Anthropic => {
             let id = format!("msg_fake_{n:06}");
@@ -352,8 +327,7 @@ async fn models(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         let given = [header_str(&headers, "x-api-key"), bearer(&headers)];
         if !given.contains(&Some(key.as_str())) {
             // Answer in the style of whichever client seems to be asking.
-            let anthropic_client =
-                headers.contains_key("x-api-key") || headers.contains_key("anthropic-version");
+            let anthropic_client = headers.contains_key("x-api-key") || headers.contains_key("anthropic-version");
             let protocol = if anthropic_client {
                 Protocol::Anthropic
             } else {
@@ -387,10 +361,7 @@ async fn set_script(State(shared): State<Arc<Shared>>, body: Bytes) -> Response 
             shared.set_script(script);
             json_response(StatusCode::OK, &json!({"ok": true}))
         }
-        Err(e) => json_response(
-            StatusCode::BAD_REQUEST,
-            &json!({"ok": false, "error": e.to_string()}),
-        ),
+        Err(e) => json_response(StatusCode::BAD_REQUEST, &json!({"ok": false, "error": e.to_string()})),
     }
 }
 
@@ -401,12 +372,7 @@ async fn reset(State(shared): State<Arc<Shared>>) -> Response {
 
 /// Unknown paths are recorded too: a client that builds the wrong URL shows up in
 /// `/_requests` instead of vanishing.
-async fn unknown(
-    State(shared): State<Arc<Shared>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn unknown(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     shared.record(uri.path(), &headers, &body);
     let message = format!("no route for {}", uri.path());
     json_response(
@@ -430,10 +396,7 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
 fn sse_response(body: Body) -> Response {
     let mut response = (StatusCode::OK, body).into_response();
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
 }

@@ -210,8 +210,7 @@ pub(crate) fn body(pieces: Vec<Piece>, shutdown: CancellationToken) -> Body {
                     // events already "sent" first, or the drop would come too early.
                     tokio::task::yield_now().await;
                     st.pieces.clear();
-                    let err =
-                        io::Error::new(io::ErrorKind::ConnectionAborted, "fake LLM: scripted drop");
+                    let err = io::Error::new(io::ErrorKind::ConnectionAborted, "fake LLM: scripted drop");
                     return Some((Err(err), st));
                 }
             }
@@ -247,10 +246,7 @@ mod tests {
     #[test]
     fn plain_framing() {
         let pieces = plan(rendered(), &Faults::default(), Duration::ZERO);
-        assert_eq!(
-            text(&pieces),
-            "event: a\ndata: 1\n\ndata: 2\n\ndata: [DONE]\n\n"
-        );
+        assert_eq!(text(&pieces), "event: a\ndata: 1\n\ndata: 2\n\ndata: [DONE]\n\n");
     }
 
     #[test]

@@ -423,8 +423,7 @@ mod tests {
             serde_json::to_value(&env).unwrap(),
             json!({"id":"e1","ts":5,"session_id":"s","scope":"primary","source":"provider","run_id":"r","type":"text_delta","text":"x"})
         );
-        let back: EventEnvelope =
-            serde_json::from_value(serde_json::to_value(&env).unwrap()).unwrap();
+        let back: EventEnvelope = serde_json::from_value(serde_json::to_value(&env).unwrap()).unwrap();
         assert_eq!(back, env);
     }
 }

@@ -51,7 +51,10 @@ pub fn view_indices(transcript: &[Message]) -> Vec<usize> {
 
 /// What the provider is sent for this transcript.
 pub fn request_view(transcript: &[Message]) -> Vec<Message> {
-    view_indices(transcript).into_iter().map(|i| transcript[i].clone()).collect()
+    view_indices(transcript)
+        .into_iter()
+        .map(|i| transcript[i].clone())
+        .collect()
 }
 
 fn is_cut_point(transcript: &[Message], i: usize) -> bool {
@@ -72,11 +75,24 @@ fn is_cut_point(transcript: &[Message], i: usize) -> bool {
 pub fn choose_cut(transcript: &[Message], keep_tokens: u64) -> Option<usize> {
     let view = view_indices(transcript);
     // Never cut at the view's first element: there would be nothing to summarise.
-    let candidates: Vec<usize> = view.iter().copied().skip(1).filter(|&i| is_cut_point(transcript, i)).collect();
+    let candidates: Vec<usize> = view
+        .iter()
+        .copied()
+        .skip(1)
+        .filter(|&i| is_cut_point(transcript, i))
+        .collect();
     let tail_tokens = |cut: usize| -> u64 {
-        view.iter().filter(|&&i| i >= cut && !matches!(transcript[i].kind, MessageKind::Summary { .. })).map(|&i| estimate_message(&transcript[i])).sum()
+        view.iter()
+            .filter(|&&i| i >= cut && !matches!(transcript[i].kind, MessageKind::Summary { .. }))
+            .map(|&i| estimate_message(&transcript[i]))
+            .sum()
     };
-    candidates.iter().rev().copied().find(|&c| tail_tokens(c) >= keep_tokens).or_else(|| candidates.first().copied())
+    candidates
+        .iter()
+        .rev()
+        .copied()
+        .find(|&c| tail_tokens(c) >= keep_tokens)
+        .or_else(|| candidates.first().copied())
 }
 
 /// Renders messages as plain text for the summariser (tool results shortened).
@@ -95,7 +111,11 @@ fn render(messages: &[Message]) -> String {
                 ContentBlock::ToolUse { name, input, .. } => format!("→ calls {name} {input}"),
                 ContentBlock::ToolResult { content, is_error, .. } => {
                     let short = crate::tools::truncate_head_tail(content, 2_000);
-                    if *is_error { format!("(error) {short}") } else { short }
+                    if *is_error {
+                        format!("(error) {short}")
+                    } else {
+                        short
+                    }
                 }
                 ContentBlock::Thinking { .. } | ContentBlock::Context { .. } => continue,
             };
@@ -105,7 +125,8 @@ fn render(messages: &[Message]) -> String {
     out
 }
 
-const SUMMARY_PROMPT: &str = "You compress conversations between a user and an AI agent so the agent can continue the work. \
+const SUMMARY_PROMPT: &str =
+    "You compress conversations between a user and an AI agent so the agent can continue the work. \
 Write a faithful summary of the conversation below: the user's goals and preferences, decisions made, \
 files read or changed (with paths), commands and their outcomes, open questions and what remains to do. \
 Keep concrete facts (names, numbers, paths); drop pleasantries. Write in the conversation's language.";
@@ -128,9 +149,14 @@ pub async fn summarise(
         messages: vec![Message::user_text(text, now_ms)],
         tools: vec![],
     };
-    let done = client.stream(&request, cancel, &mut |_| {}).await.map_err(|f| f.error)?;
+    let done = client
+        .stream(&request, cancel, &mut |_| {})
+        .await
+        .map_err(|f| f.error)?;
     let mut message = Message::user_text(format!("{SUMMARY_HEADING}\n\n{}", done.text().trim()), now_ms);
-    message.kind = MessageKind::Summary { replaces_before: replaces_before as u64 };
+    message.kind = MessageKind::Summary {
+        replaces_before: replaces_before as u64,
+    };
     Ok(message)
 }
 
@@ -143,29 +169,41 @@ mod tests {
         Message::user_text(t, 0)
     }
     fn assistant(blocks: Vec<ContentBlock>) -> Message {
-        Message { role: Role::Assistant, content: blocks, ..user("") }
+        Message {
+            role: Role::Assistant,
+            content: blocks,
+            ..user("")
+        }
     }
     fn call(id: &str) -> ContentBlock {
-        ContentBlock::ToolUse { id: id.into(), name: "read".into(), input: json!({}) }
+        ContentBlock::ToolUse {
+            id: id.into(),
+            name: "read".into(),
+            input: json!({}),
+        }
     }
     fn result(id: &str) -> Message {
         Message {
             role: Role::ToolResult,
-            content: vec![ContentBlock::ToolResult { tool_use_id: id.into(), content: "x".repeat(400), is_error: false }],
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: id.into(),
+                content: "x".repeat(400),
+                is_error: false,
+            }],
             ..user("")
         }
     }
 
     fn conversation() -> Vec<Message> {
         vec![
-            user("one"),                                         // 0
-            assistant(vec![call("a")]),                          // 1
-            result("a"),                                         // 2
+            user("one"),                                                 // 0
+            assistant(vec![call("a")]),                                  // 1
+            result("a"),                                                 // 2
             assistant(vec![ContentBlock::Text { text: "done".into() }]), // 3 (cut point: after a result)
-            user("two"),                                         // 4 (cut point)
-            assistant(vec![call("b")]),                          // 5
-            result("b"),                                         // 6
-            assistant(vec![ContentBlock::Text { text: "ok".into() }]), // 7 (cut point)
+            user("two"),                                                 // 4 (cut point)
+            assistant(vec![call("b")]),                                  // 5
+            result("b"),                                                 // 6
+            assistant(vec![ContentBlock::Text { text: "ok".into() }]),   // 7 (cut point)
         ]
     }
 

@@ -28,9 +28,10 @@ pub fn system_prompt(files: &PromptFiles, workspace: &str) -> String {
     out
 }
 
-/// The volatile context sent with a user message.
+/// The volatile context sent with a user message, fenced so the model (and tools reading
+/// transcripts) can tell it from what the user typed.
 pub fn volatile_context(now_ms: i64, updates: &[String]) -> String {
-    let mut out = format!("Current time: {}", format_time(now_ms));
+    let mut out = format!("<context>\nCurrent time: {}", format_time(now_ms));
     if !updates.is_empty() {
         out.push_str("\nBackground updates since the last message:");
         for u in updates {
@@ -38,13 +39,17 @@ pub fn volatile_context(now_ms: i64, updates: &[String]) -> String {
             out.push_str(u);
         }
     }
+    out.push_str("\n</context>");
     out
 }
 
 /// The user's local time with its UTC offset, to the minute: what a person would say.
 fn format_time(ms: i64) -> String {
     match chrono::DateTime::from_timestamp_millis(ms) {
-        Some(t) => t.with_timezone(&chrono::Local).format("%A %Y-%m-%d %H:%M (UTC%:z)").to_string(),
+        Some(t) => t
+            .with_timezone(&chrono::Local)
+            .format("%A %Y-%m-%d %H:%M (UTC%:z)")
+            .to_string(),
         None => format!("{ms} ms since the Unix epoch"),
     }
 }

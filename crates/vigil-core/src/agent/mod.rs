@@ -62,13 +62,16 @@ struct Finish {
 
 impl Finish {
     fn because(stop_reason: StopReason) -> Self {
-        Self { stop_reason, detail: None }
+        Self {
+            stop_reason,
+            detail: None,
+        }
     }
 }
 
 impl Turn<'_> {
-    fn append(&self, message: Message) -> bool {
-        match self.store.append(self.session_id, &message) {
+    async fn append(&self, message: Message) -> bool {
+        match self.store.append_async(self.session_id, &message).await {
             Ok(()) => {
                 self.emitter.emit(Source::System, Event::MessageAppended { message });
                 true
@@ -113,20 +116,31 @@ impl Turn<'_> {
 
     async fn run_inner(&self, user_text: String, usage: &mut Usage) -> Finish {
         let mut user = Message::user_text(user_text.clone(), self.clock.now_ms());
-        user.content.insert(0, ContentBlock::Context { text: context::volatile_context(self.clock.now_ms(), &[]) });
-        if !self.append(user) {
+        user.content.insert(
+            0,
+            ContentBlock::Context {
+                text: context::volatile_context(self.clock.now_ms(), &[]),
+            },
+        );
+        if !self.append(user).await {
             return Finish::because(StopReason::Error);
         }
         self.emitter.emit(Source::User, Event::TurnStarted { user_text });
         let Some(client) = self.client.clone() else {
-            self.error(ErrorKind::Config, "No provider is configured. Open Settings and choose a provider, model and API key.".into());
+            self.error(
+                ErrorKind::Config,
+                "No provider is configured. Open Settings and choose a provider, model and API key.".into(),
+            );
             return Finish::because(StopReason::Error);
         };
         let mut policy = Policy::new(&self.config);
         let mut compacted_after_error = false;
         loop {
             if let Some(detail) = policy.before_round() {
-                return Finish { stop_reason: StopReason::Policy, detail: Some(detail) };
+                return Finish {
+                    stop_reason: StopReason::Policy,
+                    detail: Some(detail),
+                };
             }
             let completion = match self.request(&client, &mut compacted_after_error).await {
                 Ok(c) => c,
@@ -142,25 +156,38 @@ impl Turn<'_> {
                 .collect();
             add_usage(usage, completion.usage);
             let stop = completion.stop_reason;
-            if !self.append(self.assistant_message(completion, &client.config().model)) {
+            if !self
+                .append(self.assistant_message(completion, &client.config().model))
+                .await
+            {
                 return Finish::because(StopReason::Error);
             }
             if !calls.is_empty() {
                 let results = self.run_tools(&calls).await;
-                let failed: Vec<bool> = results.iter().map(|r| matches!(r, ContentBlock::ToolResult { is_error: true, .. })).collect();
-                let message = Message { role: Role::ToolResult, content: results, ..Message::user_text("", self.clock.now_ms()) };
-                if !self.append(message) {
+                let failed: Vec<bool> = results
+                    .iter()
+                    .map(|r| matches!(r, ContentBlock::ToolResult { is_error: true, .. }))
+                    .collect();
+                let message = Message {
+                    role: Role::ToolResult,
+                    content: results,
+                    ..Message::user_text("", self.clock.now_ms())
+                };
+                if !self.append(message).await {
                     return Finish::because(StopReason::Error);
                 }
                 if self.cancel.is_cancelled() {
                     return Finish::because(StopReason::Cancelled);
                 }
                 if let Some(detail) = policy.after_tools(&calls, &failed) {
-                    return Finish { stop_reason: StopReason::Policy, detail: Some(detail) };
+                    return Finish {
+                        stop_reason: StopReason::Policy,
+                        detail: Some(detail),
+                    };
                 }
             }
             // Messages the user sent meanwhile reach the model now, even after a final answer.
-            let injected = self.inject_steer();
+            let injected = self.inject_steer().await;
             if calls.is_empty() && !injected {
                 return Finish::because(stop);
             }
@@ -168,7 +195,7 @@ impl Turn<'_> {
     }
 
     /// Appends queued user messages as `[INTERRUPT] …`; true if there were any.
-    fn inject_steer(&self) -> bool {
+    async fn inject_steer(&self) -> bool {
         let queued = self.steer.drain();
         if queued.is_empty() {
             return false;
@@ -177,7 +204,7 @@ impl Turn<'_> {
         for text in queued {
             let mut m = Message::user_text(interrupt_text(&text), self.clock.now_ms());
             m.kind = MessageKind::Interrupt;
-            self.append(m);
+            self.append(m).await;
         }
         self.emitter.emit(Source::User, Event::QueueConsumed { count });
         true
@@ -185,7 +212,10 @@ impl Turn<'_> {
 
     /// One model request over the repaired, compacted history.
     async fn request(&self, client: &ModelClient, compacted_after_error: &mut bool) -> Result<Completion, Finish> {
-        let system = context::system_prompt(&self.workspace.prompt_files(), &self.workspace.root().display().to_string());
+        let system = context::system_prompt(
+            &self.workspace.prompt_files(),
+            &self.workspace.root().display().to_string(),
+        );
         let window = self.config.context_window;
         let mut transcript = self.load()?;
         if estimate(&system, &request_view(&transcript)) as f64 > window as f64 * self.config.compact_threshold {
@@ -196,7 +226,11 @@ impl Turn<'_> {
             for note in notes {
                 tracing::warn!(session = self.session_id, "repaired history: {note}");
             }
-            let request = ChatRequest { system: system.clone(), messages: view, tools: self.tools.specs() };
+            let request = ChatRequest {
+                system: system.clone(),
+                messages: view,
+                tools: self.tools.specs(),
+            };
             let emitter = self.emitter.clone();
             let mut on_event = move |ev: StreamEvent| {
                 let event = match ev {
@@ -220,12 +254,16 @@ impl Turn<'_> {
                 Err(failure) => {
                     let stop = failure.partial.stop_reason;
                     if !failure.partial.content.is_empty() {
-                        self.append(self.assistant_message(failure.partial, &client.config().model));
+                        self.append(self.assistant_message(failure.partial, &client.config().model))
+                            .await;
                     }
                     if stop != StopReason::Cancelled {
                         self.emitter.emit(
                             Source::Provider,
-                            Event::Error { kind: failure.error.kind(), message: failure.error.to_string() },
+                            Event::Error {
+                                kind: failure.error.kind(),
+                                message: failure.error.to_string(),
+                            },
                         );
                     }
                     return Err(Finish::because(stop));
@@ -242,7 +280,13 @@ impl Turn<'_> {
     }
 
     /// Summarises older messages and appends the summary; returns the new transcript.
-    async fn compact(&self, client: &ModelClient, system: &str, transcript: Vec<Message>, force: bool) -> Result<Vec<Message>, Finish> {
+    async fn compact(
+        &self,
+        client: &ModelClient,
+        system: &str,
+        transcript: Vec<Message>,
+        force: bool,
+    ) -> Result<Vec<Message>, Finish> {
         let window = self.config.context_window;
         let mut keep = (window as f64 * self.config.keep_ratio) as u64;
         if force {
@@ -260,14 +304,18 @@ impl Turn<'_> {
         let max_chars = (window as usize).saturating_mul(2).max(8_000);
         match compact::summarise(client, &old, cut, max_chars, self.clock.now_ms(), &self.cancel).await {
             Ok(summary) => {
-                if !self.append(summary) {
+                if !self.append(summary).await {
                     return Err(Finish::because(StopReason::Error));
                 }
                 let transcript = self.load()?;
                 let after = estimate(system, &request_view(&transcript));
                 self.emitter.emit(
                     Source::Agent,
-                    Event::Compacted { summarized_messages: old.len() as u32, tokens_before: before, tokens_after: after },
+                    Event::Compacted {
+                        summarized_messages: old.len() as u32,
+                        tokens_before: before,
+                        tokens_after: after,
+                    },
                 );
                 Ok(transcript)
             }

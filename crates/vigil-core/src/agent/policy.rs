@@ -50,7 +50,12 @@ pub(super) struct Policy {
 
 impl Policy {
     pub fn new(config: &AgentConfig) -> Self {
-        Self { config: config.clone(), rounds: 0, calls: 0, failures: HashMap::new() }
+        Self {
+            config: config.clone(),
+            rounds: 0,
+            calls: 0,
+            failures: HashMap::new(),
+        }
     }
 
     /// Called before each model request; `Some(reason)` ends the turn.
@@ -70,7 +75,10 @@ impl Policy {
     pub fn after_tools(&mut self, calls: &[(String, String, serde_json::Value)], failed: &[bool]) -> Option<String> {
         self.calls += calls.len() as u32;
         if self.calls >= self.config.max_tool_calls {
-            return Some(format!("Stopped after {} tool calls in one turn (the limit).", self.calls));
+            return Some(format!(
+                "Stopped after {} tool calls in one turn (the limit).",
+                self.calls
+            ));
         }
         for ((_, name, input), &failed) in calls.iter().zip(failed) {
             if !failed {
@@ -93,7 +101,12 @@ mod tests {
 
     #[test]
     fn rounds_calls_and_repeated_failures_end_the_turn() {
-        let config = AgentConfig { max_tool_rounds: 2, max_tool_calls: 5, max_repeated_failures: 2, ..AgentConfig::default() };
+        let config = AgentConfig {
+            max_tool_rounds: 2,
+            max_tool_calls: 5,
+            max_repeated_failures: 2,
+            ..AgentConfig::default()
+        };
         let mut p = Policy::new(&config);
         assert_eq!(p.before_round(), None); // answers the user
         assert_eq!(p.before_round(), None); // tool round 1
@@ -106,7 +119,9 @@ mod tests {
         assert!(p.after_tools(&call, &[true]).unwrap().contains("`edit` failed 2 times"));
 
         let mut p = Policy::new(&config);
-        let many: Vec<_> = (0..5).map(|i| (i.to_string(), "read".to_string(), json!({"i": i}))).collect();
+        let many: Vec<_> = (0..5)
+            .map(|i| (i.to_string(), "read".to_string(), json!({"i": i})))
+            .collect();
         assert!(p.after_tools(&many, &[false; 5]).unwrap().contains("5 tool calls"));
     }
 }

@@ -49,10 +49,7 @@ fn data_dir_from_args() -> Result<PathBuf, String> {
 async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("VIGIL_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("VIGIL_LOG").unwrap_or_else(|_| "warn".into()))
         .init();
     let data_dir = match data_dir_from_args() {
         Ok(d) => d,
@@ -87,10 +84,7 @@ async fn main() -> std::process::ExitCode {
             Ok(Some(line)) => match serde_json::from_str::<Op>(&line) {
                 Ok(Op::Shutdown) => break,
                 Ok(op) => runtime.submit(op),
-                Err(e) => runtime.report(
-                    ErrorKind::InvalidOp,
-                    format!("could not read op {line:?}: {e}"),
-                ),
+                Err(e) => runtime.report(ErrorKind::InvalidOp, format!("could not read op {line:?}: {e}")),
             },
             Ok(None) => {
                 runtime.idle().await;

@@ -30,10 +30,7 @@ pub(super) fn request(cfg: &ProviderConfig, req: &ChatRequest) -> (String, Value
     (join_url(&cfg.base_url, "/v1/messages"), body)
 }
 
-pub(super) fn auth(
-    builder: reqwest::RequestBuilder,
-    cfg: &ProviderConfig,
-) -> reqwest::RequestBuilder {
+pub(super) fn auth(builder: reqwest::RequestBuilder, cfg: &ProviderConfig) -> reqwest::RequestBuilder {
     let builder = builder.header("anthropic-version", API_VERSION);
     match &cfg.api_key {
         Some(key) => builder.header("x-api-key", key),
@@ -65,7 +62,9 @@ fn message(m: &Message) -> Option<Value> {
                 tool_use_id,
                 content,
                 is_error,
-            } => Some(json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error})),
+            } => Some(
+                json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error}),
+            ),
         })
         .collect();
     (!content.is_empty()).then(|| json!({"role": role, "content": content}))
@@ -143,12 +142,8 @@ pub(super) fn on_event(
                     asm.thinking(&k, text);
                     emit(StreamEvent::ReasoningDelta(text.to_string()));
                 }
-                Some("signature_delta") => {
-                    asm.signature(&k, delta["signature"].as_str().unwrap_or(""))
-                }
-                Some("input_json_delta") => {
-                    asm.tool_args(&k, delta["partial_json"].as_str().unwrap_or(""))
-                }
+                Some("signature_delta") => asm.signature(&k, delta["signature"].as_str().unwrap_or("")),
+                Some("input_json_delta") => asm.tool_args(&k, delta["partial_json"].as_str().unwrap_or("")),
                 _ => {}
             }
         }
@@ -167,10 +162,7 @@ pub(super) fn on_event(
         "error" => {
             return Err(ProviderError::InStream {
                 error_type: v["error"]["type"].as_str().unwrap_or("error").to_string(),
-                message: v["error"]["message"]
-                    .as_str()
-                    .unwrap_or("no details given")
-                    .to_string(),
+                message: v["error"]["message"].as_str().unwrap_or("no details given").to_string(),
             })
         }
         // content_block_stop and future event types need nothing: blocks are parsed at the end.

@@ -24,15 +24,8 @@ pub(crate) struct Assembler {
 #[derive(Debug)]
 enum Partial {
     Text(String),
-    Thinking {
-        text: String,
-        signature: Option<String>,
-    },
-    Tool {
-        id: String,
-        name: String,
-        args: String,
-    },
+    Thinking { text: String, signature: Option<String> },
+    Tool { id: String, name: String, args: String },
 }
 
 /// The key under which arguments that were not a JSON object are kept.
@@ -124,8 +117,7 @@ impl Assembler {
 
     pub fn tool_args(&mut self, key: &str, delta: &str) {
         self.tool_start(key, None, None);
-        if let Some(Partial::Tool { args, .. }) = self.by_key.get(key).map(|&i| &mut self.blocks[i])
-        {
+        if let Some(Partial::Tool { args, .. }) = self.by_key.get(key).map(|&i| &mut self.blocks[i]) {
             args.push_str(delta);
         }
     }
@@ -154,19 +146,19 @@ impl Assembler {
                     let input = if args.trim().is_empty() {
                         serde_json::json!({})
                     } else {
-                        serde_json::from_str(&args).map_err(|e| ProviderError::Stream {
-                            message: format!(
-                                "the arguments of tool call `{name}` are not valid JSON ({e})"
-                            ),
-                        })?
+                        match serde_json::from_str::<serde_json::Value>(&args) {
+                            Ok(v) if v.is_object() => v,
+                            // Kept as an object (the APIs want one back in the history) that
+                            // the agent answers with an error result the model can correct.
+                            Ok(_) => invalid_arguments(&args, "the arguments must be a JSON object"),
+                            Err(e) => invalid_arguments(&args, &e.to_string()),
+                        }
                     };
                     ContentBlock::ToolUse { id, name, input }
                 }
             });
         }
-        let has_tools = content
-            .iter()
-            .any(|b| matches!(b, ContentBlock::ToolUse { .. }));
+        let has_tools = content.iter().any(|b| matches!(b, ContentBlock::ToolUse { .. }));
         let stop_reason = self.stop_reason.unwrap_or(if has_tools {
             StopReason::ToolUse
         } else {
@@ -188,12 +180,10 @@ impl Assembler {
             .into_iter()
             .filter_map(|b| match b {
                 Partial::Text(text) if !text.is_empty() => Some(ContentBlock::Text { text }),
-                Partial::Thinking { text, signature } if !text.is_empty() => {
-                    Some(ContentBlock::Thinking {
-                        thinking: text,
-                        signature,
-                    })
-                }
+                Partial::Thinking { text, signature } if !text.is_empty() => Some(ContentBlock::Thinking {
+                    thinking: text,
+                    signature,
+                }),
                 _ => None,
             })
             .collect();
@@ -223,9 +213,7 @@ mod tests {
         assert_eq!(
             c.content,
             vec![
-                ContentBlock::Text {
-                    text: "Hello".into()
-                },
+                ContentBlock::Text { text: "Hello".into() },
                 ContentBlock::ToolUse {
                     id: "call_1".into(),
                     name: "read".into(),
@@ -251,11 +239,6 @@ mod tests {
         a.text("0", "so far");
         a.tool_args("t", "{\"x\":");
         let p = a.partial(StopReason::Error);
-        assert_eq!(
-            p.content,
-            vec![ContentBlock::Text {
-                text: "so far".into()
-            }]
-        );
+        assert_eq!(p.content, vec![ContentBlock::Text { text: "so far".into() }]);
     }
 }

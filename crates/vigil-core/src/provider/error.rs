@@ -36,9 +36,7 @@ pub enum ProviderError {
         retry_after: Option<Duration>,
     },
     /// The base URL could not be reached. Recover: check the URL and that the server runs.
-    #[error(
-        "Could not reach {url}: {message}. Check the base URL and that the server is running."
-    )]
+    #[error("Could not reach {url}: {message}. Check the base URL and that the server is running.")]
     Network { url: String, message: String },
     /// No connection in time, or the stream went silent. Recover: retry; check the network.
     #[error("The provider did not answer within {seconds} s ({what}).")]
@@ -78,8 +76,7 @@ impl ProviderError {
     /// The delay the server asked for, if it did.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            ProviderError::RateLimited { retry_after, .. }
-            | ProviderError::Server { retry_after, .. } => *retry_after,
+            ProviderError::RateLimited { retry_after, .. } | ProviderError::Server { retry_after, .. } => *retry_after,
             _ => None,
         }
     }
@@ -101,13 +98,7 @@ impl ProviderError {
     }
 
     /// Classifies a non-success HTTP answer from its status, headers and body.
-    pub(crate) fn from_status(
-        status: u16,
-        body: &str,
-        retry_after: Option<Duration>,
-        model: &str,
-        url: &str,
-    ) -> Self {
+    pub(crate) fn from_status(status: u16, body: &str, retry_after: Option<Duration>, model: &str, url: &str) -> Self {
         let message = error_message_from_body(body);
         let lower = message.to_lowercase();
         match status {
@@ -116,9 +107,8 @@ impl ProviderError {
                 model: model.to_string(),
                 message,
             },
-            404 => ProviderError::EndpointNotFound {
-                url: url.to_string(),
-            },
+            404 => ProviderError::EndpointNotFound { url: url.to_string() },
+            400 | 413 | 422 if is_context_overflow(&lower) => ProviderError::ContextTooLong { message },
             400 | 422
                 if lower.contains("model")
                     && (lower.contains("not found")
@@ -130,10 +120,7 @@ impl ProviderError {
                     message,
                 }
             }
-            429 => ProviderError::RateLimited {
-                message,
-                retry_after,
-            },
+            429 => ProviderError::RateLimited { message, retry_after },
             408 | 409 | 500..=599 => ProviderError::Server {
                 status,
                 message,
@@ -146,9 +133,17 @@ impl ProviderError {
 
 /// How the services word "too long for the context window".
 fn is_context_overflow(lower: &str) -> bool {
-    ["prompt is too long", "context length", "context_length", "maximum context", "context window", "too many tokens", "input is too long"]
-        .iter()
-        .any(|p| lower.contains(p))
+    [
+        "prompt is too long",
+        "context length",
+        "context_length",
+        "maximum context",
+        "context window",
+        "too many tokens",
+        "input is too long",
+    ]
+    .iter()
+    .any(|p| lower.contains(p))
 }
 
 /// Pulls the human message out of either protocol's error body
@@ -191,15 +186,9 @@ mod tests {
     fn retry_after_reads_seconds_and_dates() {
         let now = std::time::UNIX_EPOCH + Duration::from_secs(1_000_000);
         assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
-        assert_eq!(
-            parse_retry_after("0.5", now),
-            Some(Duration::from_millis(500))
-        );
+        assert_eq!(parse_retry_after("0.5", now), Some(Duration::from_millis(500)));
         let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
-        assert_eq!(
-            parse_retry_after(&later, now),
-            Some(Duration::from_secs(30))
-        );
+        assert_eq!(parse_retry_after(&later, now), Some(Duration::from_secs(30)));
         assert_eq!(parse_retry_after("soon", now), None);
     }
 
@@ -228,22 +217,28 @@ mod tests {
             "u",
         );
         assert!(matches!(e, ProviderError::ModelNotFound { .. }));
-        let e = ProviderError::from_status(
-            404,
-            "404 page not found",
-            None,
-            "x",
-            "http://h/v1/chat/completions",
-        );
+        let e = ProviderError::from_status(404, "404 page not found", None, "x", "http://h/v1/chat/completions");
         assert_eq!(
             e,
             ProviderError::EndpointNotFound {
                 url: "http://h/v1/chat/completions".into()
             }
         );
-        let e = ProviderError::from_status(400, r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#, None, "m", "u");
+        let e = ProviderError::from_status(
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
+            None,
+            "m",
+            "u",
+        );
         assert!(matches!(e, ProviderError::ContextTooLong { .. }));
-        let e = ProviderError::from_status(400, r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","code":"context_length_exceeded"}}"#, None, "m", "u");
+        let e = ProviderError::from_status(
+            400,
+            r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","code":"context_length_exceeded"}}"#,
+            None,
+            "m",
+            "u",
+        );
         assert!(matches!(e, ProviderError::ContextTooLong { .. }));
         assert!(ProviderError::from_status(529, "{}", None, "m", "u").is_retryable());
         assert!(!ProviderError::from_status(400, "{}", None, "m", "u").is_retryable());

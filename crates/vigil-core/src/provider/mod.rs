@@ -176,11 +176,7 @@ impl ModelClient {
             let started = asm.started();
             attempt += 1;
             let delay = error.retry_after().unwrap_or_else(|| backoff(attempt));
-            if started
-                || !error.is_retryable()
-                || attempt > self.config.max_retries
-                || delay > MAX_RETRY_AFTER
-            {
+            if started || !error.is_retryable() || attempt > self.config.max_retries || delay > MAX_RETRY_AFTER {
                 let stop = if error == ProviderError::Cancelled {
                     StopReason::Cancelled
                 } else {
@@ -192,11 +188,7 @@ impl ModelClient {
                 });
             }
             tracing::warn!(attempt, ?delay, %error, "provider request failed; retrying");
-            on_event(StreamEvent::Retrying {
-                attempt,
-                delay,
-                error,
-            });
+            on_event(StreamEvent::Retrying { attempt, delay, error });
             tokio::select! {
                 _ = cancel.cancelled() => {
                     return Err(StreamFailure { error: ProviderError::Cancelled, partial: asm.partial(StopReason::Cancelled) });
@@ -218,11 +210,7 @@ impl ModelClient {
             ProviderKind::Anthropic => anthropic::request(cfg, request),
             ProviderKind::Openai => openai::request(cfg, request),
         };
-        let mut builder = self
-            .http
-            .post(&url)
-            .header("accept", "text/event-stream")
-            .json(&body);
+        let mut builder = self.http.post(&url).header("accept", "text/event-stream").json(&body);
         builder = match cfg.kind {
             ProviderKind::Anthropic => anthropic::auth(builder, cfg),
             ProviderKind::Openai => openai::auth(builder, cfg),
@@ -273,9 +261,7 @@ impl ModelClient {
                 Ok(Some(Ok(event))) => event,
             };
             let flow = match cfg.kind {
-                ProviderKind::Anthropic => {
-                    anthropic::on_event(asm, &event.event, &event.data, on_event)?
-                }
+                ProviderKind::Anthropic => anthropic::on_event(asm, &event.event, &event.data, on_event)?,
                 ProviderKind::Openai => openai::on_event(asm, &event.data, on_event)?,
             };
             if let Flow::Done = flow {
@@ -295,16 +281,10 @@ impl ModelClient {
 
     /// Checks that the provider answers with these settings: the key is accepted and the
     /// model exists. Sends the smallest possible request.
-    pub async fn test_connection(
-        &self,
-        cancel: &CancellationToken,
-    ) -> Result<String, ProviderError> {
+    pub async fn test_connection(&self, cancel: &CancellationToken) -> Result<String, ProviderError> {
         let request = ChatRequest {
             system: String::new(),
-            messages: vec![Message::user_text(
-                "Reply with the word ok.",
-                self.clock.now_ms(),
-            )],
+            messages: vec![Message::user_text("Reply with the word ok.", self.clock.now_ms())],
             tools: vec![],
         };
         let mut probe = self.clone();
@@ -312,10 +292,7 @@ impl ModelClient {
         cfg.max_retries = 0;
         cfg.max_tokens = 16;
         probe.config = Arc::new(cfg);
-        let done = probe
-            .stream(&request, cancel, &mut |_| {})
-            .await
-            .map_err(|f| f.error)?;
+        let done = probe.stream(&request, cancel, &mut |_| {}).await.map_err(|f| f.error)?;
         Ok(format!(
             "Connected: {} answered with model {}.",
             self.config.base_url,
@@ -339,10 +316,7 @@ fn transport_error(url: &str, e: reqwest::Error, cfg: &ProviderConfig) -> Provid
         };
     }
     if e.is_builder() {
-        return ProviderError::Config(format!(
-            "the base URL \"{}\" is not a valid URL",
-            cfg.base_url
-        ));
+        return ProviderError::Config(format!("the base URL \"{}\" is not a valid URL", cfg.base_url));
     }
     // reqwest's Display hides the cause ("error sending request"); the chain names it.
     let mut message = e.to_string();
@@ -359,9 +333,5 @@ fn transport_error(url: &str, e: reqwest::Error, cfg: &ProviderConfig) -> Provid
 
 /// Joins a base URL and a path without doubling or dropping the slash.
 pub(crate) fn join_url(base: &str, path: &str) -> String {
-    format!(
-        "{}/{}",
-        base.trim_end_matches('/'),
-        path.trim_start_matches('/')
-    )
+    format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
 }

@@ -31,10 +31,7 @@ pub(super) fn request(cfg: &ProviderConfig, req: &ChatRequest) -> (String, Value
     (join_url(&cfg.base_url, "/chat/completions"), body)
 }
 
-pub(super) fn auth(
-    builder: reqwest::RequestBuilder,
-    cfg: &ProviderConfig,
-) -> reqwest::RequestBuilder {
+pub(super) fn auth(builder: reqwest::RequestBuilder, cfg: &ProviderConfig) -> reqwest::RequestBuilder {
     match &cfg.api_key {
         Some(key) => builder.bearer_auth(key),
         None => builder,
@@ -50,7 +47,9 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
                 .content
                 .iter()
                 .filter_map(|b| match b {
-                    ContentBlock::Text { text } | ContentBlock::Context { text } if !text.is_empty() => Some(text.as_str()),
+                    ContentBlock::Text { text } | ContentBlock::Context { text } if !text.is_empty() => {
+                        Some(text.as_str())
+                    }
                     _ => None,
                 })
                 .collect::<Vec<_>>()
@@ -75,7 +74,8 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
             if text.is_empty() && calls.is_empty() {
                 return;
             }
-            let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+            let mut msg =
+                json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
             if !calls.is_empty() {
                 msg["tool_calls"] = json!(calls);
             }
@@ -84,14 +84,10 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
         Role::ToolResult => {
             for b in &m.content {
                 if let ContentBlock::ToolResult {
-                    tool_use_id,
-                    content,
-                    ..
+                    tool_use_id, content, ..
                 } = b
                 {
-                    out.push(
-                        json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}),
-                    );
+                    out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
                 }
             }
         }
@@ -129,30 +125,20 @@ pub(super) fn on_event(
                 .or_else(|| err["code"].as_str())
                 .unwrap_or("error")
                 .to_string(),
-            message: err["message"]
-                .as_str()
-                .unwrap_or("no details given")
-                .to_string(),
+            message: err["message"].as_str().unwrap_or("no details given").to_string(),
         });
     }
     if let Some(model) = v["model"].as_str() {
         asm.model = Some(model.to_string());
     }
     if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
-        asm.usage.input_tokens = usage["prompt_tokens"]
-            .as_u64()
-            .unwrap_or(asm.usage.input_tokens);
-        asm.usage.output_tokens = usage["completion_tokens"]
-            .as_u64()
-            .unwrap_or(asm.usage.output_tokens);
+        asm.usage.input_tokens = usage["prompt_tokens"].as_u64().unwrap_or(asm.usage.input_tokens);
+        asm.usage.output_tokens = usage["completion_tokens"].as_u64().unwrap_or(asm.usage.output_tokens);
     }
     let Some(choices) = v["choices"].as_array() else {
         return Ok(Flow::More);
     };
-    for choice in choices
-        .iter()
-        .filter(|c| c["index"].as_u64().unwrap_or(0) == 0)
-    {
+    for choice in choices.iter().filter(|c| c["index"].as_u64().unwrap_or(0) == 0) {
         let delta = &choice["delta"];
         // `reasoning_content` (DeepSeek, vLLM) or `reasoning` (OpenRouter, Ollama).
         for field in ["reasoning_content", "reasoning"] {

@@ -111,10 +111,7 @@ fn edit_file(path: &ResolvedPath, args: &EditArgs) -> Result<String, String> {
     let crlf_pair;
     let mut pairs = vec![(args.old_text.as_str(), args.new_text.as_str())];
     if content.contains("\r\n") && args.old_text.contains('\n') && !args.old_text.contains('\r') {
-        crlf_pair = (
-            args.old_text.replace('\n', "\r\n"),
-            args.new_text.replace('\n', "\r\n"),
-        );
+        crlf_pair = (args.old_text.replace('\n', "\r\n"), args.new_text.replace('\n', "\r\n"));
         pairs.push((&crlf_pair.0, &crlf_pair.1));
     }
     let Some((old, new, at)) = pairs.into_iter().find_map(|(old, new)| {
@@ -162,10 +159,7 @@ fn edit_file(path: &ResolvedPath, args: &EditArgs) -> Result<String, String> {
     let unified = diff
         .unified_diff()
         .context_radius(3)
-        .header(
-            &format!("a/{}", path.display),
-            &format!("b/{}", path.display),
-        )
+        .header(&format!("a/{}", path.display), &format!("b/{}", path.display))
         .to_string();
     Ok(format!(
         "Edited {}: replaced {} (+{added} −{removed} lines).\n\n{}",
@@ -303,9 +297,8 @@ mod tests {
         all["replace_all"] = json!(true);
         let out = edit(d.path(), all).await;
         assert!(
-            out.content.starts_with(
-                "Edited f.txt: replaced 2 occurrences (+2 −2 lines).\n\n--- a/f.txt\n"
-            ),
+            out.content
+                .starts_with("Edited f.txt: replaced 2 occurrences (+2 −2 lines).\n\n--- a/f.txt\n"),
             "{}",
             out.content
         );
@@ -334,11 +327,7 @@ mod tests {
             ),
         ];
         for (old, want) in cases {
-            let out = edit(
-                d.path(),
-                json!({"path": "f.txt", "old_text": old, "new_text": "z"}),
-            )
-            .await;
+            let out = edit(d.path(), json!({"path": "f.txt", "old_text": old, "new_text": "z"})).await;
             assert_eq!(out, ToolOutput::error(want));
         }
         assert_eq!(on_disk(&d), "fn main() {\n    let x = 1;\n}\n");
@@ -347,23 +336,11 @@ mod tests {
     #[tokio::test]
     async fn empty_or_identical_text_and_missing_files_are_refused() {
         let d = ws(FILE);
-        let out = edit(
-            d.path(),
-            json!({"path": "f.txt", "old_text": "", "new_text": "x"}),
-        )
-        .await;
+        let out = edit(d.path(), json!({"path": "f.txt", "old_text": "", "new_text": "x"})).await;
         assert!(out.is_error && out.content.starts_with("old_text is empty"));
-        let out = edit(
-            d.path(),
-            json!({"path": "f.txt", "old_text": "a", "new_text": "a"}),
-        )
-        .await;
+        let out = edit(d.path(), json!({"path": "f.txt", "old_text": "a", "new_text": "a"})).await;
         assert!(out.is_error && out.content.contains("the same"));
-        let out = edit(
-            d.path(),
-            json!({"path": "new.txt", "old_text": "a", "new_text": "b"}),
-        )
-        .await;
+        let out = edit(d.path(), json!({"path": "new.txt", "old_text": "a", "new_text": "b"})).await;
         assert!(out.is_error && out.content.starts_with("File not found: new.txt"));
         assert!(out.content.ends_with("To create it, use `write`."));
         let out = edit(d.path(), json!({"path": "f.txt", "old_text": "a"})).await;

@@ -26,19 +26,16 @@ pub enum Written {
 /// `0o666`, like any other editor would give it. A read-only file is refused, not replaced.
 /// Ownership and hard links are not preserved: the result is a new inode owned by us.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<Written> {
-    let dir = path.parent().ok_or_else(|| {
-        io::Error::new(io::ErrorKind::InvalidInput, "the path has no parent folder")
-    })?;
+    let dir = path
+        .parent()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path has no parent folder"))?;
     let existing = match fs::metadata(path) {
         Ok(meta) => Some(meta.permissions()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(e),
     };
     if existing.as_ref().is_some_and(|p| p.readonly()) {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            "the file is read-only",
-        ));
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, "the file is read-only"));
     }
     let mut builder = tempfile::Builder::new();
     builder.prefix(".vigil-tmp-");
@@ -89,10 +86,7 @@ pub fn sniff_kind(head: &[u8]) -> Option<&'static str> {
         (b"\x7fELF", "an ELF executable or library"),
         (b"MZ", "a Windows executable"),
         (b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
-        (
-            b"\xca\xfe\xba\xbe",
-            "a Mach-O universal binary or Java class",
-        ),
+        (b"\xca\xfe\xba\xbe", "a Mach-O universal binary or Java class"),
         (b"\0asm", "a WebAssembly module"),
         (b"SQLite format 3\0", "an SQLite database"),
         (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
@@ -120,23 +114,15 @@ pub fn binary_message(path: &ResolvedPath, size: u64, head: &[u8], detail: &str)
 
 /// Why `head` is not text: NUL bytes, or `None` if it may be.
 pub fn nul_in(head: &[u8]) -> Option<&'static str> {
-    head.contains(&0)
-        .then_some("it contains NUL bytes, so it looks binary")
+    head.contains(&0).then_some("it contains NUL bytes, so it looks binary")
 }
 
 /// An I/O failure on `path` as a sentence for the model, naming the file.
 pub fn io_message(action: &str, path: &ResolvedPath, e: &io::Error) -> String {
     match e.kind() {
-        io::ErrorKind::NotFound => format!(
-            "File not found: {} (looked for {}).",
-            path.display,
-            path.abs.display()
-        ),
+        io::ErrorKind::NotFound => format!("File not found: {} (looked for {}).", path.display, path.abs.display()),
         io::ErrorKind::PermissionDenied => {
-            format!(
-                "Permission denied: could not {action} {} ({e}).",
-                path.display
-            )
+            format!("Permission denied: could not {action} {} ({e}).", path.display)
         }
         _ => format!("Could not {action} {}: {e}.", path.display),
     }
@@ -197,10 +183,7 @@ mod tests {
         fs::write(&p, "#!/bin/sh\n").unwrap();
         fs::set_permissions(&p, fs::Permissions::from_mode(0o750)).unwrap();
         write_atomic(&p, b"#!/bin/sh\necho hi\n").unwrap();
-        assert_eq!(
-            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
-            0o750
-        );
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o750);
 
         // A new file gets what any program's new file gets under this umask, not the 0o600
         // of a bare temp file: other programs must be able to read what the agent makes.

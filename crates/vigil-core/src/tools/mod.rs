@@ -161,17 +161,9 @@ impl ToolRegistry {
 
     /// Runs one call to its end. Never fails: an unknown tool, bad arguments, a panic inside
     /// the tool and cancellation all become error outputs.
-    pub async fn execute(
-        &self,
-        name: &str,
-        input: serde_json::Value,
-        ctx: &ToolContext,
-    ) -> ToolOutput {
+    pub async fn execute(&self, name: &str, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
         let Some(tool) = self.get(name) else {
-            return ToolOutput::error(format!(
-                "Unknown tool \"{name}\". Available tools: {}.",
-                self.names()
-            ));
+            return ToolOutput::error(format!("Unknown tool \"{name}\". Available tools: {}.", self.names()));
         };
         if ctx.cancel.is_cancelled() {
             return cancelled();
@@ -228,10 +220,7 @@ async fn blocking(tool: &str, f: impl FnOnce() -> ToolOutput + Send + 'static) -
 
 /// Decodes a tool's arguments into its typed struct, or explains exactly what is wrong in
 /// terms of the schema the model was given, so it can fix the call.
-pub(crate) fn parse_args<T: DeserializeOwned>(
-    spec: &ToolSpec,
-    input: serde_json::Value,
-) -> Result<T, ToolOutput> {
+pub(crate) fn parse_args<T: DeserializeOwned>(spec: &ToolSpec, input: serde_json::Value) -> Result<T, ToolOutput> {
     // Some models send the arguments as a JSON string holding the object; accept that
     // rather than fail a call whose meaning is clear.
     let input = match input {
@@ -286,17 +275,8 @@ fn describe_params(schema: &serde_json::Value) -> String {
         return "none".into();
     };
     // Required first, in the schema's order; serde_json sorts the properties themselves.
-    let mut names: Vec<&str> = required
-        .iter()
-        .copied()
-        .filter(|r| props.contains_key(*r))
-        .collect();
-    names.extend(
-        props
-            .keys()
-            .map(String::as_str)
-            .filter(|k| !required.contains(k)),
-    );
+    let mut names: Vec<&str> = required.iter().copied().filter(|r| props.contains_key(*r)).collect();
+    names.extend(props.keys().map(String::as_str).filter(|k| !required.contains(k)));
     let parts: Vec<String> = names
         .into_iter()
         .map(|name| {
@@ -369,9 +349,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unknown_tool_lists_the_available_ones() {
-        let out = ToolRegistry::with_builtins()
-            .execute("grep", json!({}), &ctx())
-            .await;
+        let out = ToolRegistry::with_builtins().execute("grep", json!({}), &ctx()).await;
         assert_eq!(
             out,
             ToolOutput::error("Unknown tool \"grep\". Available tools: read, write, edit.")
@@ -424,17 +402,11 @@ mod tests {
                 json!({"file_path": "a"}),
                 format!("unknown field `file_path`, expected one of `path`, `offset`, `limit`. {params}"),
             ),
-            (
-                json!(null),
-                format!("expected a JSON object, got null. {params}"),
-            ),
+            (json!(null), format!("expected a JSON object, got null. {params}")),
         ];
         for (input, want) in cases {
             let out = r.execute("read", input, &c).await;
-            assert_eq!(
-                out,
-                ToolOutput::error(format!("Invalid arguments for `read`: {want}"))
-            );
+            assert_eq!(out, ToolOutput::error(format!("Invalid arguments for `read`: {want}")));
         }
     }
 
@@ -443,11 +415,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.txt"), "hi\n").unwrap();
         let out = ToolRegistry::with_builtins()
-            .execute(
-                "read",
-                json!("{\"path\": \"a.txt\"}"),
-                &ToolContext::new(dir.path()),
-            )
+            .execute("read", json!("{\"path\": \"a.txt\"}"), &ToolContext::new(dir.path()))
             .await;
         assert_eq!(out, ToolOutput::ok("     1\thi"));
     }

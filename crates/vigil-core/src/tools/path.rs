@@ -71,12 +71,10 @@ pub struct ResolvedPath {
 /// Resolves `raw` (relative to `workspace`, or absolute) and refuses it unless it lies inside
 /// the workspace once `..` and symlinks are accounted for. The path itself need not exist.
 pub fn resolve_path(workspace: &Path, raw: &str) -> Result<ResolvedPath, PathError> {
-    let root = workspace
-        .canonicalize()
-        .map_err(|source| PathError::Workspace {
-            workspace: workspace.to_path_buf(),
-            source,
-        })?;
+    let root = workspace.canonicalize().map_err(|source| PathError::Workspace {
+        workspace: workspace.to_path_buf(),
+        source,
+    })?;
     if raw.trim().is_empty() {
         return Err(PathError::Empty {
             workspace: root.clone(),
@@ -128,12 +126,7 @@ fn canonicalize_existing(path: &Path, raw: &str) -> Result<PathBuf, PathError> {
             Ok(_) => break,
             // NotADirectory: a file sits where a folder should be; the caller says so
             // better once it tries to use the path.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                ) =>
-            {
+            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
                 let Some(name) = existing.file_name() else {
                     break;
                 };
@@ -142,12 +135,7 @@ fn canonicalize_existing(path: &Path, raw: &str) -> Result<PathBuf, PathError> {
                     break;
                 }
             }
-            Err(source) => {
-                return Err(PathError::Io {
-                    path: existing,
-                    source,
-                })
-            }
+            Err(source) => return Err(PathError::Io { path: existing, source }),
         }
     }
     let mut abs = match existing.canonicalize() {
@@ -158,12 +146,7 @@ fn canonicalize_existing(path: &Path, raw: &str) -> Result<PathBuf, PathError> {
                 link: existing,
             })
         }
-        Err(source) => {
-            return Err(PathError::Io {
-                path: existing,
-                source,
-            })
-        }
+        Err(source) => return Err(PathError::Io { path: existing, source }),
     };
     abs.extend(rest.iter().rev());
     Ok(abs)
@@ -190,10 +173,7 @@ mod tests {
         ] {
             let got = resolve_path(&root, raw).unwrap();
             assert_eq!(got.display, display);
-            assert_eq!(
-                got.abs,
-                root.join(display).components().collect::<PathBuf>()
-            );
+            assert_eq!(got.abs, root.join(display).components().collect::<PathBuf>());
         }
         let abs = root.join("src/x.rs");
         assert_eq!(resolve_path(&root, abs.to_str().unwrap()).unwrap().abs, abs);
@@ -221,10 +201,7 @@ mod tests {
                 root.display()
             )
         );
-        assert!(matches!(
-            resolve_path(&root, "  "),
-            Err(PathError::Empty { .. })
-        ));
+        assert!(matches!(resolve_path(&root, "  "), Err(PathError::Empty { .. })));
     }
 
     #[cfg(unix)]
@@ -240,18 +217,12 @@ mod tests {
 
         for raw in ["out/x", "out/new.txt", "file"] {
             let err = resolve_path(&root, raw).unwrap_err();
-            assert!(
-                matches!(err, PathError::OutsideWorkspace { .. }),
-                "{raw}: {err}"
-            );
+            assert!(matches!(err, PathError::OutsideWorkspace { .. }), "{raw}: {err}");
         }
         assert!(matches!(
             resolve_path(&root, "dangling"),
             Err(PathError::BrokenLink { .. })
         ));
-        assert_eq!(
-            resolve_path(&root, "inside/a.rs").unwrap().display,
-            "src/a.rs"
-        );
+        assert_eq!(resolve_path(&root, "inside/a.rs").unwrap().display, "src/a.rs");
     }
 }

@@ -105,12 +105,7 @@ impl Tool for ReadTool {
 }
 
 /// Lines `start ..= start + limit - 1` of the file (or fewer, to stay in budget), numbered.
-fn read_window(
-    path: &ResolvedPath,
-    start: usize,
-    limit: usize,
-    cancel: &CancellationToken,
-) -> Result<String, String> {
+fn read_window(path: &ResolvedPath, start: usize, limit: usize, cancel: &CancellationToken) -> Result<String, String> {
     let meta = fs::metadata(&path.abs).map_err(|e| io_message("read", path, &e))?;
     if meta.is_dir() {
         return list_folder(path);
@@ -302,10 +297,7 @@ mod tests {
             "     1\t{}… [line cut: 2,000 of 2,500 characters shown]",
             "x".repeat(2000)
         );
-        assert_eq!(
-            read(d.path(), json!({"path": "min.js"})).await,
-            ToolOutput::ok(want)
-        );
+        assert_eq!(read(d.path(), json!({"path": "min.js"})).await, ToolOutput::ok(want));
 
         // 60 lines of ~2,008 numbered characters: 49 fit in 100,000.
         let text: String = (0..60).map(|_| format!("{}\n", "y".repeat(2000))).collect();
@@ -313,9 +305,8 @@ mod tests {
         let out = read(d.path(), json!({"path": "big.txt"})).await;
         assert!(!out.is_error);
         assert!(
-            out.content.ends_with(
-                "[… file continues: showed lines 1–49 of 60; use offset=50 to read more]"
-            ),
+            out.content
+                .ends_with("[… file continues: showed lines 1–49 of 60; use offset=50 to read more]"),
             "{}",
             &out.content[out.content.len() - 200..]
         );
@@ -325,16 +316,9 @@ mod tests {
     async fn binary_files_are_refused_with_size_and_kind() {
         let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
         png.extend([0u8; 12]);
-        let d = ws(&[
-            ("img.png", &png),
-            ("blob", b"ab\0cd"),
-            ("latin1.txt", b"caf\xe9\n"),
-        ]);
+        let d = ws(&[("img.png", &png), ("blob", b"ab\0cd"), ("latin1.txt", b"caf\xe9\n")]);
         let cases = [
-            (
-                "img.png",
-                "img.png is not a text file (20 bytes; a PNG image).",
-            ),
+            ("img.png", "img.png is not a text file (20 bytes; a PNG image)."),
             (
                 "blob",
                 "blob is not a text file (5 bytes; it contains NUL bytes, so it looks binary).",
@@ -347,9 +331,7 @@ mod tests {
         for (path, want) in cases {
             assert_eq!(
                 read(d.path(), json!({"path": path})).await,
-                ToolOutput::error(format!(
-                    "{want} Only UTF-8 text files can be read or edited."
-                ))
+                ToolOutput::error(format!("{want} Only UTF-8 text files can be read or edited."))
             );
         }
     }
@@ -367,17 +349,11 @@ mod tests {
         );
         assert_eq!(
             read(d.path(), json!({"path": "src"})).await,
-            ToolOutput::ok(
-                "src is a folder with 2 entries (read a file inside it to see its text):\na.rs\nsub/"
-            )
+            ToolOutput::ok("src is a folder with 2 entries (read a file inside it to see its text):\na.rs\nsub/")
         );
         let out = read(d.path(), json!({"path": "src/../../x"})).await;
         assert!(out.is_error);
-        assert!(
-            out.content.contains("is outside the workspace"),
-            "{}",
-            out.content
-        );
+        assert!(out.content.contains("is outside the workspace"), "{}", out.content);
     }
 
     #[cfg(unix)]
@@ -385,8 +361,7 @@ mod tests {
     async fn a_symlink_out_of_the_workspace_is_not_followed() {
         let outside = ws(&[("secret.txt", b"s3cret")]);
         let d = ws(&[]);
-        std::os::unix::fs::symlink(outside.path().join("secret.txt"), d.path().join("link"))
-            .unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.txt"), d.path().join("link")).unwrap();
         let out = read(d.path(), json!({"path": "link"})).await;
         assert!(out.is_error);
         assert!(!out.content.contains("s3cret"));

@@ -83,8 +83,7 @@ fn write_file(path: &ResolvedPath, content: &str) -> Result<String, String> {
             )
         })?;
     }
-    let written =
-        write_atomic(&path.abs, content.as_bytes()).map_err(|e| io_message("write", path, &e))?;
+    let written = write_atomic(&path.abs, content.as_bytes()).map_err(|e| io_message("write", path, &e))?;
     let how = match written {
         Written::Created => "new file",
         Written::Replaced => "replaced the existing file",
@@ -112,11 +111,7 @@ mod tests {
             let e = e.unwrap();
             let name = e.file_name().to_string_lossy().into_owned();
             if e.file_type().unwrap().is_dir() {
-                out.extend(
-                    all_files(&e.path())
-                        .into_iter()
-                        .map(|f| format!("{name}/{f}")),
-                );
+                out.extend(all_files(&e.path()).into_iter().map(|f| format!("{name}/{f}")));
             } else {
                 out.push(name);
             }
@@ -129,11 +124,7 @@ mod tests {
     async fn creates_folders_then_replaces_leaving_no_temp_files() {
         let d = tempfile::tempdir().unwrap();
         assert_eq!(
-            write(
-                d.path(),
-                json!({"path": "a/b/c.txt", "content": "one\ntwo\n"})
-            )
-            .await,
+            write(d.path(), json!({"path": "a/b/c.txt", "content": "one\ntwo\n"})).await,
             ToolOutput::ok("Wrote 8 bytes (2 lines) to a/b/c.txt (new file).")
         );
         assert_eq!(
@@ -160,11 +151,7 @@ mod tests {
             .starts_with("Could not create the folder for file/inner.txt"));
 
         let out = write(d.path(), json!({"path": "../escaped.txt", "content": "x"})).await;
-        assert!(
-            out.content.contains("is outside the workspace"),
-            "{}",
-            out.content
-        );
+        assert!(out.content.contains("is outside the workspace"), "{}", out.content);
         assert!(!d.path().parent().unwrap().join("escaped.txt").exists());
         assert_eq!(all_files(d.path()), ["file"]);
     }

@@ -8,11 +8,9 @@ use vigil_fake_llm::{FakeLlm, Script, Step};
 
 #[tokio::test]
 async fn headless_answers_a_user_message_with_streamed_events() {
-    let fake = FakeLlm::start(
-        Script::steps(vec![Step::text("Hi from the fake model.")]).with_api_key("sk-headless"),
-    )
-    .await
-    .unwrap();
+    let fake = FakeLlm::start(Script::steps(vec![Step::text("Hi from the fake model.")]).with_api_key("sk-headless"))
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_vigil-headless"))
         .arg("--data-dir")
@@ -42,14 +40,8 @@ async fn headless_answers_a_user_message_with_streamed_events() {
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(types[0], "error", "the bad line is reported: {types:?}");
     assert_eq!(events[0]["kind"], "invalid_op");
-    let start = types
-        .iter()
-        .position(|t| *t == "turn_started")
-        .expect("turn_started");
-    let end = types
-        .iter()
-        .position(|t| *t == "turn_finished")
-        .expect("turn_finished");
+    let start = types.iter().position(|t| *t == "turn_started").expect("turn_started");
+    let end = types.iter().position(|t| *t == "turn_finished").expect("turn_finished");
     assert!(start < end);
     let text: String = events[start..end]
         .iter()

@@ -2,4 +2,5 @@ mod agent;
 mod headless;
 mod provider;
 mod runtime;
+mod sessions;
 mod support;

@@ -44,9 +44,10 @@ async fn text_streams_in_order_and_whole_through_hostile_framing() {
                 output_tokens: 7
             }
         );
-        assert!(done.content.iter().any(
-            |b| matches!(b, ContentBlock::Thinking { thinking, .. } if thinking == "let me think")
-        ));
+        assert!(done
+            .content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::Thinking { thinking, .. } if thinking == "let me think")));
         // What the client sent.
         let req = &fake.requests()[0];
         assert_eq!(req.body["model"], "fake-model");
@@ -54,7 +55,10 @@ async fn text_streams_in_order_and_whole_through_hostile_framing() {
         let sent_text = match kind {
             ProviderKind::Anthropic => {
                 assert_eq!(req.headers["x-api-key"], "sk-test");
-                assert_eq!(req.body["system"], json!([{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]));
+                assert_eq!(
+                    req.body["system"],
+                    json!([{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}])
+                );
                 req.body["messages"][0]["content"][0]["text"].clone()
             }
             ProviderKind::Openai => {
@@ -85,12 +89,9 @@ async fn tool_call_deltas_assemble_into_whole_calls() {
                 arguments: json!({"path": "b.txt", "content": "x\ny"}),
             },
         ];
-        let step = Step::tool_calls(calls)
-            .with_text("Reading.")
-            .with_chunk_chars(3);
+        let step = Step::tool_calls(calls).with_text("Reading.").with_chunk_chars(3);
         let fake = FakeLlm::start(Script::steps(vec![step])).await.unwrap();
-        let (result, _) =
-            stream(&client(config(&fake, kind), &ManualClock::new(0)), &hello()).await;
+        let (result, _) = stream(&client(config(&fake, kind), &ManualClock::new(0)), &hello()).await;
         let done = result.unwrap_or_else(|f| panic!("{kind:?}: {}", f.error));
         assert_eq!(done.stop_reason, StopReason::ToolUse, "{kind:?}");
         assert_eq!(
@@ -135,18 +136,10 @@ async fn each_http_error_maps_to_its_typed_error() {
             c.api_key = Some("wrong".into())
         })
         .await;
-        assert!(
-            matches!(e, ProviderError::Auth { status: 401, .. }),
-            "{kind:?}: {e:?}"
-        );
+        assert!(matches!(e, ProviderError::Auth { status: 401, .. }), "{kind:?}: {e:?}");
         assert!(e.to_string().contains("API key was rejected"));
 
-        let (e, _) = error_for(
-            kind,
-            Script::steps(vec![]).with_models(["other-model"]),
-            |_| {},
-        )
-        .await;
+        let (e, _) = error_for(kind, Script::steps(vec![]).with_models(["other-model"]), |_| {}).await;
         assert!(
             matches!(&e, ProviderError::ModelNotFound { model, .. } if model == "fake-model"),
             "{kind:?}: {e:?}"
@@ -154,11 +147,7 @@ async fn each_http_error_maps_to_its_typed_error() {
 
         let (e, n) = error_for(
             kind,
-            Script::steps(vec![Step::error(
-                400,
-                "invalid_request_error",
-                "max_tokens too large",
-            )]),
+            Script::steps(vec![Step::error(400, "invalid_request_error", "max_tokens too large")]),
             |_| {},
         )
         .await;
@@ -172,11 +161,9 @@ async fn each_http_error_maps_to_its_typed_error() {
         );
         assert_eq!(n, 1, "a 400 is not retried");
 
-        let (e, n) = error_for(
-            kind,
-            Script::steps(vec![Step::error(500, "api_error", "boom")]),
-            |c| c.max_retries = 0,
-        )
+        let (e, n) = error_for(kind, Script::steps(vec![Step::error(500, "api_error", "boom")]), |c| {
+            c.max_retries = 0
+        })
         .await;
         assert!(
             matches!(e, ProviderError::Server { status: 500, .. }),
@@ -196,25 +183,14 @@ async fn each_http_error_maps_to_its_typed_error() {
             |_| {},
         )
         .await;
-        assert!(
-            matches!(e, ProviderError::InStream { .. }),
-            "{kind:?}: {e:?}"
-        );
-        assert_eq!(
-            n, 1,
-            "{kind:?}: an error after text reached the user is not retried"
-        );
+        assert!(matches!(e, ProviderError::InStream { .. }), "{kind:?}: {e:?}");
+        assert_eq!(n, 1, "{kind:?}: an error after text reached the user is not retried");
 
         let faults = Faults {
             invalid_json_after_events: Some(2),
             ..Faults::default()
         };
-        let (e, _) = error_for(
-            kind,
-            Script::steps(vec![Step::text("abc").with_faults(faults)]),
-            |_| {},
-        )
-        .await;
+        let (e, _) = error_for(kind, Script::steps(vec![Step::text("abc").with_faults(faults)]), |_| {}).await;
         assert!(
             matches!(&e, ProviderError::Stream { message } if message.contains("not valid JSON")),
             "{kind:?}: {e:?}"
@@ -231,24 +207,14 @@ async fn an_unreachable_base_url_is_a_network_error() {
         .unwrap()
         .port();
     for kind in KINDS {
-        let mut cfg = vigil_core::provider::ProviderConfig::new(
-            kind,
-            format!("http://127.0.0.1:{port}"),
-            "m",
-        );
+        let mut cfg = vigil_core::provider::ProviderConfig::new(kind, format!("http://127.0.0.1:{port}"), "m");
         cfg.max_retries = 1;
         let clock = ManualClock::new(0);
         let (result, events) = stream(&client(cfg, &clock), &hello()).await;
         let e = result.expect_err("closed port").error;
-        assert!(
-            matches!(e, ProviderError::Network { .. }),
-            "{kind:?}: {e:?}"
-        );
+        assert!(matches!(e, ProviderError::Network { .. }), "{kind:?}: {e:?}");
         assert!(e.to_string().contains("Could not reach"));
-        assert!(matches!(
-            events[0],
-            StreamEvent::Retrying { attempt: 1, .. }
-        ));
+        assert!(matches!(events[0], StreamEvent::Retrying { attempt: 1, .. }));
         assert_eq!(clock.sleeps(), vec![Duration::from_secs(1)]);
     }
 }
@@ -264,11 +230,7 @@ async fn rate_limits_are_retried_after_the_stated_delay() {
         let fake = FakeLlm::start(script).await.unwrap();
         let clock = ManualClock::new(0);
         let (result, events) = stream(&client(config(&fake, kind), &clock), &hello()).await;
-        assert_eq!(
-            result.expect("retried to success").text(),
-            "finally",
-            "{kind:?}"
-        );
+        assert_eq!(result.expect("retried to success").text(), "finally", "{kind:?}");
         assert_eq!(fake.requests().len(), 3);
         // Retry-After: 7 is honoured exactly; the 529 without one backs off 2 s (attempt 2).
         assert_eq!(
@@ -289,10 +251,9 @@ async fn rate_limits_are_retried_after_the_stated_delay() {
 
 #[tokio::test]
 async fn retries_stop_after_the_limit() {
-    let fake =
-        FakeLlm::start(Script::steps(vec![]).with_fallback(Step::error(503, "api_error", "down")))
-            .await
-            .unwrap();
+    let fake = FakeLlm::start(Script::steps(vec![]).with_fallback(Step::error(503, "api_error", "down")))
+        .await
+        .unwrap();
     let clock = ManualClock::new(0);
     let mut cfg = config(&fake, ProviderKind::Anthropic);
     cfg.max_retries = 3;
@@ -304,11 +265,7 @@ async fn retries_stop_after_the_limit() {
     assert_eq!(fake.requests().len(), 4);
     assert_eq!(
         clock.sleeps(),
-        vec![
-            Duration::from_secs(1),
-            Duration::from_secs(2),
-            Duration::from_secs(4)
-        ]
+        vec![Duration::from_secs(1), Duration::from_secs(2), Duration::from_secs(4)]
     );
 }
 
@@ -322,8 +279,7 @@ async fn a_drop_mid_stream_is_an_error_that_keeps_the_partial_text() {
                 ..Faults::default()
             });
         let fake = FakeLlm::start(Script::steps(vec![step])).await.unwrap();
-        let (result, events) =
-            stream(&client(config(&fake, kind), &ManualClock::new(0)), &hello()).await;
+        let (result, events) = stream(&client(config(&fake, kind), &ManualClock::new(0)), &hello()).await;
         let failure = result.expect_err("dropped");
         assert!(
             matches!(failure.error, ProviderError::Stream { .. }),
@@ -332,11 +288,7 @@ async fn a_drop_mid_stream_is_an_error_that_keeps_the_partial_text() {
         );
         let kept = failure.partial.text();
         assert!(!kept.is_empty(), "{kind:?}: partial text kept");
-        assert_eq!(
-            kept,
-            text_of(&events),
-            "{kind:?}: kept exactly what was shown"
-        );
+        assert_eq!(kept, text_of(&events), "{kind:?}: kept exactly what was shown");
         assert!("one two three four five six seven eight".starts_with(&kept));
         assert_eq!(failure.partial.stop_reason, StopReason::Error);
         assert_eq!(fake.requests().len(), 1, "no retry once text was shown");
@@ -350,9 +302,7 @@ async fn a_stream_without_its_terminator_is_handled() {
         no_terminator: true,
         ..Faults::default()
     });
-    let fake = FakeLlm::start(Script::steps(vec![step.clone()]))
-        .await
-        .unwrap();
+    let fake = FakeLlm::start(Script::steps(vec![step.clone()])).await.unwrap();
     let (result, _) = stream(
         &client(config(&fake, ProviderKind::Anthropic), &ManualClock::new(0)),
         &hello(),

@@ -18,6 +18,7 @@ fn kinds(events: &[Event]) -> Vec<&'static str> {
             Event::Error { .. } => "error",
             Event::Notification { .. } => "notification",
             Event::MessageAppended { .. } => "message_appended",
+            _ => "other",
         })
         .collect()
 }
@@ -33,11 +34,9 @@ fn user(text: &str) -> Op {
 async fn a_turn_streams_and_both_messages_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     for kind in KINDS {
-        let fake = FakeLlm::start(
-            Script::steps(vec![Step::text("Hello **there**")]).with_fallback(Step::echo()),
-        )
-        .await
-        .unwrap();
+        let fake = FakeLlm::start(Script::steps(vec![Step::text("Hello **there**")]).with_fallback(Step::echo()))
+            .await
+            .unwrap();
         let (rt, mut rx) = runtime(dir.path(), Some((&fake, kind)));
         rt.submit(user("hi"));
         let events = until_finished(&mut rx).await;
@@ -74,12 +73,7 @@ async fn a_turn_streams_and_both_messages_survive_a_restart() {
         rt.submit(user("again"));
         until_finished(&mut rx).await;
         let sent = &fake.requests()[1].body["messages"];
-        let texts: Vec<String> = sent
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m.to_string())
-            .collect();
+        let texts: Vec<String> = sent.as_array().unwrap().iter().map(|m| m.to_string()).collect();
         assert!(
             texts.iter().any(|m| m.contains("Hello **there**")),
             "{kind:?}: history sent: {texts:?}"
@@ -88,13 +82,7 @@ async fn a_turn_streams_and_both_messages_survive_a_restart() {
         drop(rt);
         let (rt2, _rx2) = runtime(dir.path(), None);
         let msgs = rt2.messages(None);
-        let tail: Vec<(Role, String)> = msgs
-            .iter()
-            .rev()
-            .take(4)
-            .rev()
-            .map(|m| (m.role, m.text()))
-            .collect();
+        let tail: Vec<(Role, String)> = msgs.iter().rev().take(4).rev().map(|m| (m.role, m.text())).collect();
         assert_eq!(
             tail,
             vec![
@@ -110,9 +98,7 @@ async fn a_turn_streams_and_both_messages_survive_a_restart() {
 #[tokio::test]
 async fn stop_cancels_the_turn_and_keeps_what_was_said() {
     let dir = tempfile::tempdir().unwrap();
-    let slow = Step::text("word ".repeat(200))
-        .with_chunk_chars(5)
-        .with_delay_ms(20);
+    let slow = Step::text("word ".repeat(200)).with_chunk_chars(5).with_delay_ms(20);
     let fake = FakeLlm::start(Script::steps(vec![slow])).await.unwrap();
     let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
     rt.submit(user("talk a lot"));
@@ -182,11 +168,7 @@ async fn provider_errors_are_reported_and_the_session_stays_usable() {
     ));
     rt.submit(user("second"));
     until_finished(&mut rx).await;
-    let msgs: Vec<(Role, String)> = rt
-        .messages(None)
-        .iter()
-        .map(|m| (m.role, m.text()))
-        .collect();
+    let msgs: Vec<(Role, String)> = rt.messages(None).iter().map(|m| (m.role, m.text())).collect();
     assert_eq!(
         msgs,
         vec![
@@ -197,10 +179,7 @@ async fn provider_errors_are_reported_and_the_session_stays_usable() {
     );
     // The provider saw both user messages in one valid chain (consecutive user turns are allowed).
     assert_eq!(
-        fake.requests()[1].body["messages"]
-            .as_array()
-            .unwrap()
-            .len(),
+        fake.requests()[1].body["messages"].as_array().unwrap().len(),
         3,
         "system + two user messages"
     );
@@ -213,6 +192,8 @@ async fn without_a_provider_the_message_is_kept_and_the_user_told() {
     let (rt, mut rx) = runtime(dir.path(), None);
     rt.submit(user("anyone there?"));
     let events = until_finished(&mut rx).await;
-    assert!(events.iter().any(|e| matches!(e, Event::Error { kind: ErrorKind::Config, message } if message.contains("Settings"))));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::Error { kind: ErrorKind::Config, message } if message.contains("Settings"))));
     assert_eq!(rt.messages(None)[0].text(), "anyone there?");
 }

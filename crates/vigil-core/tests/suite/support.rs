@@ -6,9 +6,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use vigil_core::clock::ManualClock;
 use vigil_core::protocol::{Message, ProviderKind};
-use vigil_core::provider::{
-    ChatRequest, Completion, ModelClient, ProviderConfig, StreamEvent, StreamFailure,
-};
+use vigil_core::provider::{ChatRequest, Completion, ModelClient, ProviderConfig, StreamEvent, StreamFailure};
 use vigil_fake_llm::FakeLlm;
 
 pub const KINDS: [ProviderKind; 2] = [ProviderKind::Anthropic, ProviderKind::Openai];
@@ -40,10 +38,7 @@ pub fn hello() -> ChatRequest {
 }
 
 /// Streams one request, returning the result and every event in order.
-pub async fn stream(
-    client: &ModelClient,
-    req: &ChatRequest,
-) -> (Result<Completion, StreamFailure>, Vec<StreamEvent>) {
+pub async fn stream(client: &ModelClient, req: &ChatRequest) -> (Result<Completion, StreamFailure>, Vec<StreamEvent>) {
     let mut events = Vec::new();
     let result = client
         .stream(req, &CancellationToken::new(), &mut |e| events.push(e))
@@ -73,14 +68,10 @@ impl vigil_core::events::EventSink for ChannelSink {
 pub type Events = tokio::sync::mpsc::UnboundedReceiver<vigil_core::protocol::EventEnvelope>;
 
 /// A runtime on a temp data dir, talking to `fake` with `kind`.
-pub fn runtime(
-    dir: &std::path::Path,
-    fake: Option<(&FakeLlm, ProviderKind)>,
-) -> (vigil_core::Runtime, Events) {
+pub fn runtime(dir: &std::path::Path, fake: Option<(&FakeLlm, ProviderKind)>) -> (vigil_core::Runtime, Events) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let clock = ManualClock::new(1_700_000_000_000);
-    let rt =
-        vigil_core::Runtime::new(dir, Arc::new(clock.clone()), Arc::new(ChannelSink(tx))).unwrap();
+    let rt = vigil_core::Runtime::new(dir, Arc::new(clock.clone()), Arc::new(ChannelSink(tx))).unwrap();
     rt.set_client(fake.map(|(f, k)| client(config(f, k), &clock)));
     (rt, rx)
 }

@@ -11,9 +11,7 @@ fn s(v: &str) -> String {
 
 #[tokio::test]
 async fn text_stream_has_the_real_event_order() {
-    let step = Step::text("Hello, world")
-        .with_thinking("hmm ok")
-        .with_usage(12, 3);
+    let step = Step::text("Hello, world").with_thinking("hmm ok").with_usage(12, 3);
     let server = FakeLlm::start(Script::steps(vec![step]).with_api_key("sk-test"))
         .await
         .unwrap();
@@ -40,11 +38,7 @@ async fn text_stream_has_the_real_event_order() {
     ];
     assert_eq!(names(&events), expected);
     for e in &events {
-        assert_eq!(
-            e.json()["type"],
-            e.name.clone().unwrap(),
-            "type matches event name"
-        );
+        assert_eq!(e.json()["type"], e.name.clone().unwrap(), "type matches event name");
     }
     let start = events[0].json();
     assert_eq!(start["message"]["model"], "fake-model");
@@ -56,19 +50,14 @@ async fn text_stream_has_the_real_event_order() {
         json!({"type": "thinking", "thinking": "", "signature": ""})
     );
     assert_eq!(events[5].json()["delta"]["type"], "signature_delta");
-    let thinking = join(&events, |v| {
-        v["delta"]["thinking"].as_str().map(str::to_owned)
-    });
+    let thinking = join(&events, |v| v["delta"]["thinking"].as_str().map(str::to_owned));
     assert_eq!(thinking, "hmm ok");
     let text = join(&events, |v| {
         (v["delta"]["type"] == "text_delta").then(|| v["delta"]["text"].as_str().unwrap().into())
     });
     assert_eq!(text, "Hello, world");
     assert_eq!(events[8].json()["index"], 1);
-    assert_eq!(
-        events[8].json()["delta"],
-        json!({"type": "text_delta", "text": "Hell"})
-    );
+    assert_eq!(events[8].json()["delta"], json!({"type": "text_delta", "text": "Hell"}));
     assert_eq!(
         events[12].json(),
         json!({"type": "message_delta",
@@ -104,9 +93,7 @@ async fn tool_use_arguments_arrive_in_pieces_and_reassemble() {
     assert!(pieces.len() > 3, "arguments split into several deltas");
     let reassembled: Value = serde_json::from_str(&pieces.concat()).unwrap();
     assert_eq!(reassembled, args);
-    let stop = events
-        .iter()
-        .find(|e| e.name.as_deref() == Some("message_delta"));
+    let stop = events.iter().find(|e| e.name.as_deref() == Some("message_delta"));
     assert_eq!(stop.unwrap().json()["delta"]["stop_reason"], "tool_use");
 }
 

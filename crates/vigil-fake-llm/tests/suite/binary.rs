@@ -15,11 +15,7 @@ async fn serves_the_script_logs_requests_and_exits_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("script.json");
     let log = dir.path().join("requests.jsonl");
-    std::fs::write(
-        &script,
-        r#"{"steps": [{"kind": "text", "text": "from file"}]}"#,
-    )
-    .unwrap();
+    std::fs::write(&script, r#"{"steps": [{"kind": "text", "text": "from file"}]}"#).unwrap();
     let mut child = Command::new(BIN)
         .arg("--script")
         .arg(&script)
@@ -47,10 +43,7 @@ async fn serves_the_script_logs_requests_and_exits_on_sigterm() {
     let text = response.text().await.unwrap();
     assert!(text.contains(r#""text":"from""#), "{text}");
     let logged = std::fs::read_to_string(&log).unwrap();
-    let lines: Vec<Value> = logged
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines: Vec<Value> = logged.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0]["path"], "/v1/messages");
     assert_eq!(lines[0]["body"]["max_tokens"], 100);
@@ -72,20 +65,12 @@ fn bad_script_files_exit_2_with_a_message() {
         (dir.path().join("missing.json"), "cannot read script"),
         (invalid, "invalid script"),
     ] {
-        let out = Command::new(BIN)
-            .arg("--script")
-            .arg(&path)
-            .output()
-            .unwrap();
+        let out = Command::new(BIN).arg("--script").arg(&path).output().unwrap();
         assert_eq!(out.status.code(), Some(2));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(expect), "{stderr}");
         assert!(out.stdout.is_empty());
     }
-    let out = Command::new(BIN)
-        .arg("--port")
-        .arg("nope")
-        .output()
-        .unwrap();
+    let out = Command::new(BIN).arg("--port").arg("nope").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

@@ -84,8 +84,7 @@ async fn script_route_replaces_the_script_and_rewinds() {
 
 #[tokio::test]
 async fn steps_are_shared_across_protocols_then_fall_back() {
-    let script =
-        Script::steps(vec![Step::text("a"), Step::text("b")]).with_fallback(Step::text("z"));
+    let script = Script::steps(vec![Step::text("a"), Step::text("b")]).with_fallback(Step::text("z"));
     let server = FakeLlm::start(script).await.unwrap();
     let a = events(post_openai(&server, &openai_body("x")).await).await;
     let b = events(post_anthropic(&server, &anthropic_body("x")).await).await;
@@ -99,13 +98,9 @@ async fn steps_are_shared_across_protocols_then_fall_back() {
 
 #[tokio::test]
 async fn models_lists_configured_models_behind_the_key() {
-    let server = FakeLlm::start(
-        Script::default()
-            .with_api_key("sk-test")
-            .with_models(["m1", "m2"]),
-    )
-    .await
-    .unwrap();
+    let server = FakeLlm::start(Script::default().with_api_key("sk-test").with_models(["m1", "m2"]))
+        .await
+        .unwrap();
     let url = format!("{}/models", server.openai_base_url());
     let ok: Value = client()
         .get(&url)
@@ -125,19 +120,9 @@ async fn models_lists_configured_models_behind_the_key() {
     assert_eq!(ids, ["m1", "m2"]);
     assert_eq!(ok["object"], "list");
     assert_eq!(ok["has_more"], false);
-    let anthropic = client()
-        .get(&url)
-        .header("x-api-key", "sk-test")
-        .send()
-        .await
-        .unwrap();
+    let anthropic = client().get(&url).header("x-api-key", "sk-test").send().await.unwrap();
     assert_eq!(anthropic.status(), 200);
-    let denied = client()
-        .get(&url)
-        .header("x-api-key", "wrong")
-        .send()
-        .await
-        .unwrap();
+    let denied = client().get(&url).header("x-api-key", "wrong").send().await.unwrap();
     assert_eq!(denied.status(), 401);
     let body: Value = denied.json().await.unwrap();
     assert_eq!(body["error"]["type"], "authentication_error");
@@ -198,9 +183,6 @@ async fn dropping_the_handle_stops_the_server_and_live_streams() {
         .expect("shutdown ends the stalled stream");
     assert!(error.is_some());
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    let refused = client()
-        .get(format!("http://{addr}/v1/models"))
-        .send()
-        .await;
+    let refused = client().get(format!("http://{addr}/v1/models")).send().await;
     assert!(refused.is_err(), "server is gone after drop");
 }

@@ -18,8 +18,7 @@ fn utf8(chunks: &[bytes::Bytes]) -> String {
 #[tokio::test]
 async fn split_bytes_delivers_many_small_chunks() {
     let text = "héllo wörld ✓ done";
-    let plain =
-        events(post_openai(&server_with(Step::text(text)).await, &openai_body("x")).await).await;
+    let plain = events(post_openai(&server_with(Step::text(text)).await, &openai_body("x")).await).await;
     let step = Step::text(text).with_faults(Faults {
         split_bytes: Some(5),
         ..Default::default()
@@ -55,22 +54,12 @@ async fn drop_after_events_breaks_the_body() {
     let (chunks, error) = chunks(response).await;
     assert!(error.is_some(), "client sees a body error, not a clean end");
     let got = parse_sse(&utf8(&chunks));
-    assert_eq!(
-        names(&got),
-        ["message_start", "ping", "content_block_start"]
-    );
+    assert_eq!(names(&got), ["message_start", "ping", "content_block_start"]);
 }
 
 #[tokio::test]
 async fn crlf_and_comments_frame_the_same_events() {
-    let plain = events(
-        post_anthropic(
-            &server_with(Step::text("abc def")).await,
-            &anthropic_body("x"),
-        )
-        .await,
-    )
-    .await;
+    let plain = events(post_anthropic(&server_with(Step::text("abc def")).await, &anthropic_body("x")).await).await;
     let step = Step::text("abc def").with_faults(Faults {
         crlf: true,
         comments: true,
@@ -84,10 +73,7 @@ async fn crlf_and_comments_frame_the_same_events() {
         .unwrap();
     assert!(body.contains("event: message_start\r\ndata: "));
     assert!(body.contains("\r\n\r\n: keep-alive\r\n\r\nevent: ping\r\n"));
-    assert!(
-        !body.replace("\r\n", "").contains('\n'),
-        "every line ends in CRLF"
-    );
+    assert!(!body.replace("\r\n", "").contains('\n'), "every line ends in CRLF");
     assert_eq!(parse_sse(&body), plain);
 }
 
@@ -116,9 +102,7 @@ async fn invalid_json_event_is_inserted_once() {
     let bad: Vec<usize> = events
         .iter()
         .enumerate()
-        .filter(|(_, e)| {
-            e.data != "[DONE]" && serde_json::from_str::<serde_json::Value>(&e.data).is_err()
-        })
+        .filter(|(_, e)| e.data != "[DONE]" && serde_json::from_str::<serde_json::Value>(&e.data).is_err())
         .map(|(i, _)| i)
         .collect();
     assert_eq!(bad, [1]);
@@ -137,10 +121,7 @@ async fn no_terminator_ends_cleanly_without_done() {
     assert!(parse_sse(&utf8(&chunks)).iter().all(|e| e.data != "[DONE]"));
     server.set_script(Script::steps(vec![step]));
     let events = events(post_anthropic(&server, &anthropic_body("x")).await).await;
-    assert_eq!(
-        events.last().unwrap().name.as_deref(),
-        Some("message_delta")
-    );
+    assert_eq!(events.last().unwrap().name.as_deref(), Some("message_delta"));
 }
 
 #[tokio::test]

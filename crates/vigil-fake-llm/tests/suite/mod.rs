@@ -21,8 +21,7 @@ pub struct Event {
 
 impl Event {
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.data)
-            .unwrap_or_else(|e| panic!("event data is not JSON ({e}): {}", self.data))
+        serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("event data is not JSON ({e}): {}", self.data))
     }
 }
 

@@ -6,16 +6,12 @@ use vigil_fake_llm::{FakeLlm, Faults, Script, Step, ToolCall};
 use super::*;
 
 fn content(events: &[Event], field: &str) -> String {
-    join(events, |v| {
-        v["choices"][0]["delta"][field].as_str().map(str::to_owned)
-    })
+    join(events, |v| v["choices"][0]["delta"][field].as_str().map(str::to_owned))
 }
 
 #[tokio::test]
 async fn text_stream_ends_with_usage_chunk_and_done() {
-    let step = Step::text("Hello there")
-        .with_thinking("why not")
-        .with_usage(7, 2);
+    let step = Step::text("Hello there").with_thinking("why not").with_usage(7, 2);
     let server = FakeLlm::start(Script::steps(vec![step]).with_api_key("sk-test"))
         .await
         .unwrap();
@@ -23,10 +19,7 @@ async fn text_stream_ends_with_usage_chunk_and_done() {
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let events = events(response).await;
-    assert!(
-        events.iter().all(|e| e.name.is_none()),
-        "OpenAI sends data lines only"
-    );
+    assert!(events.iter().all(|e| e.name.is_none()), "OpenAI sends data lines only");
     assert_eq!(events.last().unwrap().data, "[DONE]");
     let n = events.len();
     let first = events[0].json();
@@ -48,28 +41,19 @@ async fn text_stream_ends_with_usage_chunk_and_done() {
         usage["usage"],
         json!({"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9})
     );
-    let ids: Vec<Value> = events[..n - 1]
-        .iter()
-        .map(|e| e.json()["id"].clone())
-        .collect();
-    assert!(
-        ids.iter().all(|id| id == &ids[0]),
-        "one id for the whole stream"
-    );
+    let ids: Vec<Value> = events[..n - 1].iter().map(|e| e.json()["id"].clone()).collect();
+    assert!(ids.iter().all(|id| id == &ids[0]), "one id for the whole stream");
 }
 
 #[tokio::test]
 async fn usage_chunk_only_when_asked() {
     let server = FakeLlm::start(Script::default()).await.unwrap();
-    let body =
-        json!({"model": "x", "stream": true, "messages": [{"role": "user", "content": "yo"}]});
+    let body = json!({"model": "x", "stream": true, "messages": [{"role": "user", "content": "yo"}]});
     let events = events(post_openai(&server, &body).await).await;
     let n = events.len();
     assert_eq!(events[n - 1].data, "[DONE]");
     assert_eq!(events[n - 2].json()["choices"][0]["finish_reason"], "stop");
-    assert!(events[..n - 1]
-        .iter()
-        .all(|e| e.json().get("usage").is_none()));
+    assert!(events[..n - 1].iter().all(|e| e.json().get("usage").is_none()));
     assert_eq!(content(&events, "content"), "echo: yo");
 }
 
@@ -142,10 +126,7 @@ async fn wrong_bearer_is_401_invalid_api_key() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "invalid_api_key");
     assert_eq!(body["error"]["type"], "invalid_request_error");
-    assert!(!body["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("sk-test"));
+    assert!(!body["error"]["message"].as_str().unwrap().contains("sk-test"));
 }
 
 #[tokio::test]

@@ -1,0 +1,680 @@
+//! # session::meta
+//!
+//! Owns session metadata: `sessions/<id>.meta.json` holds a [`SessionMeta`] (title, type,
+//! revision, the mailbox of background updates) inside a checksummed envelope:
+//!
+//! ```text
+//! {"checksum":"sha256:<hex of the exact bytes of meta>","meta":{…}}
+//! ```
+//!
+//! There is one write path, [`MetaStore::update_atomic`]: under the session lock it re-reads
+//! the file, runs the caller's mutator, bumps `revision` and `updated_at`, and commits with
+//! `atomic-write-file` (temp file in the same folder, fsync, rename, fsync the folder). The
+//! file it replaces, if it was good, stays as `<id>.meta.json.bak` (a hard link, so no copy).
+//! A reader that finds the main file unparsable or failing its checksum falls back to the
+//! backup and says so; if both are bad it fails naming both and leaves them untouched.
+//!
+//! Must never: write the meta file by any other path; write without the session lock;
+//! overwrite the only good copy; let `revision` go back.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use atomic_write_file::AtomicWriteFile;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use sha2::{Digest, Sha256};
+use vigil_protocol::{Message, Role};
+
+use super::lock::SessionLockGuard;
+use super::{io, session_file, suffix, validate_id, SessionError, SessionStore, PRIMARY_SESSION};
+use crate::clock::Clock;
+
+/// What a session is for; decides its lifetime and how its context is built (seed 003 §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionType {
+    /// A conversation with the user; receives background updates in its mailbox.
+    Primary,
+    /// The heartbeat's own short-lived session.
+    Heartbeat,
+    /// One run of a scheduled job, isolated from everything else.
+    Job,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMeta {
+    pub id: String,
+    pub title: String,
+    pub session_type: SessionType,
+    /// Strictly increasing on every successful update; a reader can tell stale from fresh.
+    pub revision: u64,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// Background updates waiting for this session's next turn (seed 003 §4.5).
+    #[serde(default)]
+    pub mailbox: Vec<MailboxEvent>,
+    /// Fields written by a newer Vigil, kept so an older one rewriting the file does not
+    /// erase them.
+    #[serde(flatten, default)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A background result deposited into a session's mailbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MailboxEvent {
+    /// Unique; depositing the same id twice keeps one copy, and acks remove by id.
+    pub event_id: String,
+    /// The session (or subsystem) that produced it.
+    pub source: String,
+    /// One sentence, always shown.
+    pub summary: String,
+    #[serde(default)]
+    pub detail: Option<String>,
+    pub created_at: i64,
+    #[serde(default)]
+    pub run_id: Option<String>,
+}
+
+/// Metadata as loaded, with what had to be worked around.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetaLoaded {
+    pub meta: SessionMeta,
+    /// E.g. "fell back to the backup"; for the log and the UI.
+    pub warnings: Vec<String>,
+}
+
+/// All sessions, newest first, and the ones that could not be read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Listed {
+    pub sessions: Vec<SessionMeta>,
+    pub warnings: Vec<String>,
+}
+
+/// The metadata store of one sessions folder; clones share locks.
+#[derive(Clone)]
+pub struct MetaStore {
+    transcripts: SessionStore,
+    /// Stamps `created_at` / `updated_at`.
+    clock: Arc<dyn Clock>,
+    /// Sessions whose leftover temp files this store has removed. Once per process is
+    /// enough: they appear only when a process dies in the middle of a commit. `std` lock:
+    /// never held across an await.
+    swept: Arc<Mutex<HashSet<String>>>,
+}
+
+/// The state of the main file as read under the lock; decides what a commit does with it.
+enum MainFile {
+    Good,
+    Missing,
+    /// Unreadable: moved to `.corrupt` at the next commit, never made the backup.
+    Bad,
+}
+
+/// The latest readable metadata of a session.
+struct Current {
+    meta: Option<SessionMeta>,
+    main: MainFile,
+    warnings: Vec<String>,
+    /// The revision salvaged from an unreadable main file, so a fallback to an older backup
+    /// still moves `revision` forward.
+    revision_floor: u64,
+}
+
+enum ReadOne {
+    Good(SessionMeta),
+    Missing,
+    Bad {
+        problem: String,
+        revision_hint: Option<u64>,
+    },
+}
+
+impl MetaStore {
+    /// Opens `<data_dir>/sessions` with default lock options.
+    pub fn open(data_dir: &Path, clock: Arc<dyn Clock>) -> Result<Self, SessionError> {
+        let transcripts = SessionStore::open_with(data_dir, clock.clone(), super::LockOptions::default())?;
+        Ok(Self::new(transcripts, clock))
+    }
+
+    /// Shares the transcript store's folder and locks.
+    pub fn new(transcripts: SessionStore, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            transcripts,
+            clock,
+            swept: Default::default(),
+        }
+    }
+
+    pub fn transcripts(&self) -> &SessionStore {
+        &self.transcripts
+    }
+
+    fn file(&self, id: &str, suffix: &str) -> PathBuf {
+        session_file(self.transcripts.dir(), id, suffix)
+    }
+
+    /// Loads a session's metadata. A session with a transcript but no metadata (made before
+    /// metadata existed) gets it now, titled after its first user message.
+    pub fn load(&self, id: &str) -> Result<MetaLoaded, SessionError> {
+        validate_id(id)?;
+        let current = self.read_current(id)?;
+        if let Some(meta) = current.meta {
+            return Ok(MetaLoaded {
+                meta,
+                warnings: current.warnings,
+            });
+        }
+        if id != PRIMARY_SESSION && !self.transcripts.exists(id)? {
+            return Err(SessionError::NotFound(id.to_string()));
+        }
+        let guard = self.transcripts.locks().acquire_blocking(id)?;
+        let current = self.read_current(id)?;
+        let meta = match current.meta {
+            Some(meta) => meta,
+            None => self.adopt(&guard, id)?,
+        };
+        Ok(MetaLoaded {
+            meta,
+            warnings: current.warnings,
+        })
+    }
+
+    /// Every session (with metadata or a transcript), most recently updated first.
+    /// Unreadable ones are skipped with a warning.
+    pub fn list(&self) -> Result<Listed, SessionError> {
+        let dir = self.transcripts.dir();
+        let mut ids = std::collections::BTreeSet::new();
+        for entry in fs::read_dir(dir).map_err(io("list", dir))? {
+            let name = entry.map_err(io("list", dir))?.file_name();
+            let name = name.to_string_lossy();
+            let id = name
+                .strip_suffix(suffix::META)
+                .or_else(|| name.strip_suffix(suffix::TRANSCRIPT));
+            if let Some(id) = id.filter(|id| validate_id(id).is_ok()) {
+                ids.insert(id.to_string());
+            }
+        }
+        let mut listed = Listed::default();
+        for id in ids {
+            match self.load(&id) {
+                Ok(l) => {
+                    listed.sessions.push(l.meta);
+                    listed.warnings.extend(l.warnings);
+                }
+                Err(e) => {
+                    let w = format!("skipped session {id}: {e}");
+                    tracing::warn!("{w}");
+                    listed.warnings.push(w);
+                }
+            }
+        }
+        listed
+            .sessions
+            .sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
+        Ok(listed)
+    }
+
+    /// A new, empty session with a short unique id like `job_3f9a2c71be04`.
+    pub fn create(&self, title: &str, session_type: SessionType) -> Result<SessionMeta, SessionError> {
+        let prefix = match session_type {
+            SessionType::Primary => "chat",
+            SessionType::Heartbeat => "heartbeat",
+            SessionType::Job => "job",
+        };
+        loop {
+            let uuid = uuid::Uuid::new_v4().simple().to_string();
+            let id = format!("{prefix}_{}", &uuid[..12]);
+            let guard = self.transcripts.locks().acquire_blocking(&id)?;
+            if self.transcripts.exists(&id)? || self.file(&id, suffix::META).exists() {
+                continue;
+            }
+            let now = self.clock.now_ms();
+            let meta = SessionMeta {
+                id: id.clone(),
+                title: title.to_string(),
+                session_type,
+                revision: 1,
+                created_at: now,
+                updated_at: now,
+                mailbox: vec![],
+                extra: Default::default(),
+            };
+            self.commit(&guard, &id, &MainFile::Missing, &meta)?;
+            return Ok(meta);
+        }
+    }
+
+    /// Removes a session's transcript, metadata, backups and lock file. The primary session
+    /// cannot be deleted.
+    pub fn delete(&self, id: &str) -> Result<(), SessionError> {
+        validate_id(id)?;
+        if id == PRIMARY_SESSION {
+            return Err(SessionError::Protected(id.to_string()));
+        }
+        let guard = self.transcripts.locks().acquire_blocking(id)?;
+        let mut existed = false;
+        for sfx in [
+            suffix::TRANSCRIPT,
+            suffix::TORN,
+            suffix::META,
+            suffix::META_BAK,
+            suffix::META_BAK_TMP,
+            suffix::META_CORRUPT,
+        ] {
+            let path = self.file(id, sfx);
+            match fs::remove_file(&path) {
+                Ok(()) => existed |= sfx == suffix::TRANSCRIPT || sfx == suffix::META,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io("remove", &path)(e)),
+            }
+        }
+        self.remove_temp_files(id);
+        guard.remove_lock_file()?;
+        if existed {
+            Ok(())
+        } else {
+            Err(SessionError::NotFound(id.to_string()))
+        }
+    }
+
+    /// Sets the title.
+    pub fn rename(&self, id: &str, title: &str) -> Result<SessionMeta, SessionError> {
+        let title = title.to_string();
+        self.update_atomic(id, move |m| m.title = title).map(|(m, ())| m)
+    }
+
+    /// The one write path: under the session lock, re-read, mutate, bump `revision` and
+    /// `updated_at`, commit atomically. Returns the new metadata and the mutator's result.
+    /// The mutator must not touch this session's files (it runs under the lock); it cannot
+    /// change `id`, `revision` or `updated_at`.
+    pub fn update_atomic<R>(
+        &self,
+        id: &str,
+        mutator: impl FnOnce(&mut SessionMeta) -> R,
+    ) -> Result<(SessionMeta, R), SessionError> {
+        let guard = self.transcripts.locks().acquire_blocking(id)?;
+        self.update_held(&guard, id, mutator)
+    }
+
+    /// [`Self::update_atomic`] that waits for the lock without blocking the worker. The
+    /// commit itself (a few fsyncs) runs inline, like a transcript append.
+    pub async fn update_atomic_async<R>(
+        &self,
+        id: &str,
+        mutator: impl FnOnce(&mut SessionMeta) -> R,
+    ) -> Result<(SessionMeta, R), SessionError> {
+        let guard = self.transcripts.locks().acquire(id).await?;
+        self.update_held(&guard, id, mutator)
+    }
+
+    /// Puts a background update into a session's mailbox (seed 003 §4.5 `deposit`). Reads
+    /// nothing of the target but its metadata; idempotent per `event_id`.
+    pub async fn deposit(&self, target: &str, event: MailboxEvent) -> Result<SessionMeta, SessionError> {
+        self.update_atomic_async(target, move |m| {
+            if !m.mailbox.iter().any(|e| e.event_id == event.event_id) {
+                m.mailbox.push(event);
+            }
+        })
+        .await
+        .map(|(m, ())| m)
+    }
+
+    /// Removes the events a successful turn consumed (seed 003 §4.5 `ack_drain`); events
+    /// that arrived meanwhile stay.
+    pub async fn ack_drain(&self, id: &str, event_ids: &[String]) -> Result<SessionMeta, SessionError> {
+        self.update_atomic_async(id, |m| m.mailbox.retain(|e| !event_ids.contains(&e.event_id)))
+            .await
+            .map(|(m, ())| m)
+    }
+
+    /// Removes `.<id>.meta.json.XXXXXX` files: temp files of commits whose process died
+    /// between naming the temp file and renaming it. The caller holds the session lock, so
+    /// no live commit owns them.
+    fn remove_temp_files(&self, id: &str) {
+        let temp_prefix = format!(".{id}{}.", suffix::META);
+        let Ok(entries) = fs::read_dir(self.transcripts.dir()) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&temp_prefix) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    fn update_held<R>(
+        &self,
+        guard: &SessionLockGuard,
+        id: &str,
+        mutator: impl FnOnce(&mut SessionMeta) -> R,
+    ) -> Result<(SessionMeta, R), SessionError> {
+        let first_visit = self
+            .swept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.to_string());
+        if first_visit {
+            self.remove_temp_files(id);
+        }
+        let current = self.read_current(id)?;
+        let (base, main) = match current.meta {
+            Some(meta) => (meta, current.main),
+            None => (self.adopt(guard, id)?, MainFile::Good),
+        };
+        let mut next = base.clone();
+        let result = mutator(&mut next);
+        next.id = base.id.clone();
+        next.revision = base.revision.max(current.revision_floor) + 1;
+        next.updated_at = self.clock.now_ms();
+        self.commit(guard, id, &main, &next)?;
+        Ok((next, result))
+    }
+
+    /// Metadata for a session that has a transcript but no metadata yet (or the primary
+    /// session, which always exists), committed as revision 1.
+    fn adopt(&self, guard: &SessionLockGuard, id: &str) -> Result<SessionMeta, SessionError> {
+        if id != PRIMARY_SESSION && !self.transcripts.exists(id)? {
+            // Taking the lock made a lock file; do not leave it behind for a session that
+            // does not exist.
+            guard.remove_lock_file()?;
+            return Err(SessionError::NotFound(id.to_string()));
+        }
+        let loaded = self.transcripts.load_held(guard)?;
+        let now = self.clock.now_ms();
+        let meta = SessionMeta {
+            id: id.to_string(),
+            title: title_from(&loaded.messages),
+            session_type: type_from_id(id),
+            revision: 1,
+            created_at: loaded.messages.first().map_or(now, |m| m.ts),
+            updated_at: now,
+            mailbox: vec![],
+            extra: Default::default(),
+        };
+        self.commit(guard, id, &MainFile::Missing, &meta)?;
+        Ok(meta)
+    }
+
+    fn read_current(&self, id: &str) -> Result<Current, SessionError> {
+        let main_path = self.file(id, suffix::META);
+        let bak_path = self.file(id, suffix::META_BAK);
+        let main = read_one(&main_path, id)?;
+        if let ReadOne::Good(meta) = main {
+            return Ok(Current {
+                meta: Some(meta),
+                main: MainFile::Good,
+                warnings: vec![],
+                revision_floor: 0,
+            });
+        }
+        let bak = read_one(&bak_path, id)?;
+        let (main_state, main_problem, revision_floor) = match main {
+            ReadOne::Missing => (MainFile::Missing, "missing".to_string(), 0),
+            ReadOne::Bad { problem, revision_hint } => (MainFile::Bad, problem, revision_hint.unwrap_or(0)),
+            ReadOne::Good(_) => unreachable!("returned above"),
+        };
+        match (bak, &main_state) {
+            (ReadOne::Missing, MainFile::Missing) => Ok(Current {
+                meta: None,
+                main: MainFile::Missing,
+                warnings: vec![],
+                revision_floor: 0,
+            }),
+            (ReadOne::Good(meta), _) => {
+                let warning = format!(
+                    "{} is {main_problem}; using the backup {} (revision {}){}",
+                    main_path.display(),
+                    bak_path.display(),
+                    meta.revision,
+                    if matches!(main_state, MainFile::Bad) {
+                        "; the bad file will be kept as .corrupt at the next update"
+                    } else {
+                        ""
+                    }
+                );
+                tracing::warn!("{warning}");
+                Ok(Current {
+                    meta: Some(meta),
+                    main: main_state,
+                    warnings: vec![warning],
+                    revision_floor,
+                })
+            }
+            (ReadOne::Missing, _) => Err(SessionError::Corrupt {
+                id: id.to_string(),
+                main: main_path,
+                main_problem,
+                bak: bak_path,
+                bak_problem: "missing".to_string(),
+            }),
+            (ReadOne::Bad { problem, .. }, _) => Err(SessionError::Corrupt {
+                id: id.to_string(),
+                main: main_path,
+                main_problem,
+                bak: bak_path,
+                bak_problem: problem,
+            }),
+        }
+    }
+
+    /// Writes `meta` as the new main file. A good old main becomes the backup; a bad one is
+    /// kept as `.corrupt` (the backup, our base, stays). Every step before the final rename
+    /// leaves a readable state behind if we crash there.
+    fn commit(
+        &self,
+        guard: &SessionLockGuard,
+        id: &str,
+        main: &MainFile,
+        meta: &SessionMeta,
+    ) -> Result<(), SessionError> {
+        let main_path = self.file(id, suffix::META);
+        let bytes = encode(meta).map_err(io("encode", &main_path))?;
+        let mut file = AtomicWriteFile::options()
+            .open(&main_path)
+            .map_err(io("create a temporary file for", &main_path))?;
+        file.write_all(&bytes)
+            .map_err(io("write a temporary file for", &main_path))?;
+        match main {
+            MainFile::Good => self.rotate_backup(id, &main_path)?,
+            MainFile::Bad => {
+                let corrupt = self.file(id, suffix::META_CORRUPT);
+                fs::rename(&main_path, &corrupt).map_err(io("set aside", &main_path))?;
+            }
+            MainFile::Missing => {}
+        }
+        guard.ensure_held()?;
+        file.commit().map_err(io("replace", &main_path))
+    }
+
+    /// `<id>.meta.json.bak` := the current main file, replaced atomically. A hard link costs
+    /// no copy and no extra fsync (the data is already durable); the commit's folder fsync
+    /// makes the new name durable too. Falls back to an atomic copy where links fail.
+    fn rotate_backup(&self, id: &str, main_path: &Path) -> Result<(), SessionError> {
+        let bak = self.file(id, suffix::META_BAK);
+        let tmp = self.file(id, suffix::META_BAK_TMP);
+        match fs::remove_file(&tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io("remove", &tmp)(e)),
+        }
+        if fs::hard_link(main_path, &tmp).is_ok() {
+            return fs::rename(&tmp, &bak).map_err(io("replace", &bak));
+        }
+        let old = fs::read(main_path).map_err(io("read", main_path))?;
+        let mut f = AtomicWriteFile::options()
+            .open(&bak)
+            .map_err(io("create a temporary file for", &bak))?;
+        f.write_all(&old).map_err(io("write a temporary file for", &bak))?;
+        f.commit().map_err(io("replace", &bak))
+    }
+}
+
+#[derive(Serialize)]
+struct EnvelopeOut<'a> {
+    checksum: String,
+    meta: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+struct EnvelopeIn<'a> {
+    checksum: String,
+    #[serde(borrow)]
+    meta: &'a RawValue,
+}
+
+/// The checksum covers the exact bytes of `meta` as written, so it does not depend on how a
+/// serializer orders keys or formats numbers: whoever hashes the same bytes agrees.
+fn checksum(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+fn encode(meta: &SessionMeta) -> std::io::Result<Vec<u8>> {
+    let raw = RawValue::from_string(serde_json::to_string(meta)?)?;
+    let mut out = serde_json::to_vec(&EnvelopeOut {
+        checksum: checksum(raw.get().as_bytes()),
+        meta: &raw,
+    })?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+fn read_one(path: &Path, id: &str) -> Result<ReadOne, SessionError> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ReadOne::Missing),
+        Err(e) => return Err(io("read", path)(e)),
+    };
+    Ok(decode(&bytes, id))
+}
+
+fn decode(bytes: &[u8], id: &str) -> ReadOne {
+    let bad = |problem: String, revision_hint| ReadOne::Bad { problem, revision_hint };
+    let envelope: EnvelopeIn = match serde_json::from_slice(bytes) {
+        Ok(e) => e,
+        Err(e) => return bad(format!("unreadable ({e})"), None),
+    };
+    let hint = serde_json::from_str::<serde_json::Value>(envelope.meta.get())
+        .ok()
+        .and_then(|v| v.get("revision")?.as_u64());
+    let actual = checksum(envelope.meta.get().as_bytes());
+    if actual != envelope.checksum {
+        return bad(
+            format!(
+                "damaged (checksum mismatch: the file says {}, its content hashes to {actual})",
+                envelope.checksum
+            ),
+            hint,
+        );
+    }
+    match serde_json::from_str::<SessionMeta>(envelope.meta.get()) {
+        Ok(meta) if meta.id == id => ReadOne::Good(meta),
+        Ok(meta) => bad(format!("for another session ({})", meta.id), None),
+        Err(e) => bad(format!("not valid metadata ({e})"), hint),
+    }
+}
+
+/// The first line of the first user message, shortened; "Conversation" when there is none.
+fn title_from(messages: &[Message]) -> String {
+    const MAX_CHARS: usize = 60;
+    let text = messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.text())
+        .unwrap_or_default();
+    let line = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .find(|l| !l.is_empty());
+    match line {
+        None => "Conversation".to_string(),
+        Some(l) if l.chars().count() <= MAX_CHARS => l,
+        Some(l) => {
+            let mut short: String = l.chars().take(MAX_CHARS - 1).collect();
+            short.push('…');
+            short
+        }
+    }
+}
+
+/// The type a pre-metadata session must have had, from the id conventions of [`MetaStore::create`].
+fn type_from_id(id: &str) -> SessionType {
+    if id.starts_with("heartbeat") {
+        SessionType::Heartbeat
+    } else if id.starts_with("job_") {
+        SessionType::Job
+    } else {
+        SessionType::Primary
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> SessionMeta {
+        SessionMeta {
+            id: "main".into(),
+            title: "Hello".into(),
+            session_type: SessionType::Primary,
+            revision: 3,
+            created_at: 1,
+            updated_at: 2,
+            mailbox: vec![],
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn envelope_round_trips_and_detects_a_changed_byte() {
+        let bytes = encode(&meta()).unwrap();
+        assert!(bytes.starts_with(b"{\"checksum\":\"sha256:"));
+        assert!(matches!(decode(&bytes, "main"), ReadOne::Good(m) if m == meta()));
+        let tampered = String::from_utf8(bytes).unwrap().replace("\"Hello\"", "\"Hellp\"");
+        match decode(tampered.as_bytes(), "main") {
+            ReadOne::Bad { problem, revision_hint } => {
+                assert!(problem.contains("checksum mismatch"), "{problem}");
+                assert_eq!(revision_hint, Some(3));
+            }
+            _ => panic!("tampering not detected"),
+        }
+        assert!(matches!(decode(b"{\"checksum\":", "main"), ReadOne::Bad { .. }));
+        assert!(matches!(
+            decode(&encode(&meta()).unwrap(), "other"),
+            ReadOne::Bad { .. }
+        ));
+    }
+
+    #[test]
+    fn unknown_fields_survive_a_rewrite() {
+        let json = r#"{"id":"main","title":"t","session_type":"job","revision":1,"created_at":1,"updated_at":1,"future":{"x":1}}"#;
+        let m: SessionMeta = serde_json::from_str(json).unwrap();
+        assert!(m.mailbox.is_empty());
+        assert_eq!(m.extra["future"], serde_json::json!({"x": 1}));
+        assert!(serde_json::to_string(&m).unwrap().contains(r#""future":{"x":1}"#));
+    }
+
+    #[test]
+    fn titles_come_from_the_first_user_line() {
+        assert_eq!(title_from(&[]), "Conversation");
+        let msgs = [Message::user_text("\n  plan   my\ttrip \nsecond line", 1)];
+        assert_eq!(title_from(&msgs), "plan my trip");
+        let long = "x".repeat(100);
+        let t = title_from(&[Message::user_text(long, 1)]);
+        assert_eq!(t.chars().count(), 60);
+        assert!(t.ends_with('…'));
+        assert_eq!(type_from_id("job_abc"), SessionType::Job);
+        assert_eq!(type_from_id("heartbeat"), SessionType::Heartbeat);
+        assert_eq!(type_from_id("main"), SessionType::Primary);
+    }
+}

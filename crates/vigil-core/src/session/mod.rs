@@ -1,0 +1,120 @@
+//! # session
+//!
+//! Owns everything a session keeps on disk, in `<data>/sessions/`:
+//!
+//! - `<id>.jsonl` — the transcript ([`transcript`]): one message per line, append-only.
+//! - `<id>.meta.json` — title, type, revision and the mailbox ([`meta`]), rewritten whole by
+//!   [`MetaStore::update_atomic`] only, with the previous good copy kept as `.bak`.
+//! - `<id>.lock` — the session lock ([`lock`]) every write takes, across tasks and processes.
+//!
+//! and [`repair`], which makes a loaded history safe to send to a provider.
+//!
+//! Must never: write a session file without holding its lock; overwrite a file it could not
+//! read without keeping a copy; drop a whole session because one part of it is bad.
+
+pub mod lock;
+pub mod meta;
+pub mod repair;
+pub mod transcript;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use lock::{LockHolder, LockOptions, SessionLockGuard, SessionLocks};
+pub use meta::{Listed, MailboxEvent, MetaLoaded, MetaStore, SessionMeta, SessionType};
+pub use repair::repair_tool_chain;
+pub use transcript::{Loaded, SessionStore};
+
+/// The user's conversation with Vigil. It always exists and cannot be deleted.
+pub const PRIMARY_SESSION: &str = "main";
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The id would escape the sessions folder. Recover: use letters, digits, `-`, `_`.
+    #[error("\"{0}\" is not a valid session id (use letters, digits, '-' and '_')")]
+    InvalidId(String),
+    /// The disk refused a read or write. Recover: free space / fix permissions; nothing
+    /// already saved is touched.
+    #[error("could not {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another task or process holds the session and is neither dead nor over its maximum
+    /// hold. Recover: try again shortly (a heartbeat skips its tick).
+    #[error("session {id} is locked by {}; try again", lock::describe_holder(.holder.as_ref()))]
+    Locked {
+        id: String,
+        /// Who holds it, as its lock file says; `None` when the file has no readable record.
+        holder: Option<LockHolder>,
+        waited: Duration,
+    },
+    /// This writer held the lock past the maximum hold and another process reclaimed it; the
+    /// change was not saved. Recover: redo the operation (it re-reads the latest state).
+    #[error(
+        "lost the lock on session {id} (held too long and reclaimed by another process); the change was not saved"
+    )]
+    LockLost { id: String },
+    /// The metadata file and its backup are both unreadable. Both are left as they are for
+    /// inspection. Recover: restore one of them by hand, or delete both to start the metadata
+    /// afresh (the transcript is separate and unaffected).
+    #[error("the metadata of session {id} is unreadable: {} ({main_problem}) and its backup {} ({bak_problem})", .main.display(), .bak.display())]
+    Corrupt {
+        id: String,
+        main: PathBuf,
+        main_problem: String,
+        bak: PathBuf,
+        bak_problem: String,
+    },
+    /// No such session. Recover: list sessions and pick an existing id.
+    #[error("there is no session \"{0}\"")]
+    NotFound(String),
+    /// The primary session cannot be deleted. Recover: delete another session instead.
+    #[error("the primary session \"{0}\" cannot be deleted")]
+    Protected(String),
+    /// A conversation needs a title. Recover: type one.
+    #[error("a conversation needs a title")]
+    InvalidTitle,
+    /// The session is working on a turn. Recover: stop it or wait, then try again.
+    #[error("conversation {0} is busy with a turn; stop it first")]
+    Busy(String),
+}
+
+pub(crate) fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> SessionError + 'a {
+    move |source| SessionError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Ids are file-name stems: no dots, no separators, so `<id>.jsonl` and `<id>.meta.json`
+/// always name files inside the sessions folder and a listing can split names unambiguously.
+pub(crate) fn validate_id(id: &str) -> Result<(), SessionError> {
+    let valid =
+        !id.is_empty() && id.len() <= 128 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(SessionError::InvalidId(id.to_string()))
+    }
+}
+
+/// `<dir>/<id><suffix>`, for an id already validated.
+pub(crate) fn session_file(dir: &Path, id: &str, suffix: &str) -> PathBuf {
+    dir.join(format!("{id}{suffix}"))
+}
+
+/// File-name suffixes, in one place so `delete` cannot miss one.
+pub(crate) mod suffix {
+    pub const TRANSCRIPT: &str = ".jsonl";
+    pub const TORN: &str = ".jsonl.torn";
+    pub const META: &str = ".meta.json";
+    pub const META_BAK: &str = ".meta.json.bak";
+    pub const META_BAK_TMP: &str = ".meta.json.bak.tmp";
+    pub const META_CORRUPT: &str = ".meta.json.corrupt";
+    pub const LOCK: &str = ".lock";
+}

@@ -1,0 +1,326 @@
+//! # session::transcript
+//!
+//! Owns session transcripts: `sessions/<id>.jsonl`, one [`Message`] per line, appended whole
+//! under the session lock and fsync'd, so a crash loses at most the line being written and
+//! two writers (tasks or processes) never interleave. Appends stay O(1): they look at the
+//! last byte only, to cut a torn tail before adding a line after it.
+//! On load, a torn last line (a crash mid-append) is moved aside to `<id>.jsonl.torn` and
+//! cut off with a warning; a bad line elsewhere is skipped with a warning and left on disk.
+//!
+//! Must never: rewrite a transcript in place, drop a whole file because one line is bad, or
+//! cut a tail without holding the lock (it may be a line another process is writing).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use vigil_protocol::Message;
+
+use super::lock::{LockOptions, SessionLockGuard, SessionLocks};
+use super::{io, session_file, suffix, validate_id, SessionError};
+use crate::clock::{Clock, SystemClock};
+
+/// A transcript as loaded, with what had to be skipped.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub messages: Vec<Message>,
+    /// One line per problem, for the log and the UI.
+    pub warnings: Vec<String>,
+}
+
+/// The folder of transcripts, and the locks every session write takes.
+#[derive(Debug, Clone)]
+pub struct SessionStore {
+    dir: PathBuf,
+    locks: SessionLocks,
+}
+
+impl SessionStore {
+    /// Opens `<data_dir>/sessions` with default lock options and the system clock.
+    pub fn open(data_dir: &Path) -> Result<Self, SessionError> {
+        Self::open_with(data_dir, Arc::new(SystemClock), LockOptions::default())
+    }
+
+    pub fn open_with(data_dir: &Path, clock: Arc<dyn Clock>, opts: LockOptions) -> Result<Self, SessionError> {
+        let dir = data_dir.join("sessions");
+        fs::create_dir_all(&dir).map_err(io("create", &dir))?;
+        let locks = SessionLocks::new(&dir, opts, clock);
+        Ok(Self { dir, locks })
+    }
+
+    /// The `sessions` folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The session locks; [`super::MetaStore`] takes the same ones.
+    pub fn locks(&self) -> &SessionLocks {
+        &self.locks
+    }
+
+    fn path(&self, id: &str) -> Result<PathBuf, SessionError> {
+        validate_id(id)?;
+        Ok(session_file(&self.dir, id, suffix::TRANSCRIPT))
+    }
+
+    pub(crate) fn exists(&self, id: &str) -> Result<bool, SessionError> {
+        Ok(self.path(id)?.exists())
+    }
+
+    /// Loads a transcript; a missing file is an empty session. Reads without the lock; only
+    /// a torn tail makes it take the lock, re-read, and cut.
+    pub fn load(&self, id: &str) -> Result<Loaded, SessionError> {
+        self.load_inner(id, None)
+    }
+
+    /// [`Self::load`] for a caller that already holds the session lock.
+    pub fn load_held(&self, guard: &SessionLockGuard) -> Result<Loaded, SessionError> {
+        self.load_inner(guard.id(), Some(guard))
+    }
+
+    fn load_inner(&self, id: &str, held: Option<&SessionLockGuard>) -> Result<Loaded, SessionError> {
+        let path = self.path(id)?;
+        let mut bytes = Vec::new();
+        match File::open(&path) {
+            Ok(mut f) => {
+                f.read_to_end(&mut bytes).map_err(io("read", &path))?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
+            Err(e) => return Err(io("open", &path)(e)),
+        }
+        let mut loaded = Loaded::default();
+        let complete_len = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        if complete_len < bytes.len() {
+            let Some(guard) = held else {
+                // The "torn" tail may be a line another process is writing right now.
+                let guard = self.locks.acquire_blocking(id)?;
+                return self.load_inner(id, Some(&guard));
+            };
+            guard.ensure_held()?;
+            let f = OpenOptions::new().write(true).open(&path).map_err(io("open", &path))?;
+            cut_torn_tail(&f, &path, &bytes[complete_len..], complete_len as u64)?;
+            loaded.warnings.push(torn_warning(&path, bytes.len() - complete_len));
+        }
+        for (n, line) in bytes[..complete_len].split(|&b| b == b'\n').enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<Message>(line) {
+                Ok(m) => loaded.messages.push(m),
+                Err(e) => loaded.warnings.push(format!(
+                    "{} line {}: skipped an unreadable message ({e}); it stays in the file",
+                    path.display(),
+                    n + 1
+                )),
+            }
+        }
+        for w in &loaded.warnings {
+            tracing::warn!("{w}");
+        }
+        Ok(loaded)
+    }
+
+    /// Appends one message as one line and waits until it is on disk. Takes the session
+    /// lock, sleeping this thread while another writer holds it: from async code use
+    /// [`Self::append_async`].
+    pub fn append(&self, id: &str, message: &Message) -> Result<(), SessionError> {
+        let line = self.encode(id, message)?;
+        let guard = self.locks.acquire_blocking(id)?;
+        self.append_line(&guard, &line)
+    }
+
+    /// [`Self::append`] that waits for the lock without blocking the worker thread.
+    pub async fn append_async(&self, id: &str, message: &Message) -> Result<(), SessionError> {
+        let line = self.encode(id, message)?;
+        let guard = self.locks.acquire(id).await?;
+        self.append_line(&guard, &line)
+    }
+
+    /// [`Self::append`] for a caller that already holds the session lock.
+    pub fn append_held(&self, guard: &SessionLockGuard, message: &Message) -> Result<(), SessionError> {
+        let line = self.encode(guard.id(), message)?;
+        self.append_line(guard, &line)
+    }
+
+    fn encode(&self, id: &str, message: &Message) -> Result<Vec<u8>, SessionError> {
+        let path = self.path(id)?;
+        let mut line = serde_json::to_vec(message).map_err(|e| SessionError::Io {
+            action: "encode a message for",
+            path,
+            source: e.into(),
+        })?;
+        line.push(b'\n');
+        Ok(line)
+    }
+
+    fn append_line(&self, guard: &SessionLockGuard, line: &[u8]) -> Result<(), SessionError> {
+        let path = self.path(guard.id())?;
+        let mut f = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(io("open", &path))?;
+        heal_tail(&mut f, &path)?;
+        guard.ensure_held()?;
+        // One write_all of a whole line: with O_APPEND the line lands after everything else.
+        f.write_all(line).map_err(io("append to", &path))?;
+        f.sync_data().map_err(io("sync", &path))?;
+        Ok(())
+    }
+}
+
+fn torn_warning(path: &Path, torn_len: usize) -> String {
+    format!(
+        "{}: the last line was cut short (a crash while writing?); {torn_len} bytes were moved to {}.torn",
+        path.display(),
+        path.display()
+    )
+}
+
+/// If a crash left a partial line at the end, cut it before appending: otherwise the next
+/// line would be glued to it and both would be unreadable. O(1) when the file ends in a
+/// newline (the normal case); otherwise reads back only as far as the torn line.
+fn heal_tail(f: &mut File, path: &Path) -> Result<(), SessionError> {
+    let len = f.metadata().map_err(io("inspect", path))?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::Start(len - 1))
+        .and_then(|_| f.read_exact(&mut last))
+        .map_err(io("read", path))?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    const CHUNK: u64 = 64 * 1024;
+    let mut tail: Vec<u8> = Vec::new();
+    let mut start = len;
+    let keep = loop {
+        let from = start.saturating_sub(CHUNK);
+        let mut chunk = vec![0u8; (start - from) as usize];
+        f.seek(SeekFrom::Start(from))
+            .and_then(|_| f.read_exact(&mut chunk))
+            .map_err(io("read", path))?;
+        chunk.extend_from_slice(&tail);
+        tail = chunk;
+        start = from;
+        if let Some(i) = tail.iter().rposition(|&b| b == b'\n') {
+            tail.drain(..=i);
+            break start + i as u64 + 1;
+        }
+        if start == 0 {
+            break 0;
+        }
+    };
+    cut_torn_tail(f, path, &tail, keep)?;
+    tracing::warn!("{}", torn_warning(path, tail.len()));
+    Ok(())
+}
+
+/// Keeps the torn bytes for inspection, then truncates so the next append starts a fresh
+/// line. The caller holds the session lock.
+fn cut_torn_tail(f: &File, path: &Path, tail: &[u8], keep: u64) -> Result<(), SessionError> {
+    let mut torn_path = path.as_os_str().to_owned();
+    torn_path.push(".torn");
+    let torn_path = PathBuf::from(torn_path);
+    let mut torn = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&torn_path)
+        .map_err(io("open", &torn_path))?;
+    torn.write_all(tail)
+        .and_then(|_| torn.write_all(b"\n"))
+        .and_then(|_| torn.sync_data())
+        .map_err(io("write", &torn_path))?;
+    f.set_len(keep)
+        .and_then(|_| f.sync_data())
+        .map_err(io("truncate", path))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_reload_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(dir.path()).unwrap();
+        let a = Message::user_text("one", 1);
+        let b = Message::user_text("two", 2);
+        store.append("main", &a).unwrap();
+        store.append("main", &b).unwrap();
+        let loaded = store.load("main").unwrap();
+        assert_eq!(loaded.messages, vec![a, b]);
+        assert!(loaded.warnings.is_empty());
+    }
+
+    #[test]
+    fn torn_last_line_is_dropped_with_a_warning_and_appends_continue() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(dir.path()).unwrap();
+        let a = Message::user_text("kept", 1);
+        store.append("main", &a).unwrap();
+        let path = dir.path().join("sessions/main.jsonl");
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(br#"{"role":"user","content":[{"type":"te"#).unwrap();
+        let loaded = store.load("main").unwrap();
+        assert_eq!(loaded.messages, vec![a.clone()]);
+        assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+        let b = Message::user_text("after", 2);
+        store.append("main", &b).unwrap();
+        assert_eq!(store.load("main").unwrap().messages, vec![a, b]);
+        let torn = fs::read_to_string(dir.path().join("sessions/main.jsonl.torn")).unwrap();
+        assert!(torn.starts_with(r#"{"role":"user""#));
+    }
+
+    #[test]
+    fn an_append_after_a_torn_tail_cuts_it_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(dir.path()).unwrap();
+        let a = Message::user_text("kept", 1);
+        store.append("main", &a).unwrap();
+        let path = dir.path().join("sessions/main.jsonl");
+        let torn = format!("{{\"role\":\"user\",\"content\":\"{}", "z".repeat(100_000));
+        OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(torn.as_bytes())
+            .unwrap();
+        let b = Message::user_text("after", 2);
+        store.append("main", &b).unwrap();
+        let loaded = store.load("main").unwrap();
+        assert_eq!(loaded.messages, vec![a.clone(), b]);
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let kept = fs::read_to_string(dir.path().join("sessions/main.jsonl.torn")).unwrap();
+        assert_eq!(kept, format!("{torn}\n"));
+
+        // A file that is one torn line from its first byte.
+        fs::write(&path, b"{\"ro").unwrap();
+        store.append("main", &a).unwrap();
+        assert_eq!(store.load("main").unwrap().messages, vec![a]);
+    }
+
+    #[test]
+    fn a_bad_middle_line_is_skipped_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(dir.path()).unwrap();
+        let path = dir.path().join("sessions/main.jsonl");
+        let good = serde_json::to_string(&Message::user_text("ok", 1)).unwrap();
+        fs::write(&path, format!("{good}\nnot json\n{good}\n")).unwrap();
+        let loaded = store.load("main").unwrap();
+        assert_eq!(loaded.messages.len(), 2);
+        assert_eq!(loaded.warnings.len(), 1);
+        assert!(fs::read_to_string(&path).unwrap().contains("not json"));
+    }
+
+    #[test]
+    fn ids_cannot_escape_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(dir.path()).unwrap();
+        assert!(matches!(store.load("../x"), Err(SessionError::InvalidId(_))));
+    }
+}
