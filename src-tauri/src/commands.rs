@@ -4,7 +4,7 @@
 use tauri::State;
 use tauri_plugin_store::StoreExt;
 use vigil_core::protocol::{
-    CommandError, ConnectionVerdict, History, Op, ProviderSettings, SettingsView,
+    CommandError, ConnectionVerdict, History, Op, ProviderSettings, SessionSummary, SettingsView,
 };
 use vigil_core::settings::{self, PROVIDER_KEY};
 
@@ -24,15 +24,9 @@ pub async fn submit(state: State<'_, AppState>, op: Op) -> Result<(), CommandErr
 }
 
 #[tauri::command]
-pub async fn history(
-    state: State<'_, AppState>,
-    session_id: Option<String>,
-) -> Result<History, CommandError> {
+pub async fn history(state: State<'_, AppState>, session_id: Option<String>) -> Result<History, CommandError> {
     let id = session_id.unwrap_or_else(|| vigil_core::session::PRIMARY_SESSION.to_string());
-    let loaded = state
-        .runtime
-        .history(Some(&id))
-        .map_err(|e| error("storage", e))?;
+    let loaded = state.runtime.history(Some(&id)).map_err(|e| error("storage", e))?;
     Ok(History {
         session_id: id,
         messages: loaded.messages,
@@ -45,33 +39,19 @@ pub async fn list_sessions(state: State<'_, AppState>) -> Result<Vec<SessionSumm
     state.runtime.sessions().map_err(|e| error("session", e))
 }
 
-fn stored_provider(
-    app: &tauri::AppHandle,
-    state: &AppState,
-) -> Result<Option<ProviderSettings>, CommandError> {
-    let store = app
-        .store(&state.settings_path)
-        .map_err(|e| error("storage", e))?;
-    Ok(store
-        .get(PROVIDER_KEY)
-        .and_then(|v| serde_json::from_value(v).ok()))
+fn stored_provider(app: &tauri::AppHandle, state: &AppState) -> Result<Option<ProviderSettings>, CommandError> {
+    let store = app.store(&state.settings_path).map_err(|e| error("storage", e))?;
+    Ok(store.get(PROVIDER_KEY).and_then(|v| serde_json::from_value(v).ok()))
 }
 
 fn current_view(app: &tauri::AppHandle, state: &AppState) -> Result<SettingsView, CommandError> {
     let stored = stored_provider(app, state)?;
-    let warnings = state
-        .startup_warnings
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
+    let warnings = state.startup_warnings.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok(state.runtime.apply_settings(stored, warnings))
 }
 
 #[tauri::command]
-pub async fn get_settings(
-    app: tauri::AppHandle,
-    state: State<'_, AppState>,
-) -> Result<SettingsView, CommandError> {
+pub async fn get_settings(app: tauri::AppHandle, state: State<'_, AppState>) -> Result<SettingsView, CommandError> {
     current_view(&app, &state)
 }
 
@@ -85,9 +65,7 @@ pub async fn save_settings(
     api_key: Option<String>,
 ) -> Result<SettingsView, CommandError> {
     settings::validate(&provider).map_err(|m| error("invalid_settings", m))?;
-    let store = app
-        .store(&state.settings_path)
-        .map_err(|e| error("storage", e))?;
+    let store = app.store(&state.settings_path).map_err(|e| error("storage", e))?;
     store.set(
         PROVIDER_KEY,
         serde_json::to_value(&provider).map_err(|e| error("storage", e))?,
@@ -99,11 +77,7 @@ pub async fn save_settings(
             .set_api_key(provider.kind, &key)
             .map_err(|m| error("secrets", m))?;
     }
-    state
-        .startup_warnings
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clear();
+    state.startup_warnings.lock().unwrap_or_else(|e| e.into_inner()).clear();
     current_view(&app, &state)
 }
 
@@ -118,11 +92,7 @@ pub async fn test_connection(
 
 /// Raises a native notification through the same path background events use.
 #[tauri::command]
-pub async fn notify(
-    state: State<'_, AppState>,
-    title: String,
-    body: String,
-) -> Result<(), CommandError> {
+pub async fn notify(state: State<'_, AppState>, title: String, body: String) -> Result<(), CommandError> {
     state.runtime.notify(title, body);
     Ok(())
 }

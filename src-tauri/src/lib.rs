@@ -26,14 +26,7 @@ struct WindowSink(tauri::AppHandle);
 impl EventSink for WindowSink {
     fn emit(&self, envelope: EventEnvelope) {
         if let Event::Notification { title, body } = &envelope.event {
-            if let Err(e) = self
-                .0
-                .notification()
-                .builder()
-                .title(title)
-                .body(body)
-                .show()
-            {
+            if let Err(e) = self.0.notification().builder().title(title).body(body).show() {
                 tracing::warn!("could not show a notification: {e}");
             }
         }
@@ -61,10 +54,7 @@ fn data_dir(app: &tauri::App) -> Result<PathBuf, Box<dyn std::error::Error>> {
 
 pub fn run() {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("VIGIL_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("VIGIL_LOG").unwrap_or_else(|_| "info".into()))
         .init();
     let result = tauri::Builder::default()
         .plugin(tauri_plugin_notification::init())
@@ -73,11 +63,7 @@ pub fn run() {
             let dir = data_dir(app)?;
             std::fs::create_dir_all(&dir)?;
             let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-            let runtime = Runtime::new(
-                &dir,
-                clock.clone(),
-                Arc::new(WindowSink(app.handle().clone())),
-            )?;
+            let runtime = Runtime::new(&dir, clock.clone(), Arc::new(WindowSink(app.handle().clone())))?;
             // Core checks the file first and sets an unreadable one aside, so the store
             // never starts empty over it and a later save cannot destroy it.
             let (stored, warnings) = vigil_core::settings::load_file(&dir, clock.now_ms());

@@ -56,7 +56,10 @@ test('a message streams in as rendered markdown', async () => {
   assert.deepEqual(done.map((m) => m.role), ['user', 'assistant']);
   assert.equal(done[0].text, 'Hello from e2e');
   const sent = h.fakeRequests().filter((r) => r.path === '/v1/messages');
-  assert.equal(sent.at(-1).body.messages.at(-1).content[0].text, 'Hello from e2e');
+  // The user's words go last; a <context> block with the time precedes them.
+  const blocks = sent.at(-1).body.messages.at(-1).content;
+  assert.equal(blocks.at(-1).text, 'Hello from e2e');
+  assert.match(blocks[0].text, /^<context>\nCurrent time: /);
   const status = await driver.executeScript('return document.querySelector(\'[data-testid="status-bar"]\').innerText');
   assert.match(status, /fake-model/);
   const file = await screenshot(driver, 'chat.png');

@@ -3,6 +3,7 @@
 // (and re-parses Markdown) at most once per animation frame.
 
 import * as ipc from '../lib/ipc';
+import { PRIMARY_SESSION } from '../lib/ipc';
 import type { EventEnvelope } from '../lib/protocol';
 import {
   addPendingUser,
@@ -25,8 +26,10 @@ const FLUSH_BACKSTOP_MS = 120;
 
 export class ChatStore {
   /** Replaced wholesale by the reducer, so `raw` (no deep proxies) is enough. */
-  state = $state.raw<ChatState>(initialState());
+  state = $state.raw<ChatState>(initialState(PRIMARY_SESSION));
   busy = $derived(isBusy(this.state));
+  /** The session shown and the one ops go to. */
+  sessionId = $derived(this.state.sessionId ?? PRIMARY_SESSION);
   loaded = $state(false);
 
   #queue: EventEnvelope[] = [];
@@ -34,8 +37,10 @@ export class ChatStore {
   #timer: ReturnType<typeof setTimeout> | null = null;
   /** Until history is in, events wait so de-duplication sees the saved messages. */
   #holding = true;
+  /** Bumped per load, so a slow answer for a session switched away from is dropped. */
+  #loads = 0;
 
-  /** Registers the event listener, then loads the transcript. */
+  /** Registers the event listener, then loads the primary conversation. */
   async start(): Promise<ipc.Unlisten> {
     let unlisten: ipc.Unlisten = () => {};
     try {
@@ -43,9 +48,35 @@ export class ChatStore {
     } catch (e) {
       this.state = showBanner(this.state, { kind: 'ui', message: ipc.toCommandError(e).message });
     }
+    await this.#load(PRIMARY_SESSION, false);
+    return () => {
+      unlisten();
+      this.#cancelScheduled();
+    };
+  }
+
+  /**
+   * Shows another conversation. `running`: a turn is under way there (the sidebar knows),
+   * so Stop shows and calls without a result yet count as running.
+   */
+  async open(sessionId: string, running: boolean): Promise<void> {
+    if (sessionId === this.state.sessionId && this.loaded) return;
+    // Events already queued belong to the old view; the reducer drops other sessions'.
+    this.flush();
+    this.state = initialState(sessionId);
+    this.loaded = false;
+    await this.#load(sessionId, running);
+  }
+
+  async #load(sessionId: string, running: boolean): Promise<void> {
+    const load = ++this.#loads;
+    this.#holding = true;
     try {
-      this.state = withHistory(this.state, await ipc.history());
+      const history = await ipc.history(sessionId);
+      if (load !== this.#loads) return;
+      this.state = withHistory(this.state, history, running);
     } catch (e) {
+      if (load !== this.#loads) return;
       this.state = showBanner(this.state, {
         kind: 'ui',
         message: `Could not load the conversation: ${ipc.toCommandError(e).message}`,
@@ -54,19 +85,15 @@ export class ChatStore {
     this.#holding = false;
     this.loaded = true;
     this.flush();
-    return () => {
-      unlisten();
-      this.#cancelScheduled();
-    };
   }
 
   /** Sends a message; false (and the text stays with the caller) if the core did not take it. */
   async send(text: string): Promise<boolean> {
     // An old error is about an earlier turn; the new one will report its own.
-    const [next, key] = addPendingUser(dismissBanner(this.state), text, Date.now());
+    const [next, key] = addPendingUser(dismissBanner(this.state), text, Date.now(), this.busy);
     this.state = next;
     try {
-      await ipc.submit({ type: 'user_message', text });
+      await ipc.submit({ type: 'user_message', text, session_id: this.sessionId });
       return true;
     } catch (e) {
       this.state = showBanner(dropPending(this.state, key), {
@@ -79,7 +106,7 @@ export class ChatStore {
 
   async stop(): Promise<void> {
     try {
-      await ipc.submit({ type: 'interrupt' });
+      await ipc.submit({ type: 'interrupt', session_id: this.sessionId });
     } catch (e) {
       this.state = showBanner(this.state, { kind: 'ui', message: `Could not stop: ${ipc.toCommandError(e).message}` });
     }

@@ -1,32 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Event, EventEnvelope, Message } from '../lib/protocol';
-import {
-  addPendingUser,
-  applyEvent,
-  dismissBanner,
-  initialState,
-  isBusy,
-  retryText,
-  withHistory,
-  type ChatState,
-} from './state';
-
-let seq = 0;
-function ev(event: Event, runId: string | null = 'r1', sessionId: string | null = 'main'): EventEnvelope {
-  return { id: `e${++seq}`, ts: 1000 + seq, session_id: sessionId, scope: 'primary', source: 'agent', run_id: runId, ...event } as EventEnvelope;
-}
-
-function msg(role: Message['role'], text: string, ts: number, extra: Partial<Message> = {}): Message {
-  return { role, content: [{ type: 'text', text }], ts, ...extra };
-}
-
-function fold(state: ChatState, events: EventEnvelope[]): ChatState {
-  return events.reduce(applyEvent, state);
-}
-
-function loaded(messages: Message[] = []): ChatState {
-  return withHistory(initialState(), { session_id: 'main', messages, warnings: [] });
-}
+import { addPendingUser, applyEvent, dismissBanner, isBusy, retryText, type ChatState } from './state';
+import { ev, fold, loaded, msg } from './testing';
 
 /** What the view shows, without keys and timestamps. */
 function shown(state: ChatState) {

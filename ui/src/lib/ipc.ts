@@ -16,8 +16,12 @@ import type {
   History,
   Op,
   ProviderSettings,
+  SessionSummary,
   SettingsView,
 } from './protocol';
+
+/** The conversation that always exists (and cannot be deleted); ops without a session go to it. */
+export const PRIMARY_SESSION = 'main';
 
 /** The event name the Rust side emits every `EventEnvelope` on. */
 export const EVENT_NAME = 'vigil://event';
@@ -89,6 +93,11 @@ async function call<T>(command: string, args?: Record<string, unknown>): Promise
 /** Sends one op (a user message, an interrupt…); returns as soon as the core has it. */
 export function submit(op: Op): Promise<void> {
   return call('submit', { op });
+}
+
+/** The conversations, most recent first; always includes the primary one. */
+export function listSessions(): Promise<SessionSummary[]> {
+  return call('list_sessions');
 }
 
 /** The saved conversation; without an id, the primary session. */

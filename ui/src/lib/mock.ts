@@ -1,70 +1,28 @@
 // An in-browser stand-in for the Rust side, for previewing the UI outside Tauri
-// (`?mock`, `?mock=empty`, `?mock=error`). `ipc.ts` imports it lazily and only when
-// `__TAURI_INTERNALS__` is absent, so it never runs in the app. It replays the event order
-// the core uses (see vigil-core `agent.rs`), so streaming can be watched.
+// (`?mock`, `?mock=empty`, `?mock=error`, `?mock=policy`, `?mock=compact`). `ipc.ts` imports
+// it lazily and only when `__TAURI_INTERNALS__` is absent, so it never runs in the app. It
+// replays the event order the core uses (see vigil-core `agent/mod.rs` and `runtime.rs`):
+// sessions run concurrently, a message sent during a turn is queued and steers it at its
+// next step, and after Stop queued messages are saved without an answer.
 
 import type { Backend, Unlisten } from './ipc';
-import type { Event, EventEnvelope, History, Message, ProviderSettings, SettingsView } from './protocol';
+import { CONFIG_DIFF, CONFIG_FILE, SAMPLE_REPLY, sampleSessions, text, userTurn, type MockSession } from './mock-data';
+import type { Event, EventEnvelope, History, JsonValue, Message, ProviderSettings, SettingsView, Usage } from './protocol';
 
-const SESSION = 'main';
+const INTERRUPT_PREFIX = '[INTERRUPT] New message from user: ';
 
-const SAMPLE_REPLY = `Here is a small Rust function that reads a file into lines:
-
-\`\`\`rust
-use std::fs;
-use std::io;
-
-fn read_lines(path: &str) -> io::Result<Vec<String>> {
-    Ok(fs::read_to_string(path)?.lines().map(str::to_owned).collect())
-}
-\`\`\`
-
-A few notes:
-
-- \`read_to_string\` loads the **whole file**; for large files use \`BufReader::lines\`.
-- Errors bubble up with \`?\`, so the caller decides what to do.
-
-| Approach | Memory | Speed |
-|---|---|---|
-| \`read_to_string\` | whole file | fast |
-| \`BufReader\` | one line | fast |`;
-
-function now(): number {
-  return Date.now();
-}
-
-function text(role: Message['role'], body: string, ts: number, extra: Partial<Message> = {}): Message {
-  return { role, content: [{ type: 'text', text: body }], ts, ...extra };
-}
-
-function sampleHistory(): Message[] {
-  const t = now() - 60 * 60 * 1000;
-  return [
-    text('user', 'How do I read a file line by line in Rust?\nKeep it short.', t),
-    {
-      role: 'assistant',
-      content: [
-        { type: 'thinking', thinking: 'The user wants a short answer. Show read_to_string and mention BufReader.' },
-        { type: 'text', text: SAMPLE_REPLY },
-      ],
-      ts: t + 4000,
-      model: 'claude-sonnet-4-5',
-      usage: { input_tokens: 42, output_tokens: 180 },
-      stop_reason: 'end_turn',
-    },
-    text('user', 'Thanks! And <script>alert(1)</script> is shown as text, right?', t + 60000),
-    text('assistant', 'Yes — your messages are plain text, and my replies are sanitised Markdown.', t + 64000, {
-      model: 'claude-sonnet-4-5',
-      stop_reason: 'end_turn',
-    }),
-  ];
+/** One session's lane, as in `runtime.rs`: one turn at a time, a queue for steering. */
+interface Lane {
+  busy: boolean;
+  queue: string[];
+  cancelled: boolean;
 }
 
 export function createMockBackend(variant: string): Backend {
   const handlers = new Set<(e: EventEnvelope) => void>();
   let seq = 0;
-  let running: { cancelled: boolean } | null = null;
-  const messages: Message[] = variant === 'empty' ? [] : sampleHistory();
+  const sessions = new Map<string, MockSession>(sampleSessions(Date.now(), variant === 'empty').map((s) => [s.summary.id, s]));
+  const lanes = new Map<string, Lane>();
   let provider: ProviderSettings = {
     kind: 'anthropic',
     base_url: 'https://api.anthropic.com',
@@ -83,12 +41,14 @@ export function createMockBackend(variant: string): Backend {
       : [],
   });
 
-  function emit(runId: string | null, event: Event): void {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  function emit(sessionId: string | null, runId: string | null, event: Event): void {
     const envelope = {
       id: `mock-${++seq}`,
-      ts: now(),
-      session_id: SESSION,
-      scope: 'primary',
+      ts: Date.now(),
+      session_id: sessionId,
+      scope: sessionId === null ? 'app' : 'primary',
       source: 'agent',
       run_id: runId,
       ...event,
@@ -96,53 +56,228 @@ export function createMockBackend(variant: string): Backend {
     for (const h of handlers) h(envelope);
   }
 
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  function list() {
+    return [...sessions.values()].map((s) => s.summary).sort((a, b) => b.updated_at - a.updated_at);
+  }
 
-  async function turn(userText: string): Promise<void> {
+  function sessionsChanged(): void {
+    emit(null, null, { type: 'sessions_changed', sessions: list() });
+  }
+
+  function lane(id: string): Lane {
+    let l = lanes.get(id);
+    if (!l) lanes.set(id, (l = { busy: false, queue: [], cancelled: false }));
+    return l;
+  }
+
+  /** A turn in one session; `say` appends and announces a saved message. */
+  function turnIn(sessionId: string, runId: string) {
+    const session = sessions.get(sessionId);
+    const me = lane(sessionId);
+    const total: Usage = { input_tokens: 0, output_tokens: 0 };
+    const say = (message: Message) => {
+      session?.messages.push(message);
+      emit(sessionId, runId, { type: 'message_appended', message });
+    };
+    const ev = (event: Event) => emit(sessionId, runId, event);
+    const count = (usage: Usage) => {
+      total.input_tokens += usage.input_tokens;
+      total.output_tokens += usage.output_tokens;
+      return usage;
+    };
+    async function stream(body: string, chunkMs = 45): Promise<string> {
+      let sent = '';
+      for (const chunk of body.match(/[\s\S]{1,14}/g) ?? []) {
+        if (me.cancelled) break;
+        await sleep(chunkMs);
+        sent += chunk;
+        ev({ type: 'text_delta', text: chunk });
+      }
+      return sent;
+    }
+    /** One round that ends in a tool call: optional text, the call, its result. */
+    async function toolRound(id: string, name: string, input: JsonValue, lead: string, output: string, tail: string[]) {
+      const said = lead ? await stream(lead) : '';
+      const content: Message['content'] = said ? [{ type: 'text', text: said }] : [];
+      if (me.cancelled) {
+        if (said) say({ ...text('assistant', said, Date.now()), model: provider.model, stop_reason: 'cancelled' });
+        return;
+      }
+      content.push({ type: 'tool_use', id, name, input });
+      const usage = count({ input_tokens: 1200 + seq, output_tokens: 40 });
+      say({ role: 'assistant', content, ts: Date.now(), model: provider.model, usage, stop_reason: 'tool_use' });
+      ev({ type: 'tool_call_started', call_id: id, name, input });
+      let shown = '';
+      for (const line of tail) {
+        await sleep(350);
+        if (me.cancelled) break;
+        shown += `${line}\n`;
+        ev({ type: 'tool_call_update', call_id: id, output: shown });
+      }
+      await sleep(500);
+      const [content2, isError] = me.cancelled ? ['Cancelled.', true] : [output, false];
+      ev({ type: 'tool_call_finished', call_id: id, name, content: content2, is_error: isError });
+      say({ role: 'tool_result', content: [{ type: 'tool_result', tool_use_id: id, content: content2, is_error: isError }], ts: Date.now() });
+    }
+    /** Queued messages reach the model as `[INTERRUPT] …` (agent `inject_steer`). */
+    function steer(): boolean {
+      if (me.queue.length === 0) return false;
+      const queued = me.queue.splice(0);
+      for (const t of queued) say({ ...text('user', INTERRUPT_PREFIX + t, Date.now()), kind: { type: 'interrupt' } });
+      ev({ type: 'queue_consumed', count: queued.length });
+      return true;
+    }
+    return { say, ev, stream, toolRound, steer, count, total, me };
+  }
+
+  async function runTurn(sessionId: string, userText: string): Promise<void> {
     const runId = `run-${++seq}`;
-    const user = text('user', userText, now());
-    messages.push(user);
-    emit(runId, { type: 'message_appended', message: user });
-    emit(runId, { type: 'turn_started', user_text: userText });
-    const me = { cancelled: false };
-    running = me;
+    const t = turnIn(sessionId, runId);
+    t.say(userTurn(userText, Date.now()));
+    t.ev({ type: 'turn_started', user_text: userText });
+    const finish = (stop_reason: 'end_turn' | 'cancelled' | 'policy' | 'error', detail?: string) =>
+      t.ev({ type: 'turn_finished', stop_reason, usage: t.total, ...(detail ? { detail } : {}) });
+
     if (variant === 'error') {
       await sleep(400);
-      emit(runId, { type: 'error', kind: 'auth', message: 'The provider rejected the API key (401). Check it in Settings.' });
-      emit(runId, { type: 'turn_finished', stop_reason: 'error', usage: { input_tokens: 0, output_tokens: 0 } });
-      running = null;
+      t.ev({ type: 'error', kind: 'auth', message: 'The provider rejected the API key (401). Check it in Settings.' });
+      return finish('error');
+    }
+    if (variant === 'compact') {
+      await sleep(300);
+      const before = sessions.get(sessionId)?.messages.length ?? 0;
+      t.say({
+        ...text('user', '[Summary of the earlier conversation]\n\nEverything so far, in a few lines (mock).', Date.now()),
+        kind: { type: 'summary', replaces_before: before - 1 },
+      });
+      t.ev({ type: 'compacted', summarized_messages: before - 1, tokens_before: 182_000, tokens_after: 21_500 });
+    }
+    for (const piece of ['Let me look', ' at the file first.']) {
+      await sleep(150);
+      t.ev({ type: 'reasoning_delta', text: piece });
+    }
+    await t.toolRound('call-' + ++seq, 'read', { path: 'src/config.rs' }, 'I will read the file first.', CONFIG_FILE, [
+      '     1  use serde::Deserialize;',
+      '     2',
+      '     3  #[derive(Deserialize)]',
+    ]);
+    if (t.me.cancelled) return finish('cancelled');
+    t.steer();
+    if (variant === 'policy') {
+      return finish('policy', 'Stopped after 1 tool round: the turn policy allows no more in this mock.');
+    }
+    await t.toolRound(
+      'call-' + ++seq,
+      'edit',
+      { path: 'src/config.rs', old_text: 'defualt_model', new_text: 'default_model', replace_all: true },
+      '',
+      CONFIG_DIFF,
+      [],
+    );
+    if (t.me.cancelled) return finish('cancelled');
+    t.steer();
+    t.ev({ type: 'retrying', attempt: 1, delay_ms: 2000, reason: 'HTTP 529 overloaded' });
+    await sleep(1200);
+    let more = true;
+    let body = SAMPLE_REPLY;
+    while (more) {
+      const sent = await t.stream(body);
+      const stop = t.me.cancelled ? 'cancelled' : 'end_turn';
+      if (sent) {
+        const usage = stop === 'cancelled' ? undefined : t.count({ input_tokens: 2100, output_tokens: 180 });
+        t.say({ ...text('assistant', sent, Date.now()), model: provider.model, usage, stop_reason: stop });
+      }
+      if (stop === 'cancelled') return finish('cancelled');
+      // Messages sent meanwhile reach the model even after a final answer.
+      more = t.steer();
+      body = 'Noted — I have taken your message into account. Anything else?';
+    }
+    finish('end_turn');
+  }
+
+  /** As `runtime.rs` `start_turn` + `after_turn`. */
+  async function startTurn(sessionId: string, userText: string): Promise<void> {
+    const l = lane(sessionId);
+    if (l.busy) {
+      l.queue.push(userText);
+      emit(sessionId, null, { type: 'message_queued', text: userText });
       return;
     }
-    for (const piece of ['Let me think', ' about that…']) {
-      await sleep(150);
-      emit(runId, { type: 'reasoning_delta', text: piece });
+    const session = sessions.get(sessionId);
+    if (session && session.messages.length === 0 && session.summary.title.startsWith('New conversation')) {
+      session.summary = { ...session.summary, title: userText.split('\n', 1)[0].slice(0, 48) };
     }
-    emit(runId, { type: 'retrying', attempt: 1, delay_ms: 2000, reason: 'HTTP 529 overloaded' });
-    await sleep(1200);
-    let sent = '';
-    for (const chunk of SAMPLE_REPLY.match(/[\s\S]{1,12}/g) ?? []) {
-      if (me.cancelled) break;
-      await sleep(60);
-      sent += chunk;
-      emit(runId, { type: 'text_delta', text: chunk });
+    l.busy = true;
+    let next: string | null = userText;
+    while (next !== null) {
+      l.cancelled = false;
+      await runTurn(sessionId, next);
+      if (session) session.summary = { ...session.summary, updated_at: Date.now() };
+      sessionsChanged();
+      const queued = l.queue.splice(0);
+      next = null;
+      if (queued.length > 0 && !l.cancelled) next = queued.join('\n\n');
+      else if (queued.length > 0) {
+        for (const t of queued) {
+          const m = text('user', t, Date.now());
+          session?.messages.push(m);
+          emit(sessionId, null, { type: 'message_appended', message: m });
+        }
+        emit(sessionId, null, { type: 'queue_consumed', count: queued.length });
+      }
     }
-    const stop = me.cancelled ? 'cancelled' : 'end_turn';
-    const reply: Message = text('assistant', sent, now(), { model: provider.model, stop_reason: stop });
-    if (sent) {
-      messages.push(reply);
-      emit(runId, { type: 'message_appended', message: reply });
-    }
-    emit(runId, { type: 'turn_finished', stop_reason: stop, usage: { input_tokens: 10, output_tokens: 20 } });
-    running = null;
+    l.busy = false;
   }
+
+  let created = 0;
+  type OpArgs = { type: string; text?: string; session_id?: string; title?: string };
 
   const commands: Record<string, (args: Record<string, unknown>) => unknown> = {
     submit: (args) => {
-      const op = args.op as { type: string; text?: string };
-      if (op.type === 'user_message') void turn(op.text ?? '');
-      if (op.type === 'interrupt' && running) running.cancelled = true;
+      const op = args.op as OpArgs;
+      const id = op.session_id ?? 'main';
+      switch (op.type) {
+        case 'user_message':
+          void startTurn(id, op.text ?? '');
+          break;
+        case 'interrupt':
+          if (lanes.get(id)?.busy) lane(id).cancelled = true;
+          break;
+        case 'create_session': {
+          const now = Date.now();
+          const sid = `s-new-${++created}`;
+          const title = op.title?.trim() || 'New conversation';
+          sessions.set(sid, { summary: { id: sid, title, created_at: now, updated_at: now }, messages: [] });
+          sessionsChanged();
+          break;
+        }
+        case 'rename_session': {
+          const s = sessions.get(id);
+          if (!s || !op.title?.trim()) {
+            emit(null, null, { type: 'error', kind: 'session', message: 'A title cannot be empty.' });
+            break;
+          }
+          s.summary = { ...s.summary, title: op.title.trim() };
+          sessionsChanged();
+          break;
+        }
+        case 'delete_session':
+          if (id === 'main' || lanes.get(id)?.busy) {
+            emit(null, null, { type: 'error', kind: 'session', message: `Conversation ${id} cannot be deleted now.` });
+            break;
+          }
+          sessions.delete(id);
+          sessionsChanged();
+          break;
+      }
     },
-    history: (): History => ({ session_id: SESSION, messages: [...messages], warnings: [] }),
+    list_sessions: () => list(),
+    history: (args): History => {
+      const id = (args.sessionId as string | undefined) ?? 'main';
+      const s = sessions.get(id);
+      if (!s) throw { code: 'storage', message: `No conversation ${id}.` };
+      return { session_id: id, messages: [...s.messages], warnings: [] };
+    },
     get_settings: () => view(),
     save_settings: (args) => {
       const p = args.provider as ProviderSettings;

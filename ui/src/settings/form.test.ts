@@ -32,7 +32,7 @@ describe('settings form', () => {
   });
 
   it('keeps a URL and model the user typed', () => {
-    const form: SettingsForm = { kind: 'openai', baseUrl: 'http://localhost:11434/v1', model: 'llama3.2', maxTokens: '1024', apiKey: '' };
+    const form: SettingsForm = { kind: 'openai', baseUrl: 'http://localhost:11434/v1', model: 'llama3.2', maxTokens: '1024', contextWindow: '', apiKey: '' };
     expect(switchKind(form, 'anthropic')).toEqual({ ...form, kind: 'anthropic' });
   });
 
@@ -40,6 +40,21 @@ describe('settings form', () => {
     const form = { ...formFromView(view), baseUrl: ' https://api.anthropic.com ', maxTokens: '0' };
     expect(providerFromForm(form)).toEqual({ error: 'Max tokens must be a whole number of at least 1.' });
     expect(providerFromForm({ ...form, maxTokens: '2048' })).toEqual({ ...view.provider, max_tokens: 2048 });
+  });
+
+  it('sends a context window only when one is given, and validates it', () => {
+    const form = formFromView(view);
+    expect(form.contextWindow).toBe('');
+    expect(providerFromForm(form)).toEqual(view.provider);
+    expect('context_window' in (providerFromForm(form) as object)).toBe(false);
+    expect(providerFromForm({ ...form, contextWindow: ' 32,000 ' })).toEqual({ ...view.provider, context_window: 32000 });
+    for (const bad of ['0', '-5', '1.5', 'lots']) {
+      expect(providerFromForm({ ...form, contextWindow: bad })).toEqual({
+        error: 'Context window must be a whole number of tokens of at least 1, or empty for the default.',
+      });
+    }
+    const saved = { ...view, provider: { ...view.provider, context_window: 8192 } };
+    expect(formFromView(saved).contextWindow).toBe('8192');
   });
 
   it('keeps the stored key when the field is empty', () => {

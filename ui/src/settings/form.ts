@@ -20,18 +20,39 @@ export const KIND_LABEL: Record<ProviderKind, string> = {
   openai: 'OpenAI-compatible',
 };
 
-/** What the form edits. `maxTokens` is a string because it is what the input holds. */
+/** The context window the core assumes when the field is empty (`ProviderKind::default_context_window`). */
+export const DEFAULT_CONTEXT_WINDOW: Record<ProviderKind, number> = {
+  anthropic: 200_000,
+  openai: 128_000,
+};
+
+/** What the form edits. Numbers are strings because that is what the inputs hold. */
 export interface SettingsForm {
   kind: ProviderKind;
   baseUrl: string;
   model: string;
   maxTokens: string;
+  /** Empty: the kind's default. */
+  contextWindow: string;
   apiKey: string;
 }
 
 export function formFromView(view: SettingsView): SettingsForm {
   const p = view.provider;
-  return { kind: p.kind, baseUrl: p.base_url, model: p.model, maxTokens: String(p.max_tokens), apiKey: '' };
+  return {
+    kind: p.kind,
+    baseUrl: p.base_url,
+    model: p.model,
+    maxTokens: String(p.max_tokens),
+    contextWindow: p.context_window === undefined ? '' : String(p.context_window),
+    apiKey: '',
+  };
+}
+
+/** A positive whole number, or null. */
+function positiveInt(raw: string): number | null {
+  const n = Number(raw);
+  return /^\d+$/.test(raw) && Number.isSafeInteger(n) && n >= 1 ? n : null;
 }
 
 /**
@@ -51,14 +72,23 @@ export function switchKind(form: SettingsForm, kind: ProviderKind): SettingsForm
   };
 }
 
-/** The settings to send; max tokens that are not a positive whole number come back as an error. */
+/** The settings to send; numbers that are not positive whole numbers come back as an error. */
 export function providerFromForm(form: SettingsForm): ProviderSettings | { error: string } {
-  const raw = form.maxTokens.trim();
-  const maxTokens = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(maxTokens) || maxTokens < 1) {
-    return { error: 'Max tokens must be a whole number of at least 1.' };
+  const maxTokens = positiveInt(form.maxTokens.trim());
+  if (maxTokens === null) return { error: 'Max tokens must be a whole number of at least 1.' };
+  const provider: ProviderSettings = {
+    kind: form.kind,
+    base_url: form.baseUrl.trim(),
+    model: form.model.trim(),
+    max_tokens: maxTokens,
+  };
+  const rawWindow = form.contextWindow.trim().replace(/[,_\s]/g, '');
+  if (rawWindow === '') return provider;
+  const contextWindow = positiveInt(rawWindow);
+  if (contextWindow === null) {
+    return { error: 'Context window must be a whole number of tokens of at least 1, or empty for the default.' };
   }
-  return { kind: form.kind, base_url: form.baseUrl.trim(), model: form.model.trim(), max_tokens: maxTokens };
+  return { ...provider, context_window: contextWindow };
 }
 
 /** The API key to send: null keeps the stored one. */

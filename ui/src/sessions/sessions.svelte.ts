@@ -1,0 +1,83 @@
+// The conversations for the sidebar: the list, the one shown, and which have a turn
+// running. Listens to the event stream itself (sessions_changed, turn start/finish) and
+// asks the owner to show another session through `onOpen`.
+
+import * as ipc from '../lib/ipc';
+import { PRIMARY_SESSION } from '../lib/ipc';
+import type { EventEnvelope, Op, SessionSummary } from '../lib/protocol';
+import { onSessionsChanged, renamed, trackActivity } from './state';
+
+export class SessionsStore {
+  list = $state.raw<SessionSummary[]>([]);
+  active = $state(PRIMARY_SESSION);
+  /** Sessions with a turn running (the activity dot). */
+  running = $state.raw<ReadonlySet<string>>(new Set());
+  error = $state<string | null>(null);
+
+  /** The ids there were when "New conversation" was pressed; null otherwise. */
+  #creating: ReadonlySet<string> | null = null;
+
+  readonly #onOpen: (sessionId: string, running: boolean) => void;
+
+  constructor(onOpen: (sessionId: string, running: boolean) => void) {
+    this.#onOpen = onOpen;
+  }
+
+  async start(): Promise<ipc.Unlisten> {
+    let unlisten: ipc.Unlisten = () => {};
+    try {
+      unlisten = await ipc.onEvent((event) => this.#onEvent(event));
+      this.list = await ipc.listSessions();
+      this.error = null;
+    } catch (e) {
+      this.error = `Could not list the conversations: ${ipc.toCommandError(e).message}`;
+    }
+    return unlisten;
+  }
+
+  select(sessionId: string): void {
+    if (sessionId === this.active) return;
+    this.active = sessionId;
+    this.#onOpen(sessionId, this.running.has(sessionId));
+  }
+
+  async create(): Promise<void> {
+    this.#creating = new Set(this.list.map((s) => s.id));
+    if (!(await this.#submit({ type: 'create_session' }))) this.#creating = null;
+  }
+
+  async rename(sessionId: string, title: string): Promise<void> {
+    const trimmed = title.trim();
+    const old = this.list.find((s) => s.id === sessionId);
+    if (!trimmed || !old || old.title === trimmed) return;
+    this.list = renamed(this.list, sessionId, trimmed);
+    if (!(await this.#submit({ type: 'rename_session', session_id: sessionId, title: trimmed }))) {
+      this.list = renamed(this.list, sessionId, old.title);
+    }
+  }
+
+  async remove(sessionId: string): Promise<void> {
+    if (sessionId === PRIMARY_SESSION) return;
+    await this.#submit({ type: 'delete_session', session_id: sessionId });
+  }
+
+  async #submit(op: Op): Promise<boolean> {
+    try {
+      await ipc.submit(op);
+      this.error = null;
+      return true;
+    } catch (e) {
+      this.error = ipc.toCommandError(e).message;
+      return false;
+    }
+  }
+
+  #onEvent(event: EventEnvelope): void {
+    this.running = trackActivity(this.running, event);
+    if (event.type !== 'sessions_changed') return;
+    const change = onSessionsChanged(event.sessions, this.active, this.#creating);
+    this.list = change.list;
+    this.#creating = null;
+    if (change.open !== null) this.select(change.open);
+  }
+}
