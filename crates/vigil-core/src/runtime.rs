@@ -26,6 +26,23 @@ use crate::settings;
 use crate::tools::ToolRegistry;
 use crate::workspace::Workspace;
 
+/// Titles a conversation has before its first message names it.
+const DEFAULT_TITLES: [&str; 2] = ["Conversation", "New conversation"];
+
+/// The first line of a message, shortened for the sidebar.
+fn title_from(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("Conversation");
+    let mut title: String = line.chars().take(48).collect();
+    if title.len() < line.len() {
+        title.push('…');
+    }
+    title
+}
+
 /// A cheap, clonable handle to the runtime.
 #[derive(Clone)]
 pub struct Runtime {
@@ -221,8 +238,14 @@ impl Runtime {
                 "Vigil is shutting down; the message was not sent.",
             );
         }
-        if let Err(e) = self.inner.meta.load(&session_id).map(|_| ()) {
-            return self.report(ErrorKind::Session, e.to_string());
+        match self.inner.meta.load(&session_id) {
+            Err(e) => return self.report(ErrorKind::Session, e.to_string()),
+            // A conversation is named after its first message until the user names it.
+            Ok(loaded) if DEFAULT_TITLES.contains(&loaded.meta.title.as_str()) => {
+                let done = self.inner.meta.rename(&session_id, &title_from(&text)).map(|_| ());
+                self.sessions_changed(done);
+            }
+            Ok(_) => {}
         }
         let lane = self.lane(&session_id);
         {

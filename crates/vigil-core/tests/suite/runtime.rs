@@ -197,3 +197,71 @@ async fn without_a_provider_the_message_is_kept_and_the_user_told() {
         .any(|e| matches!(e, Event::Error { kind: ErrorKind::Config, message } if message.contains("Settings"))));
     assert_eq!(rt.messages(None)[0].text(), "anyone there?");
 }
+
+#[tokio::test]
+async fn conversations_can_be_created_named_renamed_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    let ids = |rt: &vigil_core::Runtime| {
+        rt.sessions()
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.id, s.title))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&rt), vec![("main".to_string(), "Conversation".to_string())]);
+
+    rt.submit(Op::CreateSession { title: None });
+    let created = loop {
+        if let Event::SessionsChanged { sessions } = rx.recv().await.unwrap().event {
+            break sessions.into_iter().find(|s| s.id != "main").unwrap();
+        }
+    };
+    assert_eq!(created.title, "New conversation");
+    // The first message names it; the turn runs in that session, not in main.
+    rt.submit(Op::UserMessage {
+        text: "Plan the garden\nwith details".into(),
+        session_id: Some(created.id.clone()),
+    });
+    until_finished(&mut rx).await;
+    assert_eq!(
+        rt.messages(Some(&created.id)).last().unwrap().text(),
+        "echo: Plan the garden\nwith details"
+    );
+    assert!(rt.messages(None).is_empty());
+    assert!(ids(&rt).contains(&(created.id.clone(), "Plan the garden".to_string())));
+
+    rt.submit(Op::RenameSession {
+        session_id: created.id.clone(),
+        title: "Garden".into(),
+    });
+    rt.submit(Op::RenameSession {
+        session_id: created.id.clone(),
+        title: "  ".into(),
+    });
+    rt.submit(Op::DeleteSession {
+        session_id: "main".into(),
+    });
+    let mut errors = Vec::new();
+    while errors.len() < 2 {
+        if let Event::Error { message, .. } = rx.recv().await.unwrap().event {
+            errors.push(message);
+        }
+    }
+    assert!(errors[0].contains("needs a title"), "{errors:?}");
+    assert!(errors[1].contains("cannot be deleted"), "{errors:?}");
+    assert!(ids(&rt).contains(&(created.id.clone(), "Garden".to_string())));
+
+    rt.submit(Op::DeleteSession {
+        session_id: created.id.clone(),
+    });
+    loop {
+        if let Event::SessionsChanged { sessions } = rx.recv().await.unwrap().event {
+            if sessions.iter().all(|s| s.id != created.id) {
+                break;
+            }
+        }
+    }
+    assert!(!dir.path().join(format!("sessions/{}.jsonl", created.id)).exists());
+}
