@@ -59,6 +59,10 @@ test-ui:
 	npm run --silent ui:check
 	npm run --silent ui:test
 
+## Benchmarks: each prints a ratio against a baseline measured in the same run.
+bench:
+	cargo bench -p vigil-core --bench core
+
 test-e2e:
 	cargo build -p vigil-fake-llm
 	scripts/e2e.sh

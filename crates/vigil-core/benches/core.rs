@@ -1,0 +1,145 @@
+//! `cargo bench -p vigil-core --bench core` (or `make bench`): the agent loop's own costs,
+//! each printed as a ratio against a baseline measured in the same run.
+//!
+//! - session append at message 10 000 vs at message 10 (goal ≤ 2×);
+//! - loading a 10 000-message session (goal ≤ 100 ms);
+//! - core overhead per turn: a full turn against the in-process fake provider vs the same
+//!   HTTP exchange done by a bare client (goal ≤ 1 ms).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use vigil_core::clock::SystemClock;
+use vigil_core::events::CollectingSink;
+use vigil_core::protocol::{Event, Message, Op, ProviderKind};
+use vigil_core::provider::{ModelClient, ProviderConfig};
+use vigil_core::session::SessionStore;
+use vigil_fake_llm::{FakeLlm, Script, Step};
+
+fn message(i: usize) -> Message {
+    Message::user_text(
+        format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(8)),
+        i as i64,
+    )
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Median cost of one append once the session already holds `prefill` messages.
+fn append_cost(prefill: usize) -> Duration {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    for i in 0..prefill {
+        store.append("bench", &message(i)).unwrap();
+    }
+    let samples = (0..200)
+        .map(|i| {
+            let m = message(prefill + i);
+            let t = Instant::now();
+            store.append("bench", &m).unwrap();
+            t.elapsed()
+        })
+        .collect();
+    median(samples)
+}
+
+fn load_cost(n: usize) -> Duration {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    let mut text = String::new();
+    for i in 0..n {
+        text.push_str(&serde_json::to_string(&message(i)).unwrap());
+        text.push('\n');
+    }
+    std::fs::write(dir.path().join("sessions/bench.jsonl"), text).unwrap();
+    let samples = (0..15)
+        .map(|_| {
+            let t = Instant::now();
+            assert_eq!(store.load("bench").unwrap().messages.len(), n);
+            t.elapsed()
+        })
+        .collect();
+    median(samples)
+}
+
+async fn turn_overhead() -> (Duration, Duration) {
+    let fake = FakeLlm::start(Script::steps(vec![]).with_fallback(Step::text("ok")))
+        .await
+        .unwrap();
+    let mut cfg = ProviderConfig::new(ProviderKind::Anthropic, fake.anthropic_base_url(), "fake-model");
+    cfg.max_retries = 0;
+    let client = ModelClient::new(cfg.clone(), Arc::new(SystemClock)).unwrap();
+
+    // Baseline: the bare HTTP exchange, streamed to the end.
+    let bare = reqwest::Client::new();
+    let body = serde_json::json!({"model": "fake-model", "max_tokens": 16, "stream": true,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let mut base = Vec::new();
+    for _ in 0..60 {
+        let t = Instant::now();
+        let r = bare
+            .post(format!("{}/v1/messages", fake.anthropic_base_url()))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let _ = r.bytes().await.unwrap();
+        base.push(t.elapsed());
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let sink = CollectingSink::default();
+    let rt = vigil_core::Runtime::new(dir.path(), Arc::new(SystemClock), Arc::new(sink.clone())).unwrap();
+    rt.set_client(Some(client));
+    let mut full = Vec::new();
+    for i in 0..60 {
+        let t = Instant::now();
+        rt.submit(Op::UserMessage {
+            text: format!("hi {i}"),
+            session_id: None,
+        });
+        loop {
+            if sink
+                .take()
+                .iter()
+                .any(|e| matches!(e.event, Event::TurnFinished { .. }))
+            {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        full.push(t.elapsed());
+    }
+    rt.shutdown().await;
+    (median(base), median(full))
+}
+
+fn main() {
+    let small = append_cost(10);
+    let large = append_cost(10_000);
+    println!(
+        "session append: at message 10 {:?}, at message 10 000 {:?} -> ratio {:.2}x (goal <= 2x)",
+        small,
+        large,
+        large.as_secs_f64() / small.as_secs_f64()
+    );
+    let load = load_cost(10_000);
+    println!(
+        "session load: 10 000 messages in {:?} (goal <= 100 ms) -> {:.2}x of the goal",
+        load,
+        load.as_secs_f64() / 0.1
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (base, full) = rt.block_on(turn_overhead());
+    let overhead = full.saturating_sub(base);
+    println!(
+        "turn: bare HTTP exchange {:?}, full turn {:?} -> core overhead {:?} per turn ({:.2}x the exchange; goal <= 1 ms)",
+        base,
+        full,
+        overhead,
+        full.as_secs_f64() / base.as_secs_f64()
+    );
+}
