@@ -7,6 +7,7 @@
 //!
 //! - [`runtime`] — the clonable handle front ends hold: takes `Op`s, runs turns per session lane.
 //! - [`agent`] — one turn: save the user message, stream the reply, save the reply.
+//! - [`approval`] — may the agent run this command / touch this file? Policy, asking, "always".
 //! - [`tools`] — the tool registry the agent runs model calls through, and the built-in
 //!   workspace file tools `read`, `write` and `edit`.
 //! - [`provider`] — streaming clients for the Anthropic and OpenAI-compatible APIs, retries.
@@ -23,6 +24,7 @@
 //! - [`clock`] — injected time, so tests never sleep.
 
 pub mod agent;
+pub mod approval;
 pub mod clock;
 pub mod events;
 pub mod provider;

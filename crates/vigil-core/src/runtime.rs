@@ -13,10 +13,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use vigil_protocol::{
-    ConnectionVerdict, ErrorKind, Event, Message, Op, ProviderSettings, Scope, SessionSummary, SettingsView, Source,
+    ApprovalPolicy, ConnectionVerdict, ErrorKind, Event, Message, Op, ProviderSettings, Scope, SessionSummary,
+    SettingsView, Source,
 };
 
 use crate::agent::{AgentConfig, SteerQueue, Turn};
+use crate::approval::Approvals;
 use crate::clock::Clock;
 use crate::events::{Emitter, EventSink};
 use crate::provider::ModelClient;
@@ -57,6 +59,9 @@ struct Inner {
     meta: MetaStore,
     secrets: Secrets,
     tools: ToolRegistry,
+    approvals: Approvals,
+    /// Problems found while opening (an unreadable approvals file…), shown in Settings.
+    startup_warnings: Vec<String>,
     workspace: Workspace,
     /// `std` lock: cloned at turn start, replaced when settings change.
     agent_config: RwLock<AgentConfig>,
@@ -104,6 +109,16 @@ impl Runtime {
     pub fn new(data_dir: &Path, clock: Arc<dyn Clock>, sink: Arc<dyn EventSink>) -> Result<Self, SessionError> {
         let store = SessionStore::open_with(data_dir, clock.clone(), LockOptions::default())?;
         let meta = MetaStore::new(store.clone(), clock.clone());
+        // VIGIL_APPROVAL_POLICY overrides the stored policy, for scripts.
+        let policy = std::env::var("VIGIL_APPROVAL_POLICY")
+            .ok()
+            .and_then(|p| ApprovalPolicy::parse(&p))
+            .unwrap_or_default();
+        let (approvals, approval_warnings) = Approvals::open(data_dir, policy);
+        for w in &approval_warnings {
+            tracing::warn!("{w}");
+        }
+        let startup_warnings = approval_warnings;
         let workspace_dir = data_dir.join("workspace");
         let workspace = Workspace::open(&workspace_dir).map_err(|source| SessionError::Io {
             action: "create",
@@ -119,6 +134,8 @@ impl Runtime {
                 meta,
                 secrets: Secrets::new(data_dir),
                 tools: ToolRegistry::with_builtins(),
+                approvals,
+                startup_warnings,
                 workspace,
                 agent_config: RwLock::new(AgentConfig::default()),
                 client: RwLock::new(None),
@@ -181,6 +198,14 @@ impl Runtime {
                 }
                 self.sessions_changed(done);
             }
+            Op::Approval { id, decision } => {
+                if !self.inner.approvals.answer(&id, decision) {
+                    self.report(
+                        ErrorKind::InvalidOp,
+                        format!("No approval request {id} is waiting (already answered or cancelled)."),
+                    );
+                }
+            }
             Op::Shutdown => self.inner.shutdown.cancel(),
         }
     }
@@ -240,12 +265,17 @@ impl Runtime {
         }
         match self.inner.meta.load(&session_id) {
             Err(e) => return self.report(ErrorKind::Session, e.to_string()),
-            // A conversation is named after its first message until the user names it.
-            Ok(loaded) if DEFAULT_TITLES.contains(&loaded.meta.title.as_str()) => {
-                let done = self.inner.meta.rename(&session_id, &title_from(&text)).map(|_| ());
-                self.sessions_changed(done);
+            Ok(loaded) => {
+                // A metadata file that fell back to its backup says so.
+                for warning in loaded.warnings {
+                    self.report(ErrorKind::Storage, warning);
+                }
+                // A conversation is named after its first message until the user names it.
+                if DEFAULT_TITLES.contains(&loaded.meta.title.as_str()) {
+                    let done = self.inner.meta.rename(&session_id, &title_from(&text)).map(|_| ());
+                    self.sessions_changed(done);
+                }
             }
-            Ok(_) => {}
         }
         let lane = self.lane(&session_id);
         {
@@ -362,6 +392,11 @@ impl Runtime {
         }
     }
 
+    /// The approval gate shared by the tools.
+    pub fn approvals(&self) -> &Approvals {
+        &self.inner.approvals
+    }
+
     /// The agent's workspace folder.
     pub fn workspace(&self) -> &Path {
         self.inner.workspace.root()
@@ -385,6 +420,8 @@ impl Runtime {
     /// Resolves settings (stored + environment + key) and swaps the client used by the next
     /// turn. Running turns keep the client they started with.
     pub fn apply_settings(&self, stored: Option<ProviderSettings>, warnings: Vec<String>) -> SettingsView {
+        let mut warnings = warnings;
+        warnings.extend(self.inner.startup_warnings.iter().cloned());
         let mut resolved = settings::resolve(stored, &self.inner.secrets, warnings);
         let p = &resolved.view.provider;
         let window = p.context_window.unwrap_or_else(|| p.kind.default_context_window());

@@ -21,7 +21,7 @@ pub mod settings;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-pub use settings::{ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings, SettingsView};
+pub use settings::{ApprovalPolicy, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings, SettingsView};
 
 /// A command into the runtime. Scripts depend on these names: keep them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -50,8 +50,34 @@ pub enum Op {
     RenameSession { session_id: String, title: String },
     /// Delete a conversation and its transcript (not the primary one).
     DeleteSession { session_id: String },
+    /// Answer an `approval_requested` event.
+    Approval { id: String, decision: ApprovalDecision },
     /// Finish or cancel running turns and stop the runtime.
     Shutdown,
+}
+
+/// How the user answered an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Run it this once.
+    Approve,
+    /// Run it, and anything with the same command prefix from now on.
+    Always,
+    /// Don't run it; the agent is told so.
+    Deny,
+}
+
+/// What an approval request is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalKind {
+    /// A shell command.
+    Exec,
+    /// Reading a file outside the workspace.
+    ReadOutside,
+    /// Creating or changing a file outside the workspace.
+    WriteOutside,
 }
 
 /// Which kind of work an event belongs to.
@@ -154,6 +180,22 @@ pub enum Event {
     },
     /// The list of conversations changed.
     SessionsChanged { sessions: Vec<SessionSummary> },
+    /// The agent wants to do something the approval policy asks the user about.
+    /// Answer with the `approval` op; the tool waits (Stop cancels it).
+    ApprovalRequested {
+        id: String,
+        kind: ApprovalKind,
+        /// The command, or the path for file access.
+        command: String,
+        /// What "always" would remember (e.g. `cargo build`).
+        prefix: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        cwd: Option<String>,
+    },
+    /// An approval request was answered (by the user, a remembered rule, or a denial
+    /// because nobody was there to ask).
+    ApprovalResolved { id: String, decision: ApprovalDecision },
     /// Something failed; `message` is written for the user.
     Error { kind: ErrorKind, message: String },
     /// A native notification was requested.
@@ -375,6 +417,9 @@ pub fn typescript_bindings() -> String {
         Message::decl(&cfg),
         ContentBlock::decl(&cfg),
         MessageKind::decl(&cfg),
+        ApprovalDecision::decl(&cfg),
+        ApprovalKind::decl(&cfg),
+        ApprovalPolicy::decl(&cfg),
         SessionSummary::decl(&cfg),
         History::decl(&cfg),
         CommandError::decl(&cfg),

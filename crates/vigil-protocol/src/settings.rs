@@ -71,6 +71,33 @@ impl Default for ProviderSettings {
     }
 }
 
+/// What the agent may do without asking.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalPolicy {
+    /// Ask before each command (and file access outside the workspace) not yet approved.
+    #[default]
+    Ask,
+    /// Run only what was approved with "always"; deny the rest without asking.
+    Allowlist,
+    /// Run everything without asking.
+    FullAuto,
+    /// No commands, no writes outside the workspace; reading is allowed.
+    ReadOnly,
+}
+
+impl ApprovalPolicy {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_lowercase().replace('_', "-").as_str() {
+            "ask" => Some(Self::Ask),
+            "allowlist" => Some(Self::Allowlist),
+            "full-auto" | "fullauto" | "auto" => Some(Self::FullAuto),
+            "read-only" | "readonly" => Some(Self::ReadOnly),
+            _ => None,
+        }
+    }
+}
+
 /// Where the API key is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]

@@ -3,7 +3,7 @@
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
 
-export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "shutdown" };
+export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "shutdown" };
 
 export type Scope = "primary" | "heartbeat" | "job" | "app";
 
@@ -21,9 +21,25 @@ ts: number, session_id: string | null, scope: Scope, source: Source,
 /**
  * The turn (run) this event belongs to, if any.
  */
-run_id: string | null, } & ({ "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, } | { "type": "message_appended", message: Message, });
+run_id: string | null, } & ({ "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", id: string, kind: ApprovalKind, 
+/**
+ * The command, or the path for file access.
+ */
+command: string, 
+/**
+ * What "always" would remember (e.g. `cargo build`).
+ */
+prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, } | { "type": "message_appended", message: Message, });
 
-export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, } | { "type": "message_appended", message: Message, };
+export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", id: string, kind: ApprovalKind, 
+/**
+ * The command, or the path for file access.
+ */
+command: string, 
+/**
+ * What "always" would remember (e.g. `cargo build`).
+ */
+prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, } | { "type": "message_appended", message: Message, };
 
 export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "policy" | "error";
 
@@ -46,6 +62,12 @@ kind?: MessageKind, };
 export type ContentBlock = { "type": "text", text: string, } | { "type": "thinking", thinking: string, signature?: string, } | { "type": "tool_use", id: string, name: string, input: JsonValue, } | { "type": "tool_result", tool_use_id: string, content: string, is_error: boolean, } | { "type": "context", text: string, };
 
 export type MessageKind = { "type": "plain" } | { "type": "interrupt" } | { "type": "summary", replaces_before: number, };
+
+export type ApprovalDecision = "approve" | "always" | "deny";
+
+export type ApprovalKind = "exec" | "read_outside" | "write_outside";
+
+export type ApprovalPolicy = "ask" | "allowlist" | "full-auto" | "read-only";
 
 export type SessionSummary = { id: string, title: string, created_at: number, updated_at: number, };
 

@@ -1,0 +1,411 @@
+//! # approval
+//!
+//! Owns the question "may the agent do this?" for shell commands and file access outside
+//! the workspace. The policy (`ask`, `allowlist`, `full-auto`, `read-only`) decides; under
+//! `ask` the user is asked through an `approval_requested` event and answers with the
+//! `approval` op. "Always" remembers the command's prefix in `approvals.json` (written
+//! atomically). A run with nobody at the screen (heartbeat, routines) never waits on a
+//! prompt: what is not already approved is denied, with a notification saying so.
+//!
+//! Must never: run anything itself, or block a turn on a question nobody can answer.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use vigil_protocol::{ApprovalDecision, ApprovalKind, ApprovalPolicy, Event, Source};
+
+use crate::events::Emitter;
+
+/// One thing the agent wants to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub kind: ApprovalKind,
+    /// The command, or the path.
+    pub subject: String,
+    pub cwd: Option<String>,
+    /// Whether someone can be asked (a user turn) or not (heartbeat, routine).
+    pub interactive: bool,
+}
+
+/// The answer, with the reason the agent is told when it is a no.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    Denied(String),
+}
+
+/// A remembered "always".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rule {
+    pub kind: ApprovalKind,
+    pub prefix: String,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct RuleFile {
+    rules: Vec<Rule>,
+}
+
+/// The approval gate: cheap to clone, shared by every tool.
+#[derive(Clone)]
+pub struct Approvals {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    /// `std` locks: never held across an await.
+    policy: Mutex<ApprovalPolicy>,
+    rules: Mutex<Vec<Rule>>,
+    pending: Mutex<HashMap<String, oneshot::Sender<ApprovalDecision>>>,
+}
+
+/// What "always" remembers for a command: the program and, when it has one, its
+/// subcommand (`cargo build`, `git status`), so approving `git status` does not approve
+/// `git push`. For paths: the folder.
+pub fn prefix_of(kind: ApprovalKind, subject: &str) -> String {
+    match kind {
+        ApprovalKind::Exec => {
+            let mut words = subject.split_whitespace();
+            let program = words.next().unwrap_or("").to_string();
+            match words.next() {
+                Some(sub)
+                    if sub.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                        && !sub.starts_with('-') =>
+                {
+                    format!("{program} {sub}")
+                }
+                _ => program,
+            }
+        }
+        ApprovalKind::ReadOutside | ApprovalKind::WriteOutside => Path::new(subject)
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| subject.to_string()),
+    }
+}
+
+fn matches(rule: &Rule, kind: ApprovalKind, subject: &str) -> bool {
+    if rule.kind != kind {
+        return false;
+    }
+    match kind {
+        ApprovalKind::Exec => {
+            // A whole-word prefix: `cargo build` covers `cargo build --release`, not `cargo buildx`.
+            subject == rule.prefix || subject.starts_with(&format!("{} ", rule.prefix))
+        }
+        _ => Path::new(subject).starts_with(&rule.prefix),
+    }
+}
+
+impl Approvals {
+    /// Loads remembered rules from `<data_dir>/approvals.json`; an unreadable file is kept
+    /// aside and reported, and no rule is assumed.
+    pub fn open(data_dir: &Path, policy: ApprovalPolicy) -> (Self, Vec<String>) {
+        let path = data_dir.join("approvals.json");
+        let mut warnings = Vec::new();
+        let rules = match std::fs::read_to_string(&path) {
+            Ok(text) => match serde_json::from_str::<RuleFile>(&text) {
+                Ok(f) => f.rules,
+                Err(e) => {
+                    let aside = crate::settings::set_aside(&path, 0);
+                    warnings.push(format!(
+                        "Remembered approvals in {} could not be read ({e}); kept as {} and none are assumed.",
+                        path.display(),
+                        aside.display()
+                    ));
+                    vec![]
+                }
+            },
+            Err(_) => vec![],
+        };
+        let inner = Inner {
+            path,
+            policy: Mutex::new(policy),
+            rules: Mutex::new(rules),
+            pending: Mutex::new(HashMap::new()),
+        };
+        (Self { inner: Arc::new(inner) }, warnings)
+    }
+
+    pub fn policy(&self) -> ApprovalPolicy {
+        *self.inner.policy.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn set_policy(&self, policy: ApprovalPolicy) {
+        *self.inner.policy.lock().unwrap_or_else(|e| e.into_inner()) = policy;
+    }
+
+    pub fn rules(&self) -> Vec<Rule> {
+        self.inner.rules.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Forgets a remembered rule.
+    pub fn forget(&self, kind: ApprovalKind, prefix: &str) -> std::io::Result<()> {
+        self.inner
+            .rules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|r| !(r.kind == kind && r.prefix == prefix));
+        self.save()
+    }
+
+    fn remembered(&self, kind: ApprovalKind, subject: &str) -> bool {
+        self.inner
+            .rules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|r| matches(r, kind, subject))
+    }
+
+    fn remember(&self, kind: ApprovalKind, subject: &str, now_ms: i64) -> std::io::Result<()> {
+        {
+            let mut rules = self.inner.rules.lock().unwrap_or_else(|e| e.into_inner());
+            let prefix = prefix_of(kind, subject);
+            if !rules.iter().any(|r| r.kind == kind && r.prefix == prefix) {
+                rules.push(Rule {
+                    kind,
+                    prefix,
+                    created_at: now_ms,
+                });
+            }
+        }
+        self.save()
+    }
+
+    fn save(&self) -> std::io::Result<()> {
+        let file = RuleFile { rules: self.rules() };
+        let json = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
+        let mut f = atomic_write_file::AtomicWriteFile::options().open(&self.inner.path)?;
+        f.write_all(&json)?;
+        f.commit()
+    }
+
+    /// Decides; under `ask` with someone at the screen, asks and waits for the answer
+    /// (or for `cancel`, which denies).
+    pub async fn check(&self, request: Request, emitter: &Emitter, now_ms: i64, cancel: &CancellationToken) -> Verdict {
+        let policy = self.policy();
+        let what = match request.kind {
+            ApprovalKind::Exec => format!("the command `{}`", request.subject),
+            ApprovalKind::ReadOutside => format!("reading {} (outside the workspace)", request.subject),
+            ApprovalKind::WriteOutside => format!("changing {} (outside the workspace)", request.subject),
+        };
+        match policy {
+            ApprovalPolicy::FullAuto => return Verdict::Allowed,
+            ApprovalPolicy::ReadOnly if request.kind == ApprovalKind::ReadOutside => return Verdict::Allowed,
+            ApprovalPolicy::ReadOnly => {
+                return Verdict::Denied(format!("Denied: {what}. The approval policy is read-only; ask the user to change it in Settings."))
+            }
+            _ if self.remembered(request.kind, &request.subject) => return Verdict::Allowed,
+            ApprovalPolicy::Allowlist => {
+                return Verdict::Denied(format!(
+                    "Denied: {what} is not on the allowlist. The user can approve it with \"always\" when the policy is `ask`."
+                ))
+            }
+            ApprovalPolicy::Ask => {}
+        }
+        if !request.interactive {
+            emitter.emit(
+                Source::System,
+                Event::Notification {
+                    title: "Vigil needs your approval".into(),
+                    body: format!("A background task wanted to run {what}; it was denied because nobody was asked."),
+                },
+            );
+            return Verdict::Denied(format!(
+                "Denied: {what} needs the user's approval and this run has nobody to ask. Ask the user in the conversation instead."
+            ));
+        }
+        let id = uuid::Uuid::new_v4().to_string();
+        let (tx, rx) = oneshot::channel();
+        self.inner
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.clone(), tx);
+        emitter.emit(
+            Source::Agent,
+            Event::ApprovalRequested {
+                id: id.clone(),
+                kind: request.kind,
+                prefix: prefix_of(request.kind, &request.subject),
+                command: request.subject.clone(),
+                cwd: request.cwd.clone(),
+            },
+        );
+        let decision = tokio::select! {
+            d = rx => d.unwrap_or(ApprovalDecision::Deny),
+            _ = cancel.cancelled() => {
+                self.inner.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                ApprovalDecision::Deny
+            }
+        };
+        emitter.emit(Source::User, Event::ApprovalResolved { id, decision });
+        match decision {
+            ApprovalDecision::Approve => Verdict::Allowed,
+            ApprovalDecision::Always => {
+                if let Err(e) = self.remember(request.kind, &request.subject, now_ms) {
+                    tracing::warn!("could not save the approval: {e}");
+                }
+                Verdict::Allowed
+            }
+            ApprovalDecision::Deny => Verdict::Denied(format!("The user denied {what}.")),
+        }
+    }
+
+    /// Delivers the user's answer; false if nothing waits under `id` (already answered).
+    pub fn answer(&self, id: &str, decision: ApprovalDecision) -> bool {
+        let waiting = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        waiting.is_some_and(|tx| tx.send(decision).is_ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::events::CollectingSink;
+
+    fn exec(cmd: &str, interactive: bool) -> Request {
+        Request {
+            kind: ApprovalKind::Exec,
+            subject: cmd.into(),
+            cwd: None,
+            interactive,
+        }
+    }
+
+    fn emitter(sink: &CollectingSink) -> Emitter {
+        Emitter::new(Arc::new(sink.clone()), Arc::new(ManualClock::new(0)))
+    }
+
+    #[test]
+    fn prefixes_keep_the_subcommand() {
+        assert_eq!(prefix_of(ApprovalKind::Exec, "cargo build --release"), "cargo build");
+        assert_eq!(prefix_of(ApprovalKind::Exec, "ls -la /tmp"), "ls");
+        assert_eq!(prefix_of(ApprovalKind::Exec, "git status"), "git status");
+        let rule = Rule {
+            kind: ApprovalKind::Exec,
+            prefix: "cargo build".into(),
+            created_at: 0,
+        };
+        assert!(matches(&rule, ApprovalKind::Exec, "cargo build --release"));
+        assert!(!matches(&rule, ApprovalKind::Exec, "cargo buildx"));
+        assert!(!matches(&rule, ApprovalKind::Exec, "cargo test"));
+    }
+
+    #[tokio::test]
+    async fn ask_waits_for_the_user_and_always_is_remembered_across_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let (approvals, _) = Approvals::open(dir.path(), ApprovalPolicy::Ask);
+        let sink = CollectingSink::default();
+        let em = emitter(&sink);
+        let asking = {
+            let (a, em) = (approvals.clone(), em.clone());
+            tokio::spawn(async move {
+                a.check(exec("cargo build", true), &em, 5, &CancellationToken::new())
+                    .await
+            })
+        };
+        let id = loop {
+            let found = sink.events.lock().unwrap().iter().find_map(|e| match &e.event {
+                Event::ApprovalRequested { id, prefix, .. } => {
+                    assert_eq!(prefix, "cargo build");
+                    Some(id.clone())
+                }
+                _ => None,
+            });
+            if let Some(id) = found {
+                break id;
+            }
+            tokio::task::yield_now().await;
+        };
+        assert!(approvals.answer(&id, ApprovalDecision::Always));
+        assert_eq!(asking.await.unwrap(), Verdict::Allowed);
+        assert!(!approvals.answer(&id, ApprovalDecision::Deny), "answered once");
+
+        let (again, warnings) = Approvals::open(dir.path(), ApprovalPolicy::Ask);
+        assert!(warnings.is_empty());
+        assert_eq!(
+            again
+                .check(exec("cargo build --release", false), &em, 6, &CancellationToken::new())
+                .await,
+            Verdict::Allowed
+        );
+    }
+
+    #[tokio::test]
+    async fn nobody_at_the_screen_means_denied_with_a_notification() {
+        let dir = tempfile::tempdir().unwrap();
+        let (approvals, _) = Approvals::open(dir.path(), ApprovalPolicy::Ask);
+        let sink = CollectingSink::default();
+        let v = approvals
+            .check(
+                exec("rm -rf build", false),
+                &emitter(&sink),
+                0,
+                &CancellationToken::new(),
+            )
+            .await;
+        assert!(matches!(&v, Verdict::Denied(m) if m.contains("nobody to ask")), "{v:?}");
+        assert!(sink
+            .take()
+            .iter()
+            .any(|e| matches!(e.event, Event::Notification { .. })));
+    }
+
+    #[tokio::test]
+    async fn policies_decide_without_asking() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, _) = Approvals::open(dir.path(), ApprovalPolicy::FullAuto);
+        let sink = CollectingSink::default();
+        let em = emitter(&sink);
+        let c = CancellationToken::new();
+        assert_eq!(a.check(exec("make", true), &em, 0, &c).await, Verdict::Allowed);
+        a.set_policy(ApprovalPolicy::ReadOnly);
+        assert!(matches!(a.check(exec("make", true), &em, 0, &c).await, Verdict::Denied(m) if m.contains("read-only")));
+        let read = Request {
+            kind: ApprovalKind::ReadOutside,
+            subject: "/etc/hosts".into(),
+            cwd: None,
+            interactive: true,
+        };
+        assert_eq!(a.check(read, &em, 0, &c).await, Verdict::Allowed);
+        a.set_policy(ApprovalPolicy::Allowlist);
+        assert!(matches!(a.check(exec("make", true), &em, 0, &c).await, Verdict::Denied(m) if m.contains("allowlist")));
+        assert!(
+            sink.take()
+                .iter()
+                .all(|e| !matches!(e.event, Event::ApprovalRequested { .. })),
+            "never asked"
+        );
+    }
+
+    #[tokio::test]
+    async fn stop_while_asking_denies() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, _) = Approvals::open(dir.path(), ApprovalPolicy::Ask);
+        let sink = CollectingSink::default();
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let v = a.check(exec("make", true), &emitter(&sink), 0, &cancel).await;
+        assert!(matches!(v, Verdict::Denied(_)));
+    }
+
+    #[test]
+    fn an_unreadable_rule_file_is_kept_aside_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("approvals.json"), "{nope").unwrap();
+        let (a, warnings) = Approvals::open(dir.path(), ApprovalPolicy::Ask);
+        assert_eq!(warnings.len(), 1);
+        assert!(a.rules().is_empty());
+        assert!(dir.path().join("approvals.json.broken-0").exists());
+    }
+}
