@@ -4,7 +4,8 @@
 use tauri::State;
 use tauri_plugin_store::StoreExt;
 use vigil_core::protocol::{
-    CommandError, ConnectionVerdict, History, Op, ProviderSettings, SessionSummary, SettingsView,
+    ApprovalKind, ApprovalPolicy, ApprovalsView, CommandError, ConnectionVerdict, History, Op, ProviderSettings,
+    SessionSummary, SettingsView,
 };
 use vigil_core::settings::{self, PROVIDER_KEY};
 
@@ -95,4 +96,62 @@ pub async fn test_connection(
 pub async fn notify(state: State<'_, AppState>, title: String, body: String) -> Result<(), CommandError> {
     state.runtime.notify(title, body);
     Ok(())
+}
+
+/// The store key of the approval policy.
+pub const APPROVAL_POLICY_KEY: &str = "approval_policy";
+
+#[tauri::command]
+pub async fn get_approvals(state: State<'_, AppState>) -> Result<ApprovalsView, CommandError> {
+    Ok(state.runtime.approvals().view())
+}
+
+/// Saves the policy; applies to the next check. Refused while the environment fixes it.
+#[tauri::command]
+pub async fn set_approval_policy(
+    app: tauri::AppHandle,
+    state: State<'_, AppState>,
+    policy: ApprovalPolicy,
+) -> Result<ApprovalsView, CommandError> {
+    let approvals = state.runtime.approvals();
+    if approvals.view().policy_from_env {
+        return Err(error(
+            "invalid_settings",
+            "VIGIL_APPROVAL_POLICY is set in the environment; it decides the policy.",
+        ));
+    }
+    let store = app.store(&state.settings_path).map_err(|e| error("storage", e))?;
+    store.set(
+        APPROVAL_POLICY_KEY,
+        serde_json::to_value(policy).map_err(|e| error("storage", e))?,
+    );
+    store.save().map_err(|e| error("storage", e))?;
+    approvals.set_policy(policy);
+    Ok(approvals.view())
+}
+
+#[tauri::command]
+pub async fn forget_approval(
+    state: State<'_, AppState>,
+    kind: ApprovalKind,
+    prefix: String,
+) -> Result<ApprovalsView, CommandError> {
+    let approvals = state.runtime.approvals();
+    approvals.forget(kind, &prefix).map_err(|e| error("storage", e))?;
+    Ok(approvals.view())
+}
+
+/// Applies the stored approval policy at start-up (the environment, if set, wins).
+pub fn restore_approval_policy(app: &tauri::AppHandle, state: &AppState) {
+    if state.runtime.approvals().view().policy_from_env {
+        return;
+    }
+    let stored = app
+        .store(&state.settings_path)
+        .ok()
+        .and_then(|s| s.get(APPROVAL_POLICY_KEY))
+        .and_then(|v| serde_json::from_value::<ApprovalPolicy>(v).ok());
+    if let Some(policy) = stored {
+        state.runtime.approvals().set_policy(policy);
+    }
 }

@@ -74,6 +74,7 @@ pub fn run() {
                 settings_path: dir.join(vigil_core::settings::SETTINGS_FILE),
                 startup_warnings: std::sync::Mutex::new(warnings),
             });
+            commands::restore_approval_policy(app.handle(), &app.state::<AppState>());
             Ok(())
         })
         .invoke_handler(tauri::generate_handler![
@@ -84,6 +85,9 @@ pub fn run() {
             commands::save_settings,
             commands::test_connection,
             commands::notify,
+            commands::get_approvals,
+            commands::set_approval_policy,
+            commands::forget_approval,
         ])
         .build(tauri::generate_context!());
     let app = match result {

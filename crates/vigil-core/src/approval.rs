@@ -39,13 +39,8 @@ pub enum Verdict {
     Denied(String),
 }
 
-/// A remembered "always".
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rule {
-    pub kind: ApprovalKind,
-    pub prefix: String,
-    pub created_at: i64,
-}
+/// A remembered "always" (the wire type, so the settings pane shows exactly what is stored).
+pub type Rule = vigil_protocol::ApprovalRule;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct RuleFile {
@@ -132,6 +127,18 @@ impl Approvals {
             pending: Mutex::new(HashMap::new()),
         };
         (Self { inner: Arc::new(inner) }, warnings)
+    }
+
+    /// The settings pane's view.
+    pub fn view(&self) -> vigil_protocol::ApprovalsView {
+        vigil_protocol::ApprovalsView {
+            policy: self.policy(),
+            policy_from_env: std::env::var("VIGIL_APPROVAL_POLICY")
+                .ok()
+                .and_then(|p| ApprovalPolicy::parse(&p))
+                .is_some(),
+            rules: self.rules(),
+        }
     }
 
     pub fn policy(&self) -> ApprovalPolicy {

@@ -21,7 +21,10 @@ pub mod settings;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-pub use settings::{ApprovalPolicy, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings, SettingsView};
+pub use settings::{
+    ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings,
+    SettingsView,
+};
 
 /// A command into the runtime. Scripts depend on these names: keep them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -420,6 +423,8 @@ pub fn typescript_bindings() -> String {
         ApprovalDecision::decl(&cfg),
         ApprovalKind::decl(&cfg),
         ApprovalPolicy::decl(&cfg),
+        ApprovalRule::decl(&cfg),
+        ApprovalsView::decl(&cfg),
         SessionSummary::decl(&cfg),
         History::decl(&cfg),
         CommandError::decl(&cfg),

@@ -98,6 +98,25 @@ impl ApprovalPolicy {
     }
 }
 
+/// A remembered "always" approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ApprovalRule {
+    pub kind: crate::ApprovalKind,
+    /// `cargo build` for commands; a folder for file access.
+    pub prefix: String,
+    #[ts(type = "number")]
+    pub created_at: i64,
+}
+
+/// The settings pane's view of approvals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ApprovalsView {
+    pub policy: ApprovalPolicy,
+    /// True when `VIGIL_APPROVAL_POLICY` fixes the policy (the UI shows it read-only).
+    pub policy_from_env: bool,
+    pub rules: Vec<ApprovalRule>,
+}
+
 /// Where the API key is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]

@@ -69,6 +69,18 @@ export type ApprovalKind = "exec" | "read_outside" | "write_outside";
 
 export type ApprovalPolicy = "ask" | "allowlist" | "full-auto" | "read-only";
 
+export type ApprovalRule = { kind: ApprovalKind, 
+/**
+ * `cargo build` for commands; a folder for file access.
+ */
+prefix: string, created_at: number, };
+
+export type ApprovalsView = { policy: ApprovalPolicy, 
+/**
+ * True when `VIGIL_APPROVAL_POLICY` fixes the policy (the UI shows it read-only).
+ */
+policy_from_env: boolean, rules: Array<ApprovalRule>, };
+
 export type SessionSummary = { id: string, title: string, created_at: number, updated_at: number, };
 
 export type History = { session_id: string, messages: Array<Message>, 
