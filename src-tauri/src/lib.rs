@@ -25,7 +25,7 @@ struct WindowSink(tauri::AppHandle);
 
 impl EventSink for WindowSink {
     fn emit(&self, envelope: EventEnvelope) {
-        if let Event::Notification { title, body } = &envelope.event {
+        if let Event::Notification { title, body, .. } = &envelope.event {
             if let Err(e) = self.0.notification().builder().title(title).body(body).show() {
                 tracing::warn!("could not show a notification: {e}");
             }
