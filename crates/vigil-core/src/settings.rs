@@ -36,7 +36,12 @@ pub struct StoreFile {
 pub fn read_config_file(path: &Path) -> (StoreFile, Vec<String>) {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) => return (StoreFile::default(), vec![format!("Could not read {}: {e}", path.display())]),
+        Err(e) => {
+            return (
+                StoreFile::default(),
+                vec![format!("Could not read {}: {e}", path.display())],
+            )
+        }
     };
     match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(v) => store_entries(&v, path),
@@ -56,7 +61,10 @@ pub fn load_heartbeat(data_dir: &Path) -> (Option<HeartbeatSettings>, Vec<String
     match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(v) => {
             let (file, warnings) = store_entries(&v, &path);
-            (file.heartbeat, warnings.into_iter().filter(|w| w.contains("heartbeat")).collect())
+            (
+                file.heartbeat,
+                warnings.into_iter().filter(|w| w.contains("heartbeat")).collect(),
+            )
         }
         Err(_) => (None, vec![]),
     }

@@ -151,7 +151,12 @@ mod tests {
     fn the_context_section_lists_them() {
         let q = SystemEvents::new();
         assert_eq!(context_section(&q.peek("main")), None);
-        q.enqueue("main", "Exec completed (a1, code 0) :: ok\nline 2", SystemEventKind::ExecFinished, 1);
+        q.enqueue(
+            "main",
+            "Exec completed (a1, code 0) :: ok\nline 2",
+            SystemEventKind::ExecFinished,
+            1,
+        );
         assert_eq!(
             context_section(&q.peek("main")).unwrap(),
             "## System Events\n- [SYSTEM] Exec completed (a1, code 0) :: ok\n  line 2"

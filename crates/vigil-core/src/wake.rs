@@ -18,7 +18,6 @@
 //! remove a newer one; decide what a run does (that is the handler's business).
 
 use std::collections::{BTreeMap, HashMap};
-use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
@@ -353,12 +352,10 @@ async fn run(shared: Arc<Shared>, shutdown: CancellationToken) {
     persist(&shared);
 }
 
-fn sleep_until(due: Option<Instant>) -> impl Future<Output = ()> {
-    async move {
-        match due {
-            Some(d) => tokio::time::sleep_until(d).await,
-            None => std::future::pending().await,
-        }
+async fn sleep_until(due: Option<Instant>) {
+    match due {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -488,7 +485,10 @@ fn restore(path: Option<&PathBuf>) -> Vec<PendingWake> {
     match serde_json::from_slice::<PersistedFile>(&bytes) {
         Ok(f) => f.pending,
         Err(e) => {
-            tracing::warn!("pending wakes in {} are unreadable ({e}); starting without them", path.display());
+            tracing::warn!(
+                "pending wakes in {} are unreadable ({e}); starting without them",
+                path.display()
+            );
             vec![]
         }
     }

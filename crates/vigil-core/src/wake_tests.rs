@@ -58,7 +58,11 @@ async fn ten_thousand_requests_in_one_window_make_one_run() {
     settle(Duration::from_secs(5)).await;
     let calls = rec.calls.lock().unwrap().clone();
     assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].1 - t0, Duration::from_millis(250), "fires once the window closes");
+    assert_eq!(
+        calls[0].1 - t0,
+        Duration::from_millis(250),
+        "fires once the window closes"
+    );
     let stats = wake.stats();
     assert_eq!((stats.requested, stats.coalesced, stats.handled), (10_000, 9_999, 1));
 }
@@ -85,7 +89,12 @@ async fn higher_priority_replaces_and_equal_priority_latest_wins() {
     settle(Duration::from_secs(1)).await;
     assert_eq!(
         rec.reasons(),
-        [WakeReason::Interval, WakeReason::Cron, WakeReason::Cron, WakeReason::Manual]
+        [
+            WakeReason::Interval,
+            WakeReason::Cron,
+            WakeReason::Cron,
+            WakeReason::Manual
+        ]
     );
 }
 

@@ -474,11 +474,26 @@ mod tests {
     #[test]
     fn wake_ops_and_heartbeat_events_have_their_headless_shapes() {
         let op: Op = serde_json::from_value(json!({"type": "wake", "reason": "manual"})).unwrap();
-        assert_eq!(op, Op::Wake { reason: WakeReason::Manual });
+        assert_eq!(
+            op,
+            Op::Wake {
+                reason: WakeReason::Manual
+            }
+        );
         let op: Op = serde_json::from_value(json!({"type": "wake"})).unwrap();
-        assert_eq!(op, Op::Wake { reason: WakeReason::Manual });
+        assert_eq!(
+            op,
+            Op::Wake {
+                reason: WakeReason::Manual
+            }
+        );
         let op: Op = serde_json::from_value(json!({"type": "wake", "reason": "exec-event"})).unwrap();
-        assert_eq!(op, Op::Wake { reason: WakeReason::ExecEvent });
+        assert_eq!(
+            op,
+            Op::Wake {
+                reason: WakeReason::ExecEvent
+            }
+        );
         let event = Event::Heartbeat {
             reason: WakeReason::Interval,
             status: HeartbeatStatus::Skipped,

@@ -57,7 +57,11 @@ pub fn background_updates(mailbox: &[MailboxEvent]) -> Option<String> {
     }
     let mut out = String::from(BACKGROUND_UPDATES_HEADING);
     for e in mailbox {
-        let label = if e.event_type.is_empty() { &e.source } else { &e.event_type };
+        let label = if e.event_type.is_empty() {
+            &e.source
+        } else {
+            &e.event_type
+        };
         out.push_str(&format!("\n- [{label}] {}", e.summary));
         if let Some(detail) = e.detail.as_deref().filter(|d| !d.trim().is_empty()) {
             out.push_str("\n  Detail: ");
@@ -76,7 +80,10 @@ pub fn latest(transcript: Vec<Message>, limit: usize) -> Vec<Message> {
             && !m.content.iter().any(|b| matches!(b, ContentBlock::ToolResult { .. }))
     };
     let from = transcript.len().saturating_sub(limit);
-    match (0..=from).rev().find(|&i| i < transcript.len() && plain_user(&transcript[i])) {
+    match (0..=from)
+        .rev()
+        .find(|&i| i < transcript.len() && plain_user(&transcript[i]))
+    {
         Some(start) => transcript.into_iter().skip(start).collect(),
         None => transcript,
     }

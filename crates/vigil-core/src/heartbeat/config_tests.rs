@@ -4,7 +4,10 @@ use chrono_tz::Tz;
 use super::*;
 
 fn at(tz: Tz, y: i32, mo: u32, d: u32, h: u32, mi: u32) -> i64 {
-    tz.with_ymd_and_hms(y, mo, d, h, mi, 0).earliest().unwrap().timestamp_millis()
+    tz.with_ymd_and_hms(y, mo, d, h, mi, 0)
+        .earliest()
+        .unwrap()
+        .timestamp_millis()
 }
 
 fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> i64 {
@@ -68,7 +71,10 @@ fn defaults_and_bad_values_resolve_with_warnings() {
     assert_eq!(c.model.as_deref(), Some("small-model"));
     assert_eq!(c.active, None, "unreadable hours fall back to always active");
     assert_eq!(c.warnings.len(), 4, "{:?}", c.warnings);
-    assert!(c.warnings.iter().any(|w| w.contains("Mars/Olympus") && w.contains("unknown")));
+    assert!(c
+        .warnings
+        .iter()
+        .any(|w| w.contains("Mars/Olympus") && w.contains("unknown")));
     assert!(c.warnings.iter().any(|w| w.contains("ackMaxChars")));
 }
 
@@ -102,7 +108,10 @@ fn a_day_window_and_a_window_across_midnight() {
     assert!(!to_midnight.is_active_at(at(tz, 2026, 2, 26, 0, 0)));
     let never = hours("08:00", "08:00", "Asia/Shanghai");
     for h in 0..24 {
-        assert!(!never.is_active_at(at(tz, 2026, 2, 25, h, 0)), "start == end is never active");
+        assert!(
+            !never.is_active_at(at(tz, 2026, 2, 25, h, 0)),
+            "start == end is never active"
+        );
     }
 }
 
@@ -111,7 +120,10 @@ fn active_hours_follow_the_zone_across_dst() {
     // New York: EST (UTC-5) until 2026-03-08 02:00, then EDT (UTC-4).
     let c = hours("09:00", "17:00", "America/New_York");
     assert!(!c.is_active_at(utc(2026, 3, 7, 13, 30)), "08:30 EST");
-    assert!(c.is_active_at(utc(2026, 3, 9, 13, 30)), "09:30 EDT: same UTC time, now inside");
+    assert!(
+        c.is_active_at(utc(2026, 3, 9, 13, 30)),
+        "09:30 EDT: same UTC time, now inside"
+    );
     assert!(c.is_active_at(utc(2026, 3, 7, 21, 30)), "16:30 EST");
     assert!(!c.is_active_at(utc(2026, 3, 9, 21, 30)), "17:30 EDT");
     // Spring forward: 02:00–03:00 does not exist on 2026-03-08; a window inside the gap
@@ -128,13 +140,19 @@ fn active_hours_follow_the_zone_across_dst() {
     let berlin = hours("23:00", "01:30", "Europe/Berlin");
     assert!(berlin.is_active_at(utc(2026, 3, 28, 22, 30)), "23:30 CET");
     assert!(berlin.is_active_at(utc(2026, 3, 28, 23, 59)), "00:59 CET");
-    assert!(!berlin.is_active_at(utc(2026, 3, 29, 1, 0)), "03:00 CEST, after the jump");
+    assert!(
+        !berlin.is_active_at(utc(2026, 3, 29, 1, 0)),
+        "03:00 CEST, after the jump"
+    );
 }
 
 #[test]
 fn the_current_time_line_names_the_zone() {
     let c = hours("00:00", "24:00", "Asia/Shanghai");
     let ms = at(Tz::Asia__Shanghai, 2026, 2, 25, 17, 30);
-    assert_eq!(c.zone.current_time_line(ms), "Current time: 2026-02-25 17:30 (Asia/Shanghai)");
+    assert_eq!(
+        c.zone.current_time_line(ms),
+        "Current time: 2026-02-25 17:30 (Asia/Shanghai)"
+    );
     assert!(Zone::Local.current_time_line(ms).contains("(UTC"));
 }

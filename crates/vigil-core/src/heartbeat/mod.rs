@@ -234,3 +234,7 @@ impl WakeHandler for Heartbeat {
         self.run_once(wake).await
     }
 }
+
+#[cfg(test)]
+#[path = "schedule_tests.rs"]
+mod schedule_tests;

@@ -68,7 +68,10 @@ fn strip_markup(text: &str) -> String {
     }
     let out = out.replace("&nbsp;", " ").replace("&NBSP;", " ");
     let emphasis = |c: char| matches!(c, '*' | '`' | '~' | '_');
-    out.trim().trim_start_matches(emphasis).trim_end_matches(emphasis).to_string()
+    out.trim()
+        .trim_start_matches(emphasis)
+        .trim_end_matches(emphasis)
+        .to_string()
 }
 
 /// Removes the token from the start and the end (repeatedly; at the end it may be followed
@@ -173,7 +176,10 @@ mod tests {
             decide("Tests passed. HEARTBEAT_OK", 300, true),
             Deliver("Tests passed.".into())
         );
-        assert_eq!(decide("Build failed: 2 errors.", 300, true), Deliver("Build failed: 2 errors.".into()));
+        assert_eq!(
+            decide("Build failed: 2 errors.", 300, true),
+            Deliver("Build failed: 2 errors.".into())
+        );
         assert_eq!(decide("HEARTBEAT_OK", 300, true), OkToken, "nothing besides the token");
     }
 }

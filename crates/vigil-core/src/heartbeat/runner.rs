@@ -90,7 +90,10 @@ impl Heartbeat {
         let nothing_else = queued.is_empty() && due.is_empty();
         if let Err(e) = &heartbeat_file {
             // Said every time: a broken file must not quietly stop the checks in it.
-            self.error(ErrorKind::Storage, format!("The heartbeat could not use {}: {e}", file::HEARTBEAT_FILE));
+            self.error(
+                ErrorKind::Storage,
+                format!("The heartbeat could not use {}: {e}", file::HEARTBEAT_FILE),
+            );
         }
         if wake.effective_reason() == WakeReason::Interval && nothing_else {
             match &heartbeat_file {
@@ -162,10 +165,15 @@ impl Heartbeat {
             return Outcome {
                 status: HeartbeatStatus::Failed,
                 skip: None,
-                detail: result.error.or_else(|| Some(format!("the turn ended: {:?}", result.stop_reason))),
+                detail: result
+                    .error
+                    .or_else(|| Some(format!("the turn ended: {:?}", result.stop_reason))),
             };
         }
-        let reply_text = last_reply(deps.store.load(&session).map(|l| l.messages).unwrap_or_default(), before_count);
+        let reply_text = last_reply(
+            deps.store.load(&session).map(|l| l.messages).unwrap_or_default(),
+            before_count,
+        );
         let exec = kind == PromptKind::ExecEvent;
         match reply::decide(&reply_text, config.ack_max_chars, exec) {
             ReplyDecision::OkEmpty => {
@@ -336,8 +344,7 @@ fn last_reply(messages: Vec<Message>, before: usize) -> String {
         .skip(before)
         .filter(|m| m.role == Role::Assistant)
         .map(|m| m.text())
-        .filter(|t| !t.trim().is_empty())
-        .next_back()
+        .rfind(|t| !t.trim().is_empty())
         .unwrap_or_default()
 }
 

@@ -15,7 +15,7 @@ use crate::events::EventSink;
 use crate::heartbeat::{self, HeartbeatConfig, HeartbeatHost, HeartbeatTurn, TurnResult};
 use crate::provider::ModelClient;
 use crate::system_events::{self, SystemEvent, SystemEventKind};
-use crate::wake::{HandlerRegistration, Wake, WakeConfig};
+use crate::wake::{HandlerRegistration, PendingWake, Wake, WakeConfig, WakeOutcome};
 
 /// The running wake loop and the heartbeat's registration with it.
 pub(super) struct Started {
@@ -69,8 +69,25 @@ impl Runtime {
         if self.inner.wake.set(started).is_err() {
             return;
         }
-        let schedule = self.inner.heartbeat.clone().run_schedule(wake, self.inner.shutdown.clone());
+        let schedule = self
+            .inner
+            .heartbeat
+            .clone()
+            .run_schedule(wake, self.inner.shutdown.clone());
         self.inner.background.spawn(schedule);
+    }
+
+    /// Runs one heartbeat now, outside the wake loop (no coalescing, no retry), and says
+    /// whether it found the conversation busy: for tests and diagnostics. It still emits the
+    /// `heartbeat` event and counts.
+    pub async fn heartbeat_once(&self, reason: WakeReason) -> WakeOutcome {
+        let wake = PendingWake {
+            reason,
+            retry_of: None,
+            target: heartbeat::AGENT.to_string(),
+            requested_at: self.inner.clock.now_ms(),
+        };
+        self.inner.heartbeat.run_once(wake).await
     }
 
     /// Asks for a heartbeat run (coalesced with others). Before
@@ -158,7 +175,11 @@ impl Runtime {
                 .await
                 .map(|_| true)
         } else {
-            self.inner.meta.update_atomic_async(session_id, |_| ()).await.map(|_| false)
+            self.inner
+                .meta
+                .update_atomic_async(session_id, |_| ())
+                .await
+                .map(|_| false)
         };
         match updated {
             Ok(true) => self.inner.emitter.for_session(session_id, Scope::Primary).emit(
@@ -206,7 +227,12 @@ impl Runtime {
             .emitter
             .with_sink(tap.clone())
             .for_run(&t.session_id, Scope::Heartbeat, &t.run_id);
-        let config = self.inner.agent_config.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let config = self
+            .inner
+            .agent_config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let turn = crate::agent::Turn {
             session_id: &t.session_id,
             store: &self.inner.store,

@@ -25,11 +25,11 @@ use crate::agent::{AgentConfig, SteerQueue, Turn};
 use crate::clock::Clock;
 use crate::events::{Emitter, EventSink};
 use crate::heartbeat::{Heartbeat, HeartbeatConfig};
-use crate::system_events::SystemEvents;
 use crate::provider::ModelClient;
 use crate::secrets::Secrets;
 use crate::session::{Loaded, LockOptions, MetaStore, SessionError, SessionStore, SessionType, PRIMARY_SESSION};
 use crate::settings;
+use crate::system_events::SystemEvents;
 use crate::tools::ToolRegistry;
 use crate::workspace::Workspace;
 
