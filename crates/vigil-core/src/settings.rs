@@ -44,7 +44,11 @@ pub fn read_config_file(path: &Path) -> (StoreFile, Vec<String>) {
         }
     };
     match serde_json::from_str::<serde_json::Value>(&text) {
-        Ok(v) => store_entries(&v, path),
+        Ok(v) => {
+            let (file, mut warnings, heartbeat_warnings) = store_entries(&v, path);
+            warnings.extend(heartbeat_warnings);
+            (file, warnings)
+        }
         Err(e) => (
             StoreFile::default(),
             vec![format!("{} is not JSON ({e}); defaults are in use.", path.display())],
@@ -60,22 +64,19 @@ pub fn load_heartbeat(data_dir: &Path) -> (Option<HeartbeatSettings>, Vec<String
     };
     match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(v) => {
-            let (file, warnings) = store_entries(&v, &path);
-            (
-                file.heartbeat,
-                warnings.into_iter().filter(|w| w.contains("heartbeat")).collect(),
-            )
+            let (file, _, heartbeat_warnings) = store_entries(&v, &path);
+            (file.heartbeat, heartbeat_warnings)
         }
         Err(_) => (None, vec![]),
     }
 }
 
-fn store_entries(v: &serde_json::Value, path: &Path) -> (StoreFile, Vec<String>) {
+/// The entries of a store file, with the problems of the provider entry and of the
+/// heartbeat entry apart (the app reports them in different places).
+fn store_entries(v: &serde_json::Value, path: &Path) -> (StoreFile, Vec<String>, Vec<String>) {
     let mut warnings = Vec::new();
-    let entry = |key: &str| -> Option<serde_json::Value> {
-        let e = v.get(key).filter(|e| !e.is_null())?.clone();
-        Some(e)
-    };
+    let mut heartbeat_warnings = Vec::new();
+    let entry = |key: &str| v.get(key).filter(|e| !e.is_null()).cloned();
     let provider = entry(PROVIDER_KEY).and_then(|p| match serde_json::from_value::<ProviderSettings>(p) {
         Ok(p) => Some(p),
         Err(e) => {
@@ -89,14 +90,14 @@ fn store_entries(v: &serde_json::Value, path: &Path) -> (StoreFile, Vec<String>)
     let heartbeat = entry(HEARTBEAT_KEY).and_then(|h| match serde_json::from_value::<HeartbeatSettings>(h) {
         Ok(h) => Some(h),
         Err(e) => {
-            warnings.push(format!(
+            heartbeat_warnings.push(format!(
                 "The heartbeat settings in {} are invalid ({e}); the heartbeat uses its defaults.",
                 path.display()
             ));
             None
         }
     });
-    (StoreFile { provider, heartbeat }, warnings)
+    (StoreFile { provider, heartbeat }, warnings, heartbeat_warnings)
 }
 
 /// Checks settings a user typed; the message names the field.
