@@ -11,6 +11,7 @@
 //!   `source`, `run_id`) with the tagged [`Event`] payload flattened into it.
 //! - [`Message`] / [`ContentBlock`] — the transcript: what is stored on disk and shown as history.
 //! - [`settings`] — provider settings and the views the settings pane shows.
+//! - [`heartbeat`] — wake reasons, heartbeat statuses and settings, the background-update card.
 //!
 //! Rules: plain string ids, integer millisecond `ts`/`*_at` timestamps, no logic. TypeScript
 //! types are generated from these with ts-rs into `ui/src/lib/protocol.ts`; the test in

@@ -99,7 +99,9 @@ async fn main() -> std::process::ExitCode {
     for w in &view.warnings {
         runtime.report(ErrorKind::Config, w.clone());
     }
-    runtime.start_background();
+    if !runtime.start_background() {
+        runtime.report(ErrorKind::Config, "The heartbeat could not start.");
+    }
 
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     loop {

@@ -42,18 +42,24 @@ impl TakenContext {
 
 impl Runtime {
     /// Starts the wake loop (restoring wakes saved before a restart) and the heartbeat's
-    /// interval schedule. Call once, inside a tokio runtime; later calls do nothing.
-    pub fn start_background(&self) {
+    /// interval schedule. Call once, from inside a tokio runtime (in the desktop shell:
+    /// through `tauri::async_runtime`); later calls do nothing. Returns false, with an
+    /// error in the log, when there is no tokio runtime to run on.
+    pub fn start_background(&self) -> bool {
         self.start_background_with(WakeConfig {
             persist_path: Some(self.inner.data_dir.join("wake").join("pending.json")),
             ..WakeConfig::default()
-        });
+        })
     }
 
     /// [`Self::start_background`] with explicit wake timings (tests).
-    pub fn start_background_with(&self, config: WakeConfig) {
+    pub fn start_background_with(&self, config: WakeConfig) -> bool {
         if self.inner.wake.get().is_some() {
-            return;
+            return true;
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            tracing::error!("the heartbeat cannot start outside a tokio runtime");
+            return false;
         }
         let wake = Wake::start(
             config,
@@ -67,7 +73,7 @@ impl Runtime {
             _registration: registration,
         };
         if self.inner.wake.set(started).is_err() {
-            return;
+            return true;
         }
         let schedule = self
             .inner
@@ -75,6 +81,7 @@ impl Runtime {
             .clone()
             .run_schedule(wake, self.inner.shutdown.clone());
         self.inner.background.spawn(schedule);
+        true
     }
 
     /// Runs one heartbeat now, outside the wake loop (no coalescing, no retry), and says

@@ -613,3 +613,16 @@ async fn a_wake_pending_at_shutdown_runs_after_the_restart() {
     );
     rt.shutdown().await;
 }
+
+#[test]
+fn outside_a_tokio_runtime_the_heartbeat_refuses_to_start_instead_of_panicking() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = Runtime::new(
+        dir.path(),
+        Arc::new(ManualClock::new(START_MS)),
+        Arc::new(vigil_core::events::CollectingSink::default()),
+    )
+    .unwrap();
+    assert!(!rt.start_background());
+    rt.request_wake(WakeReason::Manual); // dropped with a log line, not a panic
+}
