@@ -4,8 +4,8 @@
 use tauri::State;
 use tauri_plugin_store::StoreExt;
 use vigil_core::protocol::{
-    ApprovalKind, ApprovalPolicy, ApprovalsView, CommandError, ConnectionVerdict, History, Op, ProviderSettings,
-    SessionSummary, SettingsView,
+    ApprovalKind, ApprovalPolicy, ApprovalsView, CommandError, ConnectionVerdict, HeartbeatSettings, HeartbeatView,
+    History, Op, ProviderSettings, SessionSummary, SettingsView,
 };
 use vigil_core::settings::{self, PROVIDER_KEY};
 
@@ -154,4 +154,33 @@ pub fn restore_approval_policy(app: &tauri::AppHandle, state: &AppState) {
     if let Some(policy) = stored {
         state.runtime.approvals().set_policy(policy);
     }
+}
+
+/// The heartbeat's settings, last run, next run and counters, for the status indicator.
+#[tauri::command]
+pub async fn heartbeat_view(state: State<'_, AppState>) -> Result<HeartbeatView, CommandError> {
+    Ok(state.runtime.heartbeat_view())
+}
+
+/// Saves heartbeat settings; they apply without a restart. Values out of range are refused
+/// with a message naming them.
+#[tauri::command]
+pub async fn save_heartbeat_settings(
+    app: tauri::AppHandle,
+    state: State<'_, AppState>,
+    settings: HeartbeatSettings,
+) -> Result<HeartbeatView, CommandError> {
+    // Checked before anything is saved: a bad value is refused, the running heartbeat untouched.
+    let problems = vigil_core::heartbeat::HeartbeatConfig::resolve(&settings).warnings;
+    if !problems.is_empty() {
+        return Err(error("invalid_settings", problems.join(" ")));
+    }
+    let store = app.store(&state.settings_path).map_err(|e| error("storage", e))?;
+    store.set(
+        settings::HEARTBEAT_KEY,
+        serde_json::to_value(&settings).map_err(|e| error("storage", e))?,
+    );
+    store.save().map_err(|e| error("storage", e))?;
+    state.runtime.set_heartbeat_settings(&settings);
+    Ok(state.runtime.heartbeat_view())
 }

@@ -25,7 +25,7 @@ struct WindowSink(tauri::AppHandle);
 
 impl EventSink for WindowSink {
     fn emit(&self, envelope: EventEnvelope) {
-        if let Event::Notification { title, body } = &envelope.event {
+        if let Event::Notification { title, body, .. } = &envelope.event {
             if let Err(e) = self.0.notification().builder().title(title).body(body).show() {
                 tracing::warn!("could not show a notification: {e}");
             }
@@ -75,6 +75,22 @@ pub fn run() {
                 startup_warnings: std::sync::Mutex::new(warnings),
             });
             commands::restore_approval_policy(app.handle(), &app.state::<AppState>());
+            let state = app.state::<AppState>();
+            let (heartbeat, heartbeat_warnings) = vigil_core::settings::load_heartbeat(&dir);
+            let mut hb_warnings = heartbeat_warnings;
+            hb_warnings.extend(state.runtime.set_heartbeat_settings(&heartbeat.unwrap_or_default()));
+            state
+                .startup_warnings
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(hb_warnings);
+            // The heartbeat's wake loop lives on the async runtime.
+            let runtime = state.runtime.clone();
+            tauri::async_runtime::spawn(async move {
+                if !runtime.start_background() {
+                    tracing::error!("the heartbeat could not start");
+                }
+            });
             Ok(())
         })
         .invoke_handler(tauri::generate_handler![
@@ -85,6 +101,8 @@ pub fn run() {
             commands::save_settings,
             commands::test_connection,
             commands::notify,
+            commands::heartbeat_view,
+            commands::save_heartbeat_settings,
             commands::get_approvals,
             commands::set_approval_policy,
             commands::forget_approval,

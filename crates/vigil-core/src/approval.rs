@@ -224,6 +224,7 @@ impl Approvals {
                 Event::Notification {
                     title: "Vigil needs your approval".into(),
                     body: format!("A background task wanted to run {what}; it was denied because nobody was asked."),
+                    event_id: None,
                 },
             );
             return Verdict::Denied(format!(

@@ -76,6 +76,16 @@ impl Emitter {
         }
     }
 
+    /// The same emitter sending to `sink` instead (e.g. a tap that also watches the events).
+    pub fn with_sink(&self, sink: Arc<dyn EventSink>) -> Self {
+        Self { sink, ..self.clone() }
+    }
+
+    /// Where this emitter sends.
+    pub fn sink(&self) -> Arc<dyn EventSink> {
+        self.sink.clone()
+    }
+
     pub fn emit(&self, source: Source, event: Event) {
         self.sink.emit(EventEnvelope {
             id: uuid::Uuid::new_v4().to_string(),

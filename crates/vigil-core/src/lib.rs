@@ -20,6 +20,9 @@
 //! - [`settings`] — stored settings + environment overrides → a provider config.
 //! - [`secrets`] — API keys in the OS keyring, or a user-only file when there is none.
 //! - [`events`] — stamping events into envelopes and handing them to a sink.
+//! - [`system_events`] — per-session in-memory queues of "what happened" lines for the next turn.
+//! - [`wake`] — heartbeat wake requests: coalescing, priorities, retry, persisted pending wakes.
+//! - [`heartbeat`] — `HEARTBEAT.md`, preflight, prompts, `HEARTBEAT_OK`, delivery to the mailbox.
 //! - [`workspace`] — the agent's folder and the prompt files read fresh each turn.
 //! - [`clock`] — injected time, so tests never sleep.
 
@@ -27,12 +30,15 @@ pub mod agent;
 pub mod approval;
 pub mod clock;
 pub mod events;
+pub mod heartbeat;
 pub mod provider;
 pub mod runtime;
 pub mod secrets;
 pub mod session;
 pub mod settings;
+pub mod system_events;
 pub mod tools;
+pub mod wake;
 pub mod workspace;
 
 pub use runtime::Runtime;

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use vigil_protocol::{ProviderKind, ProviderSettings, SettingsView};
+use vigil_protocol::{HeartbeatSettings, ProviderKind, ProviderSettings, SettingsView};
 
 use crate::provider::ProviderConfig;
 use crate::secrets::Secrets;
@@ -20,6 +20,85 @@ use crate::secrets::Secrets;
 pub const SETTINGS_FILE: &str = "settings.json";
 /// The key under which provider settings sit in the store.
 pub const PROVIDER_KEY: &str = "provider";
+/// The key under which heartbeat settings sit in the store.
+pub const HEARTBEAT_KEY: &str = "heartbeat";
+
+/// What Vigil reads from a store file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoreFile {
+    pub provider: Option<ProviderSettings>,
+    pub heartbeat: Option<HeartbeatSettings>,
+}
+
+/// Reads a settings file named on the command line (`vigil-headless --config FILE`), in
+/// the store's schema. It is the user's file: never moved or written. Every problem is a
+/// warning and the affected entry falls back to defaults.
+pub fn read_config_file(path: &Path) -> (StoreFile, Vec<String>) {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            return (
+                StoreFile::default(),
+                vec![format!("Could not read {}: {e}", path.display())],
+            )
+        }
+    };
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(v) => {
+            let (file, mut warnings, heartbeat_warnings) = store_entries(&v, path);
+            warnings.extend(heartbeat_warnings);
+            (file, warnings)
+        }
+        Err(e) => (
+            StoreFile::default(),
+            vec![format!("{} is not JSON ({e}); defaults are in use.", path.display())],
+        ),
+    }
+}
+
+/// The `heartbeat` entry of `<data_dir>/settings.json`; missing means defaults.
+pub fn load_heartbeat(data_dir: &Path) -> (Option<HeartbeatSettings>, Vec<String>) {
+    let path = data_dir.join(SETTINGS_FILE);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return (None, vec![]);
+    };
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(v) => {
+            let (file, _, heartbeat_warnings) = store_entries(&v, &path);
+            (file.heartbeat, heartbeat_warnings)
+        }
+        Err(_) => (None, vec![]),
+    }
+}
+
+/// The entries of a store file, with the problems of the provider entry and of the
+/// heartbeat entry apart (the app reports them in different places).
+fn store_entries(v: &serde_json::Value, path: &Path) -> (StoreFile, Vec<String>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut heartbeat_warnings = Vec::new();
+    let entry = |key: &str| v.get(key).filter(|e| !e.is_null()).cloned();
+    let provider = entry(PROVIDER_KEY).and_then(|p| match serde_json::from_value::<ProviderSettings>(p) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            warnings.push(format!(
+                "The provider settings in {} are invalid ({e}); defaults are in use.",
+                path.display()
+            ));
+            None
+        }
+    });
+    let heartbeat = entry(HEARTBEAT_KEY).and_then(|h| match serde_json::from_value::<HeartbeatSettings>(h) {
+        Ok(h) => Some(h),
+        Err(e) => {
+            heartbeat_warnings.push(format!(
+                "The heartbeat settings in {} are invalid ({e}); the heartbeat uses its defaults.",
+                path.display()
+            ));
+            None
+        }
+    });
+    (StoreFile { provider, heartbeat }, warnings, heartbeat_warnings)
+}
 
 /// Checks settings a user typed; the message names the field.
 pub fn validate(p: &ProviderSettings) -> Result<(), String> {
@@ -185,6 +264,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(load_file(dir.path(), 0), (Some(p), vec![]));
+    }
+
+    #[test]
+    fn a_config_file_gives_provider_and_heartbeat_and_names_bad_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("vigil.json");
+        std::fs::write(
+            &path,
+            r#"{"provider": {"kind": "openai", "base_url": "http://x/v1", "model": "m", "max_tokens": 5},
+                "heartbeat": {"every": "5m", "ackMaxChars": 10}}"#,
+        )
+        .unwrap();
+        let (file, warnings) = read_config_file(&path);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(file.provider.unwrap().model, "m");
+        let hb = file.heartbeat.unwrap();
+        assert_eq!((hb.every.as_str(), hb.ack_max_chars), ("5m", 10));
+        std::fs::write(&path, r#"{"heartbeat": {"enabled": "yes"}}"#).unwrap();
+        let (file, warnings) = read_config_file(&path);
+        assert_eq!(file, StoreFile::default());
+        assert!(warnings[0].contains("heartbeat settings"), "{warnings:?}");
+        assert!(path.exists(), "a --config file is never moved");
+        let (_, warnings) = read_config_file(&dir.path().join("missing.json"));
+        assert!(warnings[0].starts_with("Could not read"));
+        std::fs::write(dir.path().join(SETTINGS_FILE), r#"{"heartbeat": {"every": 15}}"#).unwrap();
+        assert_eq!(load_heartbeat(dir.path()).0.unwrap().every, "15");
     }
 
     #[test]

@@ -11,16 +11,22 @@
 //!   `source`, `run_id`) with the tagged [`Event`] payload flattened into it.
 //! - [`Message`] / [`ContentBlock`] — the transcript: what is stored on disk and shown as history.
 //! - [`settings`] — provider settings and the views the settings pane shows.
+//! - [`heartbeat`] — wake reasons, heartbeat statuses and settings, the background-update card.
 //!
 //! Rules: plain string ids, integer millisecond `ts`/`*_at` timestamps, no logic. TypeScript
 //! types are generated from these with ts-rs into `ui/src/lib/protocol.ts`; the test in
 //! `tests/bindings.rs` fails when the checked-in file drifts from the Rust types.
 
+pub mod heartbeat;
 pub mod settings;
 
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+pub use heartbeat::{
+    ActiveHours, BackgroundUpdate, HeartbeatSettings, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView,
+    WakeReason,
+};
 pub use settings::{
     ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings,
     SettingsView,
@@ -57,6 +63,13 @@ pub enum Op {
     Approval { id: String, decision: ApprovalDecision },
     /// Finish or cancel running turns and stop the runtime.
     Shutdown,
+    /// Ask for a heartbeat run now (`{"type":"wake","reason":"manual"}`); coalesced with
+    /// other wakes, answered by a `heartbeat` event.
+    Wake {
+        #[serde(default = "WakeReason::manual")]
+        #[ts(as = "Option<WakeReason>", optional)]
+        reason: WakeReason,
+    },
 }
 
 /// How the user answered an approval request.
@@ -201,8 +214,32 @@ pub enum Event {
     ApprovalResolved { id: String, decision: ApprovalDecision },
     /// Something failed; `message` is written for the user.
     Error { kind: ErrorKind, message: String },
-    /// A native notification was requested.
-    Notification { title: String, body: String },
+    /// A native notification was requested. `event_id` names the background update it
+    /// announces, so a click can focus its card.
+    Notification {
+        title: String,
+        body: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        event_id: Option<String>,
+    },
+    /// One heartbeat run ended (or was skipped before it began), with why.
+    Heartbeat {
+        reason: WakeReason,
+        status: HeartbeatStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        skip_reason: Option<HeartbeatSkip>,
+        /// What went wrong, for a `failed` run or a problem the user should fix.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        detail: Option<String>,
+    },
+    /// A background result reached a session's mailbox: the chat shows it as a card and
+    /// counts it as unread until a turn has read it.
+    BackgroundUpdate { update: BackgroundUpdate, unread: u32 },
+    /// A turn read these background updates (they left the mailbox): clear their badge.
+    BackgroundUpdatesRead { event_ids: Vec<String> },
     /// A message was durably appended to the session transcript.
     MessageAppended { message: Message },
 }
@@ -433,6 +470,14 @@ pub fn typescript_bindings() -> String {
         KeyStorage::decl(&cfg),
         SettingsView::decl(&cfg),
         ConnectionVerdict::decl(&cfg),
+        WakeReason::decl(&cfg),
+        HeartbeatStatus::decl(&cfg),
+        HeartbeatSkip::decl(&cfg),
+        BackgroundUpdate::decl(&cfg),
+        ActiveHours::decl(&cfg),
+        HeartbeatSettings::decl(&cfg),
+        HeartbeatStats::decl(&cfg),
+        HeartbeatView::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from crates/vigil-protocol by `UPDATE_BINDINGS=1 cargo test -p vigil-protocol`.\n// Do not edit by hand.\n\nexport type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;\n",
@@ -475,5 +520,50 @@ mod tests {
         );
         let back: EventEnvelope = serde_json::from_value(serde_json::to_value(&env).unwrap()).unwrap();
         assert_eq!(back, env);
+    }
+
+    #[test]
+    fn wake_ops_and_heartbeat_events_have_their_headless_shapes() {
+        let op: Op = serde_json::from_value(json!({"type": "wake", "reason": "manual"})).unwrap();
+        assert_eq!(
+            op,
+            Op::Wake {
+                reason: WakeReason::Manual
+            }
+        );
+        let op: Op = serde_json::from_value(json!({"type": "wake"})).unwrap();
+        assert_eq!(
+            op,
+            Op::Wake {
+                reason: WakeReason::Manual
+            }
+        );
+        let op: Op = serde_json::from_value(json!({"type": "wake", "reason": "exec-event"})).unwrap();
+        assert_eq!(
+            op,
+            Op::Wake {
+                reason: WakeReason::ExecEvent
+            }
+        );
+        let event = Event::Heartbeat {
+            reason: WakeReason::Interval,
+            status: HeartbeatStatus::Skipped,
+            skip_reason: Some(HeartbeatSkip::RequestsInFlight),
+            detail: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&event).unwrap(),
+            json!({"type":"heartbeat","reason":"interval","status":"skipped","skip_reason":"requests-in-flight"})
+        );
+        let ok = Event::Heartbeat {
+            reason: WakeReason::Retry,
+            status: HeartbeatStatus::OkToken,
+            skip_reason: None,
+            detail: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&ok).unwrap(),
+            json!({"type":"heartbeat","reason":"retry","status":"ok-token"})
+        );
     }
 }

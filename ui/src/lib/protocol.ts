@@ -3,7 +3,7 @@
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
 
-export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "shutdown" };
+export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, };
 
 export type Scope = "primary" | "heartbeat" | "job" | "app";
 
@@ -29,7 +29,11 @@ command: string,
 /**
  * What "always" would remember (e.g. `cargo build`).
  */
-prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, } | { "type": "message_appended", message: Message, });
+prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, event_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
+/**
+ * What went wrong, for a `failed` run or a problem the user should fix.
+ */
+detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "message_appended", message: Message, });
 
 export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", id: string, kind: ApprovalKind, 
 /**
@@ -39,7 +43,11 @@ command: string,
 /**
  * What "always" would remember (e.g. `cargo build`).
  */
-prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, } | { "type": "message_appended", message: Message, };
+prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, event_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
+/**
+ * What went wrong, for a `failed` run or a problem the user should fix.
+ */
+detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "message_appended", message: Message, };
 
 export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "policy" | "error";
 
@@ -130,3 +138,88 @@ env_overrides: Array<string>,
 warnings: Array<string>, };
 
 export type ConnectionVerdict = { ok: boolean, message: string, };
+
+export type WakeReason = "interval" | "exec-event" | "cron" | "wake" | "hook" | "manual" | "retry";
+
+export type HeartbeatStatus = "ok-token" | "ok-empty" | "sent" | "skipped" | "failed";
+
+export type HeartbeatSkip = "disabled" | "quiet-hours" | "requests-in-flight" | "empty-heartbeat-file" | "heartbeat-file-error" | "duplicate" | "no-provider";
+
+export type BackgroundUpdate = { event_id: string, 
+/**
+ * `heartbeat_result`, `exec_completed`, `job_completed`, …
+ */
+event_type: string, 
+/**
+ * The session that produced it (`heartbeat_session_main`, `job_…`).
+ */
+source: string, 
+/**
+ * One sentence, always shown.
+ */
+summary: string, detail?: string, 
+/**
+ * 0 info, 1 important, 2 urgent.
+ */
+priority: number, created_at: number, };
+
+export type ActiveHours = { start: string, end: string, timezone?: string, };
+
+export type HeartbeatSettings = { 
+/**
+ * Off switches every run, event-driven ones included.
+ */
+enabled: boolean, 
+/**
+ * The interval: `30m`, `1h30m`, `45s`; a bare number is minutes; `0` or an invalid
+ * value turns interval runs off (event-driven runs still happen).
+ */
+every: string, 
+/**
+ * Replaces the built-in heartbeat prompt.
+ */
+prompt?: string, 
+/**
+ * How much text may accompany `HEARTBEAT_OK` and still count as "nothing to tell".
+ */
+ackMaxChars: number, activeHours?: ActiveHours, 
+/**
+ * A model for heartbeat runs instead of the conversation's.
+ */
+model?: string, 
+/**
+ * Raise a native notification when a heartbeat has something to tell.
+ */
+notifications: boolean, };
+
+export type HeartbeatStats = { 
+/**
+ * Runs that called the model.
+ */
+runs: number, sent: number, 
+/**
+ * `ok-token` and `ok-empty` runs.
+ */
+suppressed: number, failed: number, 
+/**
+ * Skips by reason (`requests-in-flight`, `quiet-hours`, …).
+ */
+skipped: Record<string, number>, 
+/**
+ * Every `request_wake`.
+ */
+wakes_requested: number, 
+/**
+ * Requests merged into a wake already waiting for the same target.
+ */
+wakes_coalesced: number, };
+
+export type HeartbeatView = { settings: HeartbeatSettings, 
+/**
+ * The interval in force; `None` when interval runs are off.
+ */
+interval_ms: number | null, last_run_at: number | null, last_reason: WakeReason | null, last_status: HeartbeatStatus | null, last_skip_reason: HeartbeatSkip | null, last_detail: string | null, next_run_at: number | null, 
+/**
+ * Settings problems (an unknown time zone, a bad interval…), for the status view.
+ */
+warnings: Array<string>, stats: HeartbeatStats, };

@@ -3,7 +3,13 @@
 //! background updates). Keeping the system prompt byte-identical from turn to turn lets
 //! providers reuse their prompt cache; only a change to the workspace files changes it.
 
+use vigil_protocol::{ContentBlock, Message, MessageKind, Role};
+
+use crate::session::MailboxEvent;
 use crate::workspace::PromptFiles;
+
+/// Heads the mailbox block at the top of a primary turn's context (seed 003 §4.5).
+pub const BACKGROUND_UPDATES_HEADING: &str = "## Background Updates";
 
 /// The fixed part of the system prompt.
 const IDENTITY: &str = "You are Vigil, a desktop AI agent working for one user on their own computer. \
@@ -29,18 +35,58 @@ pub fn system_prompt(files: &PromptFiles, workspace: &str) -> String {
 }
 
 /// The volatile context sent with a user message, fenced so the model (and tools reading
-/// transcripts) can tell it from what the user typed.
-pub fn volatile_context(now_ms: i64, updates: &[String]) -> String {
-    let mut out = format!("<context>\nCurrent time: {}", format_time(now_ms));
-    if !updates.is_empty() {
-        out.push_str("\nBackground updates since the last message:");
-        for u in updates {
-            out.push_str("\n- ");
-            out.push_str(u);
-        }
+/// transcripts) can tell it from what the user typed. `sections` (background updates,
+/// system events…) come first, then the time.
+pub fn volatile_context(now_ms: i64, sections: &[String]) -> String {
+    let mut out = String::from("<context>\n");
+    for section in sections.iter().filter(|s| !s.trim().is_empty()) {
+        out.push_str(section.trim_end());
+        out.push_str("\n\n");
     }
+    out.push_str("Current time: ");
+    out.push_str(&format_time(now_ms));
     out.push_str("\n</context>");
     out
+}
+
+/// The `## Background Updates` block from a mailbox snapshot (seed 003 §4.5), or `None`
+/// for an empty mailbox.
+pub fn background_updates(mailbox: &[MailboxEvent]) -> Option<String> {
+    if mailbox.is_empty() {
+        return None;
+    }
+    let mut out = String::from(BACKGROUND_UPDATES_HEADING);
+    for e in mailbox {
+        let label = if e.event_type.is_empty() {
+            &e.source
+        } else {
+            &e.event_type
+        };
+        out.push_str(&format!("\n- [{label}] {}", e.summary));
+        if let Some(detail) = e.detail.as_deref().filter(|d| !d.trim().is_empty()) {
+            out.push_str("\n  Detail: ");
+            out.push_str(&detail.trim().replace('\n', "\n  "));
+        }
+    }
+    Some(out)
+}
+
+/// The last `limit` messages or a few more: the kept part starts at a plain user message,
+/// so no tool result loses its call. Summaries are dropped with what they summarise.
+pub fn latest(transcript: Vec<Message>, limit: usize) -> Vec<Message> {
+    let plain_user = |m: &Message| {
+        m.role == Role::User
+            && !matches!(m.kind, MessageKind::Summary { .. })
+            && !m.content.iter().any(|b| matches!(b, ContentBlock::ToolResult { .. }))
+    };
+    let from = transcript.len().saturating_sub(limit);
+    match (0..=from)
+        .rev()
+        .find(|&i| i < transcript.len() && plain_user(&transcript[i]))
+    {
+        Some(start) => transcript.into_iter().skip(start).collect(),
+        None => transcript,
+    }
 }
 
 /// The user's local time with its UTC offset, to the minute: what a person would say.
@@ -63,6 +109,36 @@ mod tests {
         let t = format_time(1_795_316_441_578);
         assert!(t.contains("2026-11-2"), "{t}");
         assert!(t.contains("(UTC"), "{t}");
+    }
+
+    #[test]
+    fn sections_come_before_the_time() {
+        let text = volatile_context(0, &["## Background Updates\n- [heartbeat] disk full".into()]);
+        assert!(text.starts_with("<context>\n## Background Updates\n- [heartbeat] disk full\n\nCurrent time: "));
+        assert!(volatile_context(0, &[]).starts_with("<context>\nCurrent time: "));
+    }
+
+    #[test]
+    fn the_latest_messages_start_at_a_user_message() {
+        let user = |t: &str| Message::user_text(t, 0);
+        let reply = |t: &str| Message {
+            role: Role::Assistant,
+            ..Message::user_text(t, 0)
+        };
+        let result = Message {
+            role: Role::ToolResult,
+            content: vec![ContentBlock::ToolResult {
+                tool_use_id: "c".into(),
+                content: "r".into(),
+                is_error: false,
+            }],
+            ..Message::user_text("", 0)
+        };
+        let t = vec![user("1"), reply("a"), user("2"), reply("call"), result, reply("b")];
+        let kept = latest(t.clone(), 2);
+        assert_eq!(kept, t[2..].to_vec(), "back to the user message before the tool pair");
+        assert_eq!(latest(t.clone(), 100), t);
+        assert_eq!(latest(vec![], 3), vec![]);
     }
 
     #[test]

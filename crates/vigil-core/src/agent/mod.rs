@@ -26,6 +26,7 @@ use crate::tools::{truncate_head_tail, ToolContext, ToolOutput, ToolRegistry};
 use crate::workspace::Workspace;
 
 pub use compact::{estimate, request_view, SUMMARY_HEADING};
+pub use context::{background_updates, BACKGROUND_UPDATES_HEADING};
 pub use policy::AgentConfig;
 use policy::Policy;
 
@@ -52,6 +53,22 @@ pub struct Turn<'a> {
     pub cancel: CancellationToken,
     pub steer: &'a dyn SteerQueue,
     pub config: AgentConfig,
+    /// What the session type adds (its context strategy).
+    pub extras: TurnExtras,
+}
+
+/// The per-session-type part of a turn's context (seed 003 §4.4): stable additions go into
+/// the system prompt, volatile ones into the user message's context block.
+#[derive(Debug, Clone, Default)]
+pub struct TurnExtras {
+    /// Appended to the system prompt. Must be the same bytes turn after turn (the
+    /// heartbeat section), or the provider's prompt cache is lost.
+    pub system_section: Option<String>,
+    /// Sections placed at the top of the user message's context block, in order
+    /// (`## Background Updates`, `## System Events`, `HEARTBEAT.md`…).
+    pub context_sections: Vec<String>,
+    /// Send only about this many of the latest messages (the heartbeat's short history).
+    pub history_limit: Option<usize>,
 }
 
 /// How a turn ended, for the event and the runtime.
@@ -100,8 +117,9 @@ impl Turn<'_> {
         }
     }
 
-    /// Runs the turn to its end; every outcome ends with `turn_finished`.
-    pub async fn run(self, user_text: String) {
+    /// Runs the turn to its end; every outcome ends with `turn_finished`. Returns why it
+    /// ended (`error` and `cancelled` mean the model did not finish).
+    pub async fn run(self, user_text: String) -> StopReason {
         let mut usage = Usage::default();
         let finish = self.run_inner(user_text, &mut usage).await;
         self.emitter.emit(
@@ -112,6 +130,7 @@ impl Turn<'_> {
                 detail: finish.detail,
             },
         );
+        finish.stop_reason
     }
 
     async fn run_inner(&self, user_text: String, usage: &mut Usage) -> Finish {
@@ -119,7 +138,7 @@ impl Turn<'_> {
         user.content.insert(
             0,
             ContentBlock::Context {
-                text: context::volatile_context(self.clock.now_ms(), &[]),
+                text: context::volatile_context(self.clock.now_ms(), &self.extras.context_sections),
             },
         );
         if !self.append(user).await {
@@ -212,17 +231,25 @@ impl Turn<'_> {
 
     /// One model request over the repaired, compacted history.
     async fn request(&self, client: &ModelClient, compacted_after_error: &mut bool) -> Result<Completion, Finish> {
-        let system = context::system_prompt(
+        let mut system = context::system_prompt(
             &self.workspace.prompt_files(),
             &self.workspace.root().display().to_string(),
         );
+        if let Some(section) = &self.extras.system_section {
+            system.push_str("\n\n");
+            system.push_str(section);
+        }
         let window = self.config.context_window;
         let mut transcript = self.load()?;
         if estimate(&system, &request_view(&transcript)) as f64 > window as f64 * self.config.compact_threshold {
             transcript = self.compact(client, &system, transcript, false).await?;
         }
         loop {
-            let (view, notes) = crate::session::repair_tool_chain(&request_view(&transcript));
+            let mut view = request_view(&transcript);
+            if let Some(limit) = self.extras.history_limit {
+                view = context::latest(view, limit);
+            }
+            let (view, notes) = crate::session::repair_tool_chain(&view);
             for note in notes {
                 tracing::warn!(session = self.session_id, "repaired history: {note}");
             }

@@ -1,8 +1,11 @@
-//! `vigil-headless --data-dir DIR`: the Vigil runtime with no window.
+//! `vigil-headless [--data-dir DIR] [--config FILE]`: the Vigil runtime with no window.
 //!
 //! Reads one JSON `Op` per line on stdin and writes one JSON event envelope per line on
-//! stdout, in exactly the shapes the desktop UI receives. Logs go to stderr.
-//! At end of input it waits for running turns to finish; `{"type":"shutdown"}` stops them.
+//! stdout, in exactly the shapes the desktop UI receives. Logs go to stderr. The heartbeat
+//! runs as in the app: a `heartbeat` event for every run, a `notification` event for every
+//! notification the app would raise; `{"type":"wake","reason":"manual"}` asks for a run.
+//! At end of input it waits for running turns and requested wakes to finish;
+//! `{"type":"shutdown"}` stops them.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,21 +31,33 @@ impl EventSink for StdoutSink {
     }
 }
 
-const USAGE: &str = "usage: vigil-headless [--data-dir DIR]\n\
+const USAGE: &str = "usage: vigil-headless [--data-dir DIR] [--config FILE]\n\
   Reads JSON ops from stdin (one per line), writes JSON events to stdout.\n\
-  DIR defaults to $VIGIL_DATA_DIR, then ./vigil-data.";
+  DIR defaults to $VIGIL_DATA_DIR, then ./vigil-data.\n\
+  FILE is a settings file in the app's store schema ({\"provider\": …, \"heartbeat\": …});\n\
+  without it, DIR/settings.json is used.";
 
-fn data_dir_from_args() -> Result<PathBuf, String> {
+struct Args {
+    data_dir: PathBuf,
+    config: Option<PathBuf>,
+}
+
+fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let mut dir = std::env::var_os("VIGIL_DATA_DIR").map(PathBuf::from);
+    let mut config = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--data-dir" => dir = Some(args.next().ok_or("--data-dir needs a folder")?.into()),
+            "--config" => config = Some(args.next().ok_or("--config needs a file")?.into()),
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
-    Ok(dir.unwrap_or_else(|| PathBuf::from("vigil-data")))
+    Ok(Args {
+        data_dir: dir.unwrap_or_else(|| PathBuf::from("vigil-data")),
+        config,
+    })
 }
 
 #[tokio::main]
@@ -51,8 +66,8 @@ async fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("VIGIL_LOG").unwrap_or_else(|_| "warn".into()))
         .init();
-    let data_dir = match data_dir_from_args() {
-        Ok(d) => d,
+    let Args { data_dir, config } = match parse_args() {
+        Ok(a) => a,
         Err(e) => {
             eprintln!("{e}");
             return std::process::ExitCode::from(2);
@@ -67,10 +82,25 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(1);
         }
     };
-    let (stored, warnings) = settings::load_file(&data_dir, clock.now_ms());
-    let view = runtime.apply_settings(stored, warnings);
+    let (provider, heartbeat, mut warnings) = match &config {
+        Some(path) => {
+            let (file, warnings) = settings::read_config_file(path);
+            (file.provider, file.heartbeat, warnings)
+        }
+        None => {
+            let (provider, mut warnings) = settings::load_file(&data_dir, clock.now_ms());
+            let (heartbeat, more) = settings::load_heartbeat(&data_dir);
+            warnings.extend(more);
+            (provider, heartbeat, warnings)
+        }
+    };
+    warnings.extend(runtime.set_heartbeat_settings(&heartbeat.unwrap_or_default()));
+    let view = runtime.apply_settings(provider, warnings);
     for w in &view.warnings {
         runtime.report(ErrorKind::Config, w.clone());
+    }
+    if !runtime.start_background() {
+        runtime.report(ErrorKind::Config, "The heartbeat could not start.");
     }
 
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();

@@ -65,7 +65,7 @@ pub struct SessionMeta {
 }
 
 /// A background result deposited into a session's mailbox.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MailboxEvent {
     /// Unique; depositing the same id twice keeps one copy, and acks remove by id.
     pub event_id: String,
@@ -78,6 +78,15 @@ pub struct MailboxEvent {
     pub created_at: i64,
     #[serde(default)]
     pub run_id: Option<String>,
+    /// `heartbeat_result`, `exec_completed`, `job_completed`… (seed 003 §4.5).
+    #[serde(default)]
+    pub event_type: String,
+    /// 0 info, 1 important, 2 urgent.
+    #[serde(default)]
+    pub priority: u8,
+    /// Events with the same key say the same thing; the producer uses it to skip repeats.
+    #[serde(default)]
+    pub dedupe_key: Option<String>,
 }
 
 /// Metadata as loaded, with what had to be worked around.
@@ -312,6 +321,19 @@ impl MetaStore {
         self.update_held(&guard, id, mutator)
     }
 
+    /// [`Self::update_atomic_async`] that sets `updated_at` to `updated_at` instead of now:
+    /// a heartbeat with nothing to report must not move its session in "recently active"
+    /// (seed 002 §7.1). `revision` still moves forward.
+    pub async fn update_keeping_time<R>(
+        &self,
+        id: &str,
+        updated_at: i64,
+        mutator: impl FnOnce(&mut SessionMeta) -> R,
+    ) -> Result<(SessionMeta, R), SessionError> {
+        let guard = self.transcripts.locks().acquire(id).await?;
+        self.update_held_stamped(&guard, id, mutator, Some(updated_at))
+    }
+
     /// Puts a background update into a session's mailbox (seed 003 §4.5 `deposit`). Reads
     /// nothing of the target but its metadata; idempotent per `event_id`.
     pub async fn deposit(&self, target: &str, event: MailboxEvent) -> Result<SessionMeta, SessionError> {
@@ -353,6 +375,16 @@ impl MetaStore {
         id: &str,
         mutator: impl FnOnce(&mut SessionMeta) -> R,
     ) -> Result<(SessionMeta, R), SessionError> {
+        self.update_held_stamped(guard, id, mutator, None)
+    }
+
+    fn update_held_stamped<R>(
+        &self,
+        guard: &SessionLockGuard,
+        id: &str,
+        mutator: impl FnOnce(&mut SessionMeta) -> R,
+        updated_at: Option<i64>,
+    ) -> Result<(SessionMeta, R), SessionError> {
         let first_visit = self
             .swept
             .lock()
@@ -370,7 +402,7 @@ impl MetaStore {
         let result = mutator(&mut next);
         next.id = base.id.clone();
         next.revision = base.revision.max(current.revision_floor) + 1;
-        next.updated_at = self.clock.now_ms();
+        next.updated_at = updated_at.unwrap_or_else(|| self.clock.now_ms());
         self.commit(guard, id, &main, &next)?;
         Ok((next, result))
     }

@@ -7,6 +7,9 @@
 //! On load, a torn last line (a crash mid-append) is moved aside to `<id>.jsonl.torn` and
 //! cut off with a warning; a bad line elsewhere is skipped with a warning and left on disk.
 //!
+//! The one cut besides a torn tail is [`SessionStore::truncate_async`]: the heartbeat takes
+//! back the whole lines its own "nothing to report" run appended (seed 002 §7.1).
+//!
 //! Must never: rewrite a transcript in place, drop a whole file because one line is bad, or
 //! cut a tail without holding the lock (it may be a line another process is writing).
 
@@ -119,6 +122,35 @@ impl SessionStore {
             tracing::warn!("{w}");
         }
         Ok(loaded)
+    }
+
+    /// The transcript's size in bytes (0 when there is none): a point to truncate back to.
+    pub fn size(&self, id: &str) -> Result<u64, SessionError> {
+        let path = self.path(id)?;
+        match fs::metadata(&path) {
+            Ok(m) => Ok(m.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(io("inspect", &path)(e)),
+        }
+    }
+
+    /// Cuts the transcript back to `len` bytes, a size [`Self::size`] returned at a line
+    /// boundary, removing the lines appended since. Does nothing if the file is not longer.
+    pub async fn truncate_async(&self, id: &str, len: u64) -> Result<(), SessionError> {
+        let path = self.path(id)?;
+        let guard = self.locks.acquire(id).await?;
+        let f = match OpenOptions::new().write(true).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io("open", &path)(e)),
+        };
+        if f.metadata().map_err(io("inspect", &path))?.len() <= len {
+            return Ok(());
+        }
+        guard.ensure_held()?;
+        f.set_len(len)
+            .and_then(|_| f.sync_data())
+            .map_err(io("truncate", &path))
     }
 
     /// Appends one message as one line and waits until it is on disk. Takes the session

@@ -1,6 +1,7 @@
 //! `vigil-headless` speaks JSON lines against the fake provider.
 
 use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -56,4 +57,95 @@ async fn headless_answers_a_user_message_with_streamed_events() {
         assert!(e["run_id"].is_string() && e["id"].is_string() && e["ts"].is_i64());
     }
     assert!(dir.path().join("sessions/main.jsonl").exists());
+}
+
+/// Runs `vigil-headless --config` with `ops` on stdin and returns every event it printed.
+async fn headless_with_config(fake: &FakeLlm, heartbeat_md: &str, ops: &str) -> Vec<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("data/workspace")).unwrap();
+    std::fs::write(dir.path().join("data/workspace/HEARTBEAT.md"), heartbeat_md).unwrap();
+    let config = dir.path().join("vigil.json");
+    let settings = serde_json::json!({
+        "provider": {"kind": "openai", "base_url": fake.openai_base_url(), "model": "fake-model", "max_tokens": 200},
+        "heartbeat": {"every": "30m", "ackMaxChars": 300, "notifications": true}
+    });
+    std::fs::write(&config, settings.to_string()).unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_vigil-headless"))
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--config")
+        .arg(&config)
+        .env("VIGIL_API_KEY", "sk-test")
+        .env("VIGIL_NO_KEYRING", "1")
+        .env_remove("VIGIL_PROVIDER")
+        .env_remove("VIGIL_BASE_URL")
+        .env_remove("VIGIL_MODEL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(ops.as_bytes()).await.unwrap();
+    drop(stdin);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut events = Vec::new();
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("headless finished in time")
+        .unwrap()
+    {
+        events.push(serde_json::from_str(&line).unwrap());
+    }
+    assert!(child.wait().await.unwrap().success());
+    events
+}
+
+fn of_type<'a>(events: &'a [Value], t: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == t).collect()
+}
+
+#[tokio::test]
+async fn headless_wakes_on_request_and_notifies_once_for_an_alert_and_never_for_ok() {
+    let wake = "{\"type\":\"wake\",\"reason\":\"manual\"}\n";
+    let fake = FakeLlm::start(Script::steps(vec![Step::text("Disk usage is 91 % on /.")]))
+        .await
+        .unwrap();
+    let events = headless_with_config(&fake, "- if disk usage is over 80 %, tell me\n", wake).await;
+    let beats = of_type(&events, "heartbeat");
+    assert_eq!(beats.len(), 1, "{events:?}");
+    assert_eq!(
+        (beats[0]["reason"].as_str(), beats[0]["status"].as_str()),
+        (Some("manual"), Some("sent"))
+    );
+    let notes = of_type(&events, "notification");
+    assert_eq!(notes.len(), 1);
+    assert_eq!(notes[0]["body"], "Disk usage is 91 % on /.");
+    assert_eq!(of_type(&events, "background_update").len(), 1);
+
+    let fake = FakeLlm::start(Script::steps(vec![Step::text("HEARTBEAT_OK")]))
+        .await
+        .unwrap();
+    let events = headless_with_config(&fake, "- if disk usage is over 80 %, tell me\n", wake).await;
+    let beats = of_type(&events, "heartbeat");
+    assert_eq!(beats.len(), 1, "{events:?}");
+    assert_eq!(beats[0]["status"], "ok-token");
+    assert!(beats[0].get("skip_reason").is_none());
+    assert!(of_type(&events, "notification").is_empty());
+    assert!(of_type(&events, "background_update").is_empty());
+
+    // An effectively empty file: an interval wake is skipped without a model call.
+    let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();
+    let events = headless_with_config(
+        &fake,
+        "# HEARTBEAT.md\n",
+        "{\"type\":\"wake\",\"reason\":\"interval\"}\n",
+    )
+    .await;
+    let beats = of_type(&events, "heartbeat");
+    assert_eq!(
+        (beats[0]["status"].as_str(), beats[0]["skip_reason"].as_str()),
+        (Some("skipped"), Some("empty-heartbeat-file"))
+    );
+    assert!(fake.requests().is_empty());
 }

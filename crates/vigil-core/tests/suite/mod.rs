@@ -1,5 +1,6 @@
 mod agent;
 mod headless;
+mod heartbeat;
 mod provider;
 mod runtime;
 mod sessions;

@@ -144,6 +144,7 @@ fn two_stores_interleaving_updates_lose_nothing() {
                         detail: None,
                         created_at: i as i64,
                         run_id: None,
+                        ..Default::default()
                     };
                     let (meta, ()) = store.update_atomic(PRIMARY_SESSION, |m| m.mailbox.push(event)).unwrap();
                     seen.push(meta.revision);
@@ -335,6 +336,7 @@ async fn mailbox_deposit_and_ack_drain() {
         detail: Some("details".into()),
         created_at: START_MS,
         run_id: Some("run-1".into()),
+        ..Default::default()
     };
     store.deposit("main", event("e1")).await.unwrap();
     store.deposit("main", event("e1")).await.unwrap(); // a retried deposit

@@ -4,11 +4,16 @@
 //! (one at a time per session lane, sessions concurrently), and sends events to the sink.
 //! Front ends (the Tauri shell, `vigil-headless`) hold a handle and nothing else.
 //!
+//! Background work — the wake loop, the heartbeat and its schedule — starts with
+//! [`Runtime::start_background`] and lives in [`background`].
+//!
 //! Must never: block the caller of [`Runtime::submit`]; turns run on spawned tasks.
+
+mod background;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -21,10 +26,12 @@ use crate::agent::{AgentConfig, SteerQueue, Turn};
 use crate::approval::Approvals;
 use crate::clock::Clock;
 use crate::events::{Emitter, EventSink};
+use crate::heartbeat::{Heartbeat, HeartbeatConfig};
 use crate::provider::ModelClient;
 use crate::secrets::Secrets;
 use crate::session::{Loaded, LockOptions, MetaStore, SessionError, SessionStore, SessionType, PRIMARY_SESSION};
 use crate::settings;
+use crate::system_events::SystemEvents;
 use crate::tools::ToolRegistry;
 use crate::workspace::Workspace;
 
@@ -71,8 +78,16 @@ struct Inner {
     /// Session id → its lane. `std` lock: only held to look a lane up.
     lanes: Mutex<HashMap<String, Arc<Lane>>>,
     tasks: TaskTracker,
+    /// Long-lived loops (wake, heartbeat schedule): not waited for by [`Runtime::idle`].
+    background: TaskTracker,
     /// Cancelled on shutdown; every turn's token is a child of it.
     shutdown: CancellationToken,
+    /// "What happened" lines waiting for each session's next turn.
+    system_events: SystemEvents,
+    /// Settings and status of the heartbeat; runs only once background work started.
+    heartbeat: Heartbeat,
+    /// The wake loop, once [`Runtime::start_background`] ran.
+    wake: OnceLock<background::Started>,
 }
 
 /// One session's lane: at most one turn runs; messages sent meanwhile queue here and
@@ -125,10 +140,21 @@ impl Runtime {
             path: workspace_dir,
             source,
         })?;
-        Ok(Self {
-            inner: Arc::new(Inner {
+        let emitter = Emitter::new(sink, clock.clone());
+        let system_events = SystemEvents::new();
+        let inner = Arc::new_cyclic(|weak| {
+            let deps = crate::heartbeat::Deps {
+                store: store.clone(),
+                meta: meta.clone(),
+                events: system_events.clone(),
+                emitter: emitter.clone(),
+                clock: clock.clone(),
+                workspace: workspace.root().to_path_buf(),
+            };
+            let host = Arc::new(background::Host(weak.clone()));
+            Inner {
                 data_dir: data_dir.to_path_buf(),
-                emitter: Emitter::new(sink, clock.clone()),
+                emitter,
                 clock,
                 store,
                 meta,
@@ -141,9 +167,14 @@ impl Runtime {
                 client: RwLock::new(None),
                 lanes: Mutex::new(HashMap::new()),
                 tasks: TaskTracker::new(),
+                background: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
-            }),
-        })
+                system_events,
+                heartbeat: Heartbeat::new(deps, host, HeartbeatConfig::default()),
+                wake: OnceLock::new(),
+            }
+        });
+        Ok(Self { inner })
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -207,6 +238,7 @@ impl Runtime {
                 }
             }
             Op::Shutdown => self.inner.shutdown.cancel(),
+            Op::Wake { reason } => self.request_wake(reason),
         }
     }
 
@@ -228,6 +260,7 @@ impl Runtime {
             Event::Notification {
                 title: title.into(),
                 body: body.into(),
+                event_id: None,
             },
         );
     }
@@ -309,6 +342,7 @@ impl Runtime {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
+        let background = self.take_background_context(session_id);
         let turn = Turn {
             session_id,
             store: &self.inner.store,
@@ -320,11 +354,10 @@ impl Runtime {
             cancel,
             steer: lane.as_ref(),
             config,
+            extras: background.extras(),
         };
-        turn.run(text).await;
-        if let Err(e) = self.inner.meta.update_atomic(session_id, |_| ()) {
-            tracing::warn!("could not update the metadata of {session_id}: {e}");
-        }
+        let stop = turn.run(text).await;
+        self.finish_background_context(session_id, stop, background).await;
     }
 
     /// Decides what follows a turn: messages that arrived too late for it start the next
@@ -492,17 +525,25 @@ impl Runtime {
         }
     }
 
-    /// Cancels running turns and waits until each has saved what it had.
+    /// Cancels running turns and background work and waits until each has saved what it had.
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
         self.inner.tasks.close();
         self.inner.tasks.wait().await;
+        self.inner.background.close();
+        self.inner.background.wait().await;
     }
 
-    /// Waits until every turn submitted so far has finished (for scripts reaching EOF).
+    /// Waits until every turn submitted so far, and every wake requested so far, has
+    /// finished (for scripts reaching EOF).
     pub async fn idle(&self) {
-        self.inner.tasks.close();
-        self.inner.tasks.wait().await;
-        self.inner.tasks.reopen();
+        loop {
+            self.inner.tasks.close();
+            self.inner.tasks.wait().await;
+            self.inner.tasks.reopen();
+            if !self.settle_wakes().await {
+                return;
+            }
+        }
     }
 }

@@ -1,0 +1,240 @@
+//! # heartbeat
+//!
+//! Owns the heartbeat (seed 002, seed 003 §6): every `every` (30 minutes) within the active
+//! hours, and whenever something asks through [`crate::wake`], the agent reads
+//! `HEARTBEAT.md` in its own session `heartbeat_session_<agent>` and either acknowledges
+//! (`HEARTBEAT_OK`, suppressed, its transcript taken back) or says something the user
+//! should know: that text is deposited in the conversation's mailbox, shown as a card, and
+//! raised as a notification.
+//!
+//! - [`config`] — settings → the values a run uses; active hours in an IANA zone.
+//! - [`file`] — reading `HEARTBEAT.md` and the effectively-empty rule.
+//! - [`prompts`] — the poll, exec-event and cron prompts, the system-prompt section.
+//! - [`reply`] — `HEARTBEAT_OK` stripping and the suppress/deliver decision.
+//! - `runner` — one run: preflight, the turn, the reply, delivery.
+//! - [`Heartbeat`] (here) — the clonable handle: settings, the interval schedule, status.
+//!
+//! Must never: read or write the conversation's transcript (results cross over only through
+//! the mailbox); run while a turn runs in the conversation; stop silently (every run or skip
+//! emits a `heartbeat` event, every problem a message).
+
+pub mod config;
+pub mod file;
+pub mod prompts;
+pub mod reply;
+mod runner;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use vigil_protocol::{HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView, StopReason, WakeReason};
+
+pub use config::HeartbeatConfig;
+pub use reply::HEARTBEAT_TOKEN;
+
+use crate::agent::TurnExtras;
+use crate::clock::Clock;
+use crate::events::Emitter;
+use crate::session::{MetaStore, SessionStore};
+use crate::system_events::SystemEvents;
+use crate::wake::{PendingWake, Wake, WakeHandler, WakeOutcome, WakeStats};
+
+/// Vigil's one agent; the wake target and the heartbeat session's suffix.
+pub const AGENT: &str = "main";
+
+/// `heartbeat_session_<agent>` (seed 003 §4.3).
+pub fn session_id(agent: &str) -> String {
+    format!("heartbeat_session_{agent}")
+}
+
+/// What the runtime does for the heartbeat: the parts that need its lanes and clients.
+#[async_trait::async_trait]
+pub trait HeartbeatHost: Send + Sync + 'static {
+    /// Whether a turn runs in the conversation now.
+    fn primary_busy(&self) -> bool;
+    /// Whether a provider is configured (else a run is skipped with a clear reason).
+    fn has_provider(&self) -> bool;
+    /// Runs one turn in the heartbeat session.
+    async fn run_turn(&self, turn: HeartbeatTurn) -> TurnResult;
+}
+
+/// One heartbeat turn, for [`HeartbeatHost::run_turn`].
+#[derive(Debug, Clone)]
+pub struct HeartbeatTurn {
+    pub session_id: String,
+    pub run_id: String,
+    /// The user message (the prompt).
+    pub text: String,
+    pub extras: TurnExtras,
+    /// Overrides the configured model.
+    pub model: Option<String>,
+}
+
+/// How a heartbeat turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnResult {
+    pub stop_reason: StopReason,
+    /// The last error the turn reported, for the `heartbeat` event's detail.
+    pub error: Option<String>,
+}
+
+/// A routine due now, merged into the heartbeat turn as `## Due Tasks` (issue 6 fills it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueTask {
+    pub id: String,
+    pub title: String,
+    pub description: String,
+}
+
+/// The scheduler's seam: which inline routines are due (issue 6).
+pub trait DueTasks: Send + Sync + 'static {
+    fn due(&self, now_ms: i64) -> Vec<DueTask>;
+}
+
+/// What the heartbeat works with, all owned elsewhere.
+#[derive(Clone)]
+pub struct Deps {
+    pub store: SessionStore,
+    pub meta: MetaStore,
+    pub events: SystemEvents,
+    pub emitter: Emitter,
+    pub clock: Arc<dyn Clock>,
+    /// The workspace folder, where `HEARTBEAT.md` is.
+    pub workspace: PathBuf,
+}
+
+/// The clonable handle to the heartbeat.
+#[derive(Clone)]
+pub struct Heartbeat {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    deps: Deps,
+    host: Arc<dyn HeartbeatHost>,
+    /// `std` lock: cloned at run start, replaced when settings change.
+    config: RwLock<HeartbeatConfig>,
+    /// `std` lock: bookkeeping only, never held across an await.
+    state: Mutex<RunState>,
+    /// Wakes the interval schedule after a settings change.
+    config_changed: Notify,
+    due_tasks: RwLock<Option<Arc<dyn DueTasks>>>,
+}
+
+#[derive(Default)]
+struct RunState {
+    last_run_at: Option<i64>,
+    last_reason: Option<WakeReason>,
+    last_status: Option<HeartbeatStatus>,
+    last_skip: Option<HeartbeatSkip>,
+    last_detail: Option<String>,
+    next_due: Option<Instant>,
+    stats: HeartbeatStats,
+}
+
+impl Heartbeat {
+    pub fn new(deps: Deps, host: Arc<dyn HeartbeatHost>, config: HeartbeatConfig) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                deps,
+                host,
+                config: RwLock::new(config),
+                state: Mutex::new(RunState::default()),
+                config_changed: Notify::new(),
+                due_tasks: RwLock::new(None),
+            }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, RunState> {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn config(&self) -> HeartbeatConfig {
+        self.shared.config.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Applies new settings from the next run on; the interval schedule follows at once.
+    pub fn set_config(&self, config: HeartbeatConfig) {
+        for w in &config.warnings {
+            tracing::warn!("{w}");
+        }
+        *self.shared.config.write().unwrap_or_else(|e| e.into_inner()) = config;
+        self.shared.config_changed.notify_one();
+    }
+
+    /// Registers the source of due inline routines (the scheduler, issue 6).
+    pub fn set_due_tasks(&self, source: Arc<dyn DueTasks>) {
+        *self.shared.due_tasks.write().unwrap_or_else(|e| e.into_inner()) = Some(source);
+    }
+
+    /// The status view; `wake` adds the wake counters.
+    pub fn view(&self, wake: WakeStats) -> HeartbeatView {
+        let config = self.config();
+        let now_ms = self.shared.deps.clock.now_ms();
+        let state = self.state();
+        let mut stats = state.stats.clone();
+        stats.wakes_requested = wake.requested;
+        stats.wakes_coalesced = wake.coalesced;
+        let next_run_at = state.next_due.map(|due| {
+            let left = due.saturating_duration_since(Instant::now());
+            now_ms + left.as_millis() as i64
+        });
+        HeartbeatView {
+            interval_ms: config.interval.map(|d| d.as_millis() as u64),
+            settings: config.settings,
+            last_run_at: state.last_run_at,
+            last_reason: state.last_reason,
+            last_status: state.last_status,
+            last_skip_reason: state.last_skip,
+            last_detail: state.last_detail.clone(),
+            next_run_at: next_run_at.filter(|_| config.enabled),
+            warnings: config.warnings,
+            stats,
+        }
+    }
+
+    /// The interval schedule: asks `wake` for an `interval` run every `every`, counted from
+    /// when the interval was set, so retries and event-driven runs never move it. Runs until
+    /// `shutdown`.
+    pub async fn run_schedule(self, wake: Wake, shutdown: CancellationToken) {
+        let mut current = None;
+        loop {
+            let interval = Some(self.config()).filter(|c| c.enabled).and_then(|c| c.interval);
+            if interval != current {
+                current = interval;
+                self.state().next_due = interval.map(|i| Instant::now() + i);
+            }
+            let due = self.state().next_due;
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.shared.config_changed.notified() => continue,
+                _ = async { match due {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                } } => {
+                    wake.request_wake(WakeReason::Interval, AGENT);
+                    if let (Some(i), Some(d)) = (interval, due) {
+                        // After a long sleep (a suspended laptop) one run, not a burst.
+                        let next = (d + i).max(Instant::now());
+                        self.state().next_due = Some(next);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl WakeHandler for Heartbeat {
+    async fn on_wake(&self, wake: PendingWake) -> WakeOutcome {
+        self.run_once(wake).await
+    }
+}
+
+#[cfg(test)]
+#[path = "schedule_tests.rs"]
+mod schedule_tests;

@@ -1,0 +1,395 @@
+//! One heartbeat run: preflight in OpenClaw's order (enabled → active hours → conversation
+//! busy → `HEARTBEAT.md` effectively empty, which skips `interval` runs only), the turn in the
+//! heartbeat session, the reply decision, and delivery: mailbox deposit, card, notification.
+
+use vigil_protocol::{
+    BackgroundUpdate, ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, Role, Scope, Source, StopReason,
+    WakeReason,
+};
+
+use super::file::{self, HeartbeatFile};
+use super::prompts::{system_section, PromptKind};
+use super::reply::{self, ReplyDecision};
+use super::{session_id, Heartbeat, HeartbeatTurn, AGENT};
+use crate::agent::TurnExtras;
+use crate::session::{MailboxEvent, PRIMARY_SESSION};
+use crate::system_events;
+use crate::wake::{PendingWake, WakeOutcome};
+
+/// Messages of the heartbeat session a run sees (seed 003 §4.3: "极短").
+const HISTORY_LIMIT: usize = 6;
+/// The same text is not delivered twice within this (seed 002 §7.2).
+const DEDUPE_WINDOW_MS: i64 = 24 * 3600 * 1000;
+/// Where the last delivery is remembered: the heartbeat session's metadata, so the 24-hour
+/// rule survives a restart.
+const LAST_DELIVERY_KEY: &str = "heartbeat_last_delivery";
+/// Longest notification body and card summary.
+const SUMMARY_CHARS: usize = 160;
+
+/// How a run ended, before it is recorded.
+struct Outcome {
+    status: HeartbeatStatus,
+    skip: Option<HeartbeatSkip>,
+    detail: Option<String>,
+}
+
+impl Outcome {
+    fn skipped(skip: HeartbeatSkip, detail: Option<String>) -> Self {
+        Self {
+            status: HeartbeatStatus::Skipped,
+            skip: Some(skip),
+            detail,
+        }
+    }
+
+    fn status(status: HeartbeatStatus) -> Self {
+        Self {
+            status,
+            skip: None,
+            detail: None,
+        }
+    }
+}
+
+impl Heartbeat {
+    /// Runs (or skips) one wake and records it.
+    pub async fn run_once(&self, wake: PendingWake) -> WakeOutcome {
+        let outcome = self.preflight_and_run(&wake).await;
+        let busy = outcome.skip == Some(HeartbeatSkip::RequestsInFlight);
+        self.record(wake.reason, outcome);
+        if busy {
+            WakeOutcome::Busy
+        } else {
+            WakeOutcome::Done
+        }
+    }
+
+    async fn preflight_and_run(&self, wake: &PendingWake) -> Outcome {
+        let deps = &self.shared.deps;
+        let config = self.config();
+        let now = deps.clock.now_ms();
+        if !config.enabled {
+            return Outcome::skipped(HeartbeatSkip::Disabled, None);
+        }
+        if !config.is_active_at(now) {
+            return Outcome::skipped(HeartbeatSkip::QuietHours, None);
+        }
+        if self.shared.host.primary_busy() {
+            return Outcome::skipped(HeartbeatSkip::RequestsInFlight, None);
+        }
+        let heartbeat_file = file::read(&deps.workspace);
+        let queued = deps.events.peek(PRIMARY_SESSION);
+        let due = self
+            .shared
+            .due_tasks
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .map(|d| d.due(now))
+            .unwrap_or_default();
+        let nothing_else = queued.is_empty() && due.is_empty();
+        if let Err(e) = &heartbeat_file {
+            // Said every time: a broken file must not quietly stop the checks in it.
+            self.error(
+                ErrorKind::Storage,
+                format!("The heartbeat could not use {}: {e}", file::HEARTBEAT_FILE),
+            );
+        }
+        if wake.effective_reason() == WakeReason::Interval && nothing_else {
+            match &heartbeat_file {
+                Ok(HeartbeatFile::EffectivelyEmpty) => {
+                    return Outcome::skipped(HeartbeatSkip::EmptyHeartbeatFile, None);
+                }
+                Err(e) => return Outcome::skipped(HeartbeatSkip::HeartbeatFileError, Some(e.to_string())),
+                Ok(_) => {}
+            }
+        }
+        if !self.shared.host.has_provider() {
+            return Outcome::skipped(
+                HeartbeatSkip::NoProvider,
+                Some("No provider is configured; open Settings to choose one.".into()),
+            );
+        }
+
+        let events = deps.events.drain(PRIMARY_SESSION);
+        let kind = PromptKind::choose(&events);
+        let text = kind.text(&config.prompt, &config.zone.current_time_line(now));
+        let mut sections: Vec<String> = system_events::context_section(&events).into_iter().collect();
+        if !due.is_empty() {
+            let lines: Vec<String> = due
+                .iter()
+                .map(|t| format!("- [{}] {}: {}", t.id, t.title, t.description))
+                .collect();
+            sections.push(format!("## Due Tasks\n{}", lines.join("\n")));
+        }
+        match &heartbeat_file {
+            Ok(HeartbeatFile::Tasks(tasks)) => sections.push(format!("## {}\n{tasks}", file::HEARTBEAT_FILE)),
+            Err(e) => sections.push(format!("## {}\n(could not be read: {e})", file::HEARTBEAT_FILE)),
+            Ok(_) => {}
+        }
+
+        let session = session_id(AGENT);
+        let before_size = match deps.store.size(&session) {
+            Ok(n) => n,
+            Err(e) => {
+                deps.events.restore(PRIMARY_SESSION, events);
+                return Outcome {
+                    status: HeartbeatStatus::Failed,
+                    skip: None,
+                    detail: Some(e.to_string()),
+                };
+            }
+        };
+        let before_count = deps.store.load(&session).map(|l| l.messages.len()).unwrap_or(0);
+        let before_updated = deps.meta.load(&session).ok().map(|l| l.meta.updated_at);
+        self.state().stats.runs += 1;
+        let result = self
+            .shared
+            .host
+            .run_turn(HeartbeatTurn {
+                session_id: session.clone(),
+                run_id: uuid::Uuid::new_v4().to_string(),
+                text,
+                extras: TurnExtras {
+                    system_section: Some(system_section(&config.prompt)),
+                    context_sections: sections,
+                    history_limit: Some(HISTORY_LIMIT),
+                },
+                model: config.model.clone(),
+            })
+            .await;
+        if matches!(result.stop_reason, StopReason::Error | StopReason::Cancelled) {
+            // The model never saw them through: they wait for the next run or turn.
+            deps.events.restore(PRIMARY_SESSION, events);
+            self.take_back(&session, before_size, before_updated).await;
+            return Outcome {
+                status: HeartbeatStatus::Failed,
+                skip: None,
+                detail: result
+                    .error
+                    .or_else(|| Some(format!("the turn ended: {:?}", result.stop_reason))),
+            };
+        }
+        let reply_text = last_reply(
+            deps.store.load(&session).map(|l| l.messages).unwrap_or_default(),
+            before_count,
+        );
+        let exec = kind == PromptKind::ExecEvent;
+        match reply::decide(&reply_text, config.ack_max_chars, exec) {
+            ReplyDecision::OkEmpty => {
+                self.take_back(&session, before_size, before_updated).await;
+                Outcome::status(HeartbeatStatus::OkEmpty)
+            }
+            ReplyDecision::OkToken => {
+                self.take_back(&session, before_size, before_updated).await;
+                Outcome::status(HeartbeatStatus::OkToken)
+            }
+            ReplyDecision::Deliver(text) => {
+                if !exec && self.delivered_recently(&session, &text, now) {
+                    self.take_back(&session, before_size, before_updated).await;
+                    return Outcome::skipped(HeartbeatSkip::Duplicate, None);
+                }
+                match self.deliver(&session, &kind, &text, config.notifications).await {
+                    Ok(()) => Outcome::status(HeartbeatStatus::Sent),
+                    Err(e) => Outcome {
+                        status: HeartbeatStatus::Failed,
+                        skip: None,
+                        detail: Some(format!("could not deliver the heartbeat's message: {e}")),
+                    },
+                }
+            }
+        }
+    }
+
+    /// Cuts the run's lines off the heartbeat transcript and puts `updated_at` back, so an
+    /// uneventful run leaves no trace (seed 002 §7.1).
+    async fn take_back(&self, session: &str, size: u64, updated_at: Option<i64>) {
+        let deps = &self.shared.deps;
+        if let Err(e) = deps.store.truncate_async(session, size).await {
+            tracing::warn!("could not prune the heartbeat transcript: {e}");
+        }
+        let Some(updated_at) = updated_at else { return };
+        let now = deps.meta.load(session).map(|l| l.meta.updated_at);
+        if now.is_ok_and(|t| t != updated_at) {
+            if let Err(e) = deps.meta.update_keeping_time(session, updated_at, |_| ()).await {
+                tracing::warn!("could not restore the heartbeat session's time: {e}");
+            }
+        }
+    }
+
+    fn delivered_recently(&self, session: &str, text: &str, now: i64) -> bool {
+        let Ok(loaded) = self.shared.deps.meta.load(session) else {
+            return false;
+        };
+        let Some(last) = loaded.meta.extra.get(LAST_DELIVERY_KEY) else {
+            return false;
+        };
+        let same = last["text"].as_str() == Some(text);
+        let at = last["at"].as_i64().unwrap_or(i64::MIN);
+        same && now.saturating_sub(at) < DEDUPE_WINDOW_MS
+    }
+
+    /// Mailbox first (the one durable copy), then the card and the notification.
+    async fn deliver(&self, session: &str, kind: &PromptKind, text: &str, notify: bool) -> Result<(), String> {
+        let deps = &self.shared.deps;
+        let now = deps.clock.now_ms();
+        let summary = summarize(text);
+        let (event_type, title) = match kind {
+            PromptKind::ExecEvent => ("exec_completed", "Vigil: a command finished"),
+            PromptKind::Cron(_) => ("reminder", "Vigil: reminder"),
+            PromptKind::Poll => ("heartbeat_result", "Vigil needs your attention"),
+        };
+        let event = MailboxEvent {
+            event_id: uuid::Uuid::new_v4().to_string(),
+            source: session.to_string(),
+            detail: (summary != text).then(|| text.to_string()),
+            summary: summary.clone(),
+            created_at: now,
+            run_id: None,
+            event_type: event_type.into(),
+            priority: 1,
+            dedupe_key: Some(format!("heartbeat:{}", digest(text))),
+        };
+        let meta = deps
+            .meta
+            .deposit(PRIMARY_SESSION, event.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        let record = serde_json::json!({ "text": text, "at": now });
+        if let Err(e) = deps
+            .meta
+            .update_atomic_async(session, |m| m.extra.insert(LAST_DELIVERY_KEY.into(), record))
+            .await
+        {
+            tracing::warn!("could not remember the heartbeat's delivery: {e}");
+        }
+        let primary = deps.emitter.for_session(PRIMARY_SESSION, Scope::Primary);
+        primary.emit(
+            Source::Heartbeat,
+            Event::BackgroundUpdate {
+                update: BackgroundUpdate {
+                    event_id: event.event_id.clone(),
+                    event_type: event.event_type,
+                    source: event.source,
+                    summary: event.summary,
+                    detail: event.detail,
+                    priority: event.priority,
+                    created_at: event.created_at,
+                },
+                unread: meta.mailbox.len() as u32,
+            },
+        );
+        if notify {
+            primary.emit(
+                Source::Heartbeat,
+                Event::Notification {
+                    title: title.into(),
+                    body: summary,
+                    event_id: Some(event.event_id),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    fn error(&self, kind: ErrorKind, message: String) {
+        tracing::warn!("{message}");
+        self.emitter().emit(Source::Heartbeat, Event::Error { kind, message });
+    }
+
+    fn emitter(&self) -> crate::events::Emitter {
+        self.shared
+            .deps
+            .emitter
+            .for_session(&session_id(AGENT), Scope::Heartbeat)
+    }
+
+    /// Counts the outcome, keeps it for the status view, and emits the `heartbeat` event.
+    fn record(&self, reason: WakeReason, outcome: Outcome) {
+        let now = self.shared.deps.clock.now_ms();
+        {
+            let mut state = self.state();
+            let stats = &mut state.stats;
+            match outcome.status {
+                HeartbeatStatus::Sent => stats.sent += 1,
+                HeartbeatStatus::OkToken | HeartbeatStatus::OkEmpty => stats.suppressed += 1,
+                HeartbeatStatus::Failed => stats.failed += 1,
+                HeartbeatStatus::Skipped => {}
+            }
+            if let Some(skip) = outcome.skip {
+                *stats.skipped.entry(skip.as_str().to_string()).or_default() += 1;
+            }
+            state.last_run_at = Some(now);
+            state.last_reason = Some(reason);
+            state.last_status = Some(outcome.status);
+            state.last_skip = outcome.skip;
+            state.last_detail = outcome.detail.clone();
+        }
+        self.emitter().emit(
+            Source::Heartbeat,
+            Event::Heartbeat {
+                reason,
+                status: outcome.status,
+                skip_reason: outcome.skip,
+                detail: outcome.detail,
+            },
+        );
+    }
+}
+
+/// The text of the last assistant message the run added.
+fn last_reply(messages: Vec<Message>, before: usize) -> String {
+    messages
+        .into_iter()
+        .skip(before)
+        .filter(|m| m.role == Role::Assistant)
+        .map(|m| m.text())
+        .rfind(|t| !t.trim().is_empty())
+        .unwrap_or_default()
+}
+
+/// The first non-blank line, cut to [`SUMMARY_CHARS`].
+fn summarize(text: &str) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    if line.chars().count() <= SUMMARY_CHARS && line.len() == text.trim().len() {
+        return line.to_string();
+    }
+    let mut short: String = line.chars().take(SUMMARY_CHARS - 1).collect();
+    if short.chars().count() < line.chars().count() {
+        short.push('…');
+    }
+    short
+}
+
+/// A short stable digest of a delivered text, for `dedupe_key`.
+fn digest(text: &str) -> String {
+    use sha2::Digest;
+    let hash = sha2::Sha256::digest(text.as_bytes());
+    hash[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_are_the_first_line_cut_short() {
+        assert_eq!(summarize("Disk at 93 %."), "Disk at 93 %.");
+        assert_eq!(summarize("\n  Disk at 93 %.\nDetails"), "Disk at 93 %.");
+        let long = "x".repeat(500);
+        let s = summarize(&long);
+        assert_eq!(s.chars().count(), SUMMARY_CHARS);
+        assert!(s.ends_with('…'));
+    }
+
+    #[test]
+    fn the_reply_is_the_last_assistant_text_of_the_run() {
+        let mut a = Message::user_text("old reply", 0);
+        a.role = Role::Assistant;
+        let mut b = Message::user_text("new reply", 0);
+        b.role = Role::Assistant;
+        let msgs = vec![a, Message::user_text("poll", 0), b];
+        assert_eq!(last_reply(msgs.clone(), 1), "new reply");
+        assert_eq!(last_reply(msgs, 3), "");
+    }
+}

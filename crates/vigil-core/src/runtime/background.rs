@@ -1,0 +1,314 @@
+//! The runtime's background side: starting the wake loop and the heartbeat schedule, the
+//! heartbeat's access to lanes and clients ([`Host`]), and how a conversation turn takes in
+//! what happened meanwhile — the mailbox snapshot and queued system events go into its
+//! context block, and the mailbox is acknowledged only after the turn succeeded.
+
+use std::sync::{Arc, Mutex, Weak};
+
+use vigil_protocol::{
+    Event, EventEnvelope, HeartbeatSettings, HeartbeatStats, HeartbeatView, Scope, Source, StopReason, WakeReason,
+};
+
+use super::{Inner, Runtime};
+use crate::agent::{background_updates, TurnExtras};
+use crate::events::EventSink;
+use crate::heartbeat::{self, HeartbeatConfig, HeartbeatHost, HeartbeatTurn, TurnResult};
+use crate::provider::ModelClient;
+use crate::system_events::{self, SystemEvent, SystemEventKind};
+use crate::wake::{HandlerRegistration, PendingWake, Wake, WakeConfig, WakeOutcome};
+
+/// The running wake loop and the heartbeat's registration with it.
+pub(super) struct Started {
+    wake: Wake,
+    /// Dropping it would unregister the heartbeat; kept for the runtime's lifetime.
+    _registration: HandlerRegistration,
+}
+
+/// What a conversation turn took in before it ran, to acknowledge or give back after.
+pub(super) struct TakenContext {
+    mailbox_ids: Vec<String>,
+    events: Vec<SystemEvent>,
+    sections: Vec<String>,
+}
+
+impl TakenContext {
+    pub(super) fn extras(&self) -> TurnExtras {
+        TurnExtras {
+            context_sections: self.sections.clone(),
+            ..TurnExtras::default()
+        }
+    }
+}
+
+impl Runtime {
+    /// Starts the wake loop (restoring wakes saved before a restart) and the heartbeat's
+    /// interval schedule. Call once, from inside a tokio runtime (in the desktop shell:
+    /// through `tauri::async_runtime`); later calls do nothing. Returns false, with an
+    /// error in the log, when there is no tokio runtime to run on.
+    pub fn start_background(&self) -> bool {
+        self.start_background_with(WakeConfig {
+            persist_path: Some(self.inner.data_dir.join("wake").join("pending.json")),
+            ..WakeConfig::default()
+        })
+    }
+
+    /// [`Self::start_background`] with explicit wake timings (tests).
+    pub fn start_background_with(&self, config: WakeConfig) -> bool {
+        if self.inner.wake.get().is_some() {
+            return true;
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            tracing::error!("the heartbeat cannot start outside a tokio runtime");
+            return false;
+        }
+        let wake = Wake::start(
+            config,
+            self.inner.clock.clone(),
+            self.inner.shutdown.clone(),
+            &self.inner.background,
+        );
+        let registration = wake.set_handler(Arc::new(self.inner.heartbeat.clone()));
+        let started = Started {
+            wake: wake.clone(),
+            _registration: registration,
+        };
+        if self.inner.wake.set(started).is_err() {
+            return true;
+        }
+        let schedule = self
+            .inner
+            .heartbeat
+            .clone()
+            .run_schedule(wake, self.inner.shutdown.clone());
+        self.inner.background.spawn(schedule);
+        true
+    }
+
+    /// Runs one heartbeat now, outside the wake loop (no coalescing, no retry), and says
+    /// whether it found the conversation busy: for tests and diagnostics. It still emits the
+    /// `heartbeat` event and counts.
+    pub async fn heartbeat_once(&self, reason: WakeReason) -> WakeOutcome {
+        let wake = PendingWake {
+            reason,
+            retry_of: None,
+            target: heartbeat::AGENT.to_string(),
+            requested_at: self.inner.clock.now_ms(),
+        };
+        self.inner.heartbeat.run_once(wake).await
+    }
+
+    /// Asks for a heartbeat run (coalesced with others). Before
+    /// [`Self::start_background`] there is nothing to run it, and the request is dropped.
+    pub fn request_wake(&self, reason: WakeReason) {
+        match self.inner.wake.get() {
+            Some(started) => started.wake.request_wake(reason, heartbeat::AGENT),
+            None => tracing::warn!("a {} wake before the heartbeat started was dropped", reason.as_str()),
+        }
+    }
+
+    /// Queues a line for `session_id`'s next turn (and the heartbeat's, for the primary
+    /// session). Pair it with [`Self::request_wake`] to have it relayed promptly.
+    pub fn enqueue_system_event(&self, session_id: &str, text: &str, kind: SystemEventKind) -> bool {
+        self.inner
+            .system_events
+            .enqueue(session_id, text, kind, self.inner.clock.now_ms())
+    }
+
+    /// The queues, for producers that hold on to them (the process registry).
+    pub fn system_events(&self) -> &system_events::SystemEvents {
+        &self.inner.system_events
+    }
+
+    /// Applies heartbeat settings at once (no restart); returns the problems found, which
+    /// also show in [`Self::heartbeat_view`].
+    pub fn set_heartbeat_settings(&self, settings: &HeartbeatSettings) -> Vec<String> {
+        let config = HeartbeatConfig::resolve(settings);
+        let warnings = config.warnings.clone();
+        self.inner.heartbeat.set_config(config);
+        warnings
+    }
+
+    /// The status view: last run, next run, settings problems, counters.
+    pub fn heartbeat_view(&self) -> HeartbeatView {
+        let stats = self.inner.wake.get().map(|s| s.wake.stats()).unwrap_or_default();
+        self.inner.heartbeat.view(stats)
+    }
+
+    /// Counters since start (runs, sent, suppressed, skipped by reason, wakes coalesced).
+    pub fn heartbeat_stats(&self) -> HeartbeatStats {
+        self.heartbeat_view().stats
+    }
+
+    /// Waits for requested wakes to run; true if there were any.
+    pub(super) async fn settle_wakes(&self) -> bool {
+        match self.inner.wake.get() {
+            Some(started) => started.wake.settled().await,
+            None => false,
+        }
+    }
+
+    /// Reads the mailbox (a snapshot, left in place) and takes the queued system events.
+    pub(super) fn take_background_context(&self, session_id: &str) -> TakenContext {
+        let mailbox = match self.inner.meta.load(session_id) {
+            Ok(l) => l.meta.mailbox,
+            Err(e) => {
+                tracing::warn!("could not read the mailbox of {session_id}: {e}");
+                vec![]
+            }
+        };
+        let events = self.inner.system_events.drain(session_id);
+        let sections = background_updates(&mailbox)
+            .into_iter()
+            .chain(system_events::context_section(&events))
+            .collect();
+        TakenContext {
+            mailbox_ids: mailbox.into_iter().map(|e| e.event_id).collect(),
+            events,
+            sections,
+        }
+    }
+
+    /// After a turn: success acknowledges exactly the mailbox events it was shown (seed 003
+    /// §4.5 `ack_drain`); failure leaves them and puts the system events back.
+    pub(super) async fn finish_background_context(&self, session_id: &str, stop: StopReason, taken: TakenContext) {
+        let succeeded = !matches!(stop, StopReason::Error | StopReason::Cancelled);
+        if !succeeded {
+            self.inner.system_events.restore(session_id, taken.events);
+        }
+        let updated = if succeeded && !taken.mailbox_ids.is_empty() {
+            self.inner
+                .meta
+                .ack_drain(session_id, &taken.mailbox_ids)
+                .await
+                .map(|_| true)
+        } else {
+            self.inner
+                .meta
+                .update_atomic_async(session_id, |_| ())
+                .await
+                .map(|_| false)
+        };
+        match updated {
+            Ok(true) => self.inner.emitter.for_session(session_id, Scope::Primary).emit(
+                Source::System,
+                Event::BackgroundUpdatesRead {
+                    event_ids: taken.mailbox_ids,
+                },
+            ),
+            Ok(false) => {}
+            Err(e) => tracing::warn!("could not update the metadata of {session_id}: {e}"),
+        }
+    }
+
+    /// One heartbeat turn in its own lane, with the heartbeat's model if one is set.
+    async fn run_heartbeat_turn(&self, t: HeartbeatTurn) -> TurnResult {
+        let lane = self.lane(&t.session_id);
+        let cancel = {
+            let mut state = lane.lock();
+            if state.busy {
+                return TurnResult {
+                    stop_reason: StopReason::Error,
+                    error: Some(format!("{} is busy", t.session_id)),
+                };
+            }
+            state.busy = true;
+            state.cancel = self.inner.shutdown.child_token();
+            state.cancel.clone()
+        };
+        let base = self.inner.client.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let client = match (base, t.model) {
+            (Some(c), Some(model)) => {
+                let mut config = c.config().clone();
+                config.model = model;
+                ModelClient::new(config, self.inner.clock.clone()).ok()
+            }
+            (c, None) => c,
+            (None, Some(_)) => None,
+        };
+        let tap = Arc::new(ErrorTap {
+            inner: self.inner.emitter.sink(),
+            last: Mutex::new(None),
+        });
+        let emitter = self
+            .inner
+            .emitter
+            .with_sink(tap.clone())
+            .for_run(&t.session_id, Scope::Heartbeat, &t.run_id);
+        let config = self
+            .inner
+            .agent_config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let turn = crate::agent::Turn {
+            session_id: &t.session_id,
+            store: &self.inner.store,
+            client,
+            tools: self.inner.tools.clone(),
+            workspace: self.inner.workspace.clone(),
+            emitter,
+            clock: self.inner.clock.clone(),
+            cancel,
+            steer: lane.as_ref(),
+            config,
+            extras: t.extras,
+        };
+        let stop_reason = turn.run(t.text).await;
+        {
+            let mut state = lane.lock();
+            state.busy = false;
+            state.queue.clear();
+        }
+        let error = tap.last.lock().unwrap_or_else(|e| e.into_inner()).take();
+        TurnResult { stop_reason, error }
+    }
+}
+
+/// Forwards every event and remembers the last error message (for the heartbeat event).
+struct ErrorTap {
+    inner: Arc<dyn EventSink>,
+    /// `std` lock: set from inside `emit`, read after the turn.
+    last: Mutex<Option<String>>,
+}
+
+impl EventSink for ErrorTap {
+    fn emit(&self, event: EventEnvelope) {
+        if let Event::Error { message, .. } = &event.event {
+            *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(message.clone());
+        }
+        self.inner.emit(event);
+    }
+}
+
+/// The heartbeat's view of the runtime. Weak, so the heartbeat held inside the runtime does
+/// not keep it alive.
+pub(super) struct Host(pub(super) Weak<Inner>);
+
+impl Host {
+    fn runtime(&self) -> Option<Runtime> {
+        self.0.upgrade().map(|inner| Runtime { inner })
+    }
+}
+
+#[async_trait::async_trait]
+impl HeartbeatHost for Host {
+    fn primary_busy(&self) -> bool {
+        self.runtime()
+            .is_some_and(|rt| rt.is_busy(crate::session::PRIMARY_SESSION))
+    }
+
+    fn has_provider(&self) -> bool {
+        self.runtime()
+            .is_some_and(|rt| rt.inner.client.read().unwrap_or_else(|e| e.into_inner()).is_some())
+    }
+
+    async fn run_turn(&self, turn: HeartbeatTurn) -> TurnResult {
+        match self.runtime() {
+            Some(rt) => rt.run_heartbeat_turn(turn).await,
+            None => TurnResult {
+                stop_reason: StopReason::Cancelled,
+                error: Some("Vigil is shutting down".into()),
+            },
+        }
+    }
+}

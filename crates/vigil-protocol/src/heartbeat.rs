@@ -1,0 +1,273 @@
+//! The heartbeat on the wire: why a run happened ([`WakeReason`]), how it ended
+//! ([`HeartbeatStatus`], [`HeartbeatSkip`]), the settings the user edits
+//! ([`HeartbeatSettings`]), the status view, and the background-update card.
+//!
+//! Names follow OpenClaw's (`exec-event`, `ok-token`, `requests-in-flight`, `ackMaxChars`)
+//! so its documentation reads true for Vigil.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use ts_rs::TS;
+
+/// Why a heartbeat run was asked for. Decides the wake's priority when several wait for the
+/// same target, and whether an effectively empty `HEARTBEAT.md` skips the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, TS)]
+#[serde(rename_all = "kebab-case")]
+pub enum WakeReason {
+    /// The interval came round (`every`, default 30 minutes).
+    Interval,
+    /// A background command finished.
+    ExecEvent,
+    /// A scheduled routine is due.
+    Cron,
+    /// Something inside Vigil asked for a run.
+    Wake,
+    /// An internal hook asked for a run.
+    Hook,
+    /// The user asked for a run ("check now", `{"type":"wake"}`).
+    Manual,
+    /// An earlier run found the conversation busy and is tried again.
+    Retry,
+}
+
+impl WakeReason {
+    /// The default of `Op::Wake`.
+    pub fn manual() -> Self {
+        WakeReason::Manual
+    }
+
+    /// The wire name (`exec-event`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WakeReason::Interval => "interval",
+            WakeReason::ExecEvent => "exec-event",
+            WakeReason::Cron => "cron",
+            WakeReason::Wake => "wake",
+            WakeReason::Hook => "hook",
+            WakeReason::Manual => "manual",
+            WakeReason::Retry => "retry",
+        }
+    }
+}
+
+/// How a heartbeat run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "kebab-case")]
+pub enum HeartbeatStatus {
+    /// The reply was `HEARTBEAT_OK` (with at most `ackMaxChars` besides): nothing to tell.
+    OkToken,
+    /// The reply was empty: nothing to tell.
+    OkEmpty,
+    /// The reply went to the user (mailbox, card, notification).
+    Sent,
+    /// The run did not reach the user; `skip_reason` says why.
+    Skipped,
+    /// The model call failed; `detail` says how. The next wake tries again.
+    Failed,
+}
+
+/// Why a heartbeat run was skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, TS)]
+#[serde(rename_all = "kebab-case")]
+pub enum HeartbeatSkip {
+    /// The heartbeat is switched off.
+    Disabled,
+    /// Outside the active hours.
+    QuietHours,
+    /// A turn is running in the conversation; retried in a second.
+    RequestsInFlight,
+    /// `HEARTBEAT.md` holds no task (only headings, comments, blank lines): no model call.
+    EmptyHeartbeatFile,
+    /// `HEARTBEAT.md` could not be read; `detail` says why.
+    HeartbeatFileError,
+    /// The same text was delivered less than 24 hours ago.
+    Duplicate,
+    /// No provider is configured.
+    NoProvider,
+}
+
+impl HeartbeatSkip {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HeartbeatSkip::Disabled => "disabled",
+            HeartbeatSkip::QuietHours => "quiet-hours",
+            HeartbeatSkip::RequestsInFlight => "requests-in-flight",
+            HeartbeatSkip::EmptyHeartbeatFile => "empty-heartbeat-file",
+            HeartbeatSkip::HeartbeatFileError => "heartbeat-file-error",
+            HeartbeatSkip::Duplicate => "duplicate",
+            HeartbeatSkip::NoProvider => "no-provider",
+        }
+    }
+}
+
+/// A background result waiting in a conversation's mailbox, as the chat card shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct BackgroundUpdate {
+    pub event_id: String,
+    /// `heartbeat_result`, `exec_completed`, `job_completed`, …
+    pub event_type: String,
+    /// The session that produced it (`heartbeat_session_main`, `job_…`).
+    pub source: String,
+    /// One sentence, always shown.
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub detail: Option<String>,
+    /// 0 info, 1 important, 2 urgent.
+    pub priority: u8,
+    #[ts(type = "number")]
+    pub created_at: i64,
+}
+
+/// When the heartbeat may run: `start` to `end` (`HH:MM`, `end` may be `24:00`) in
+/// `timezone` (an IANA name; empty or absent means the computer's). A window whose end is
+/// before its start runs across midnight; `start == end` is never active.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ActiveHours {
+    pub start: String,
+    pub end: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub timezone: Option<String>,
+}
+
+/// The `heartbeat` entry of the settings store, as the user writes it (OpenClaw's names).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct HeartbeatSettings {
+    /// Off switches every run, event-driven ones included.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// The interval: `30m`, `1h30m`, `45s`; a bare number is minutes; `0` or an invalid
+    /// value turns interval runs off (event-driven runs still happen).
+    #[serde(default = "default_every", deserialize_with = "string_or_number")]
+    pub every: String,
+    /// Replaces the built-in heartbeat prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub prompt: Option<String>,
+    /// How much text may accompany `HEARTBEAT_OK` and still count as "nothing to tell".
+    #[serde(default = "default_ack_max_chars", alias = "ack_max_chars")]
+    pub ack_max_chars: u32,
+    #[serde(default, alias = "active_hours", skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub active_hours: Option<ActiveHours>,
+    /// A model for heartbeat runs instead of the conversation's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub model: Option<String>,
+    /// Raise a native notification when a heartbeat has something to tell.
+    #[serde(default = "yes")]
+    pub notifications: bool,
+}
+
+impl Default for HeartbeatSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            every: default_every(),
+            prompt: None,
+            ack_max_chars: default_ack_max_chars(),
+            active_hours: None,
+            model: None,
+            notifications: true,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_every() -> String {
+    "30m".into()
+}
+
+fn default_ack_max_chars() -> u32 {
+    300
+}
+
+/// `"every": 45` and `"every": "45"` both mean 45 minutes; keep what the user wrote.
+fn string_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Every {
+        S(String),
+        N(serde_json::Number),
+    }
+    Ok(match Every::deserialize(d)? {
+        Every::S(s) => s,
+        Every::N(n) => n.to_string(),
+    })
+}
+
+/// Counters since start, for the diagnostics view.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct HeartbeatStats {
+    /// Runs that called the model.
+    #[ts(type = "number")]
+    pub runs: u64,
+    #[ts(type = "number")]
+    pub sent: u64,
+    /// `ok-token` and `ok-empty` runs.
+    #[ts(type = "number")]
+    pub suppressed: u64,
+    #[ts(type = "number")]
+    pub failed: u64,
+    /// Skips by reason (`requests-in-flight`, `quiet-hours`, …).
+    #[ts(type = "Record<string, number>")]
+    pub skipped: BTreeMap<String, u64>,
+    /// Every `request_wake`.
+    #[ts(type = "number")]
+    pub wakes_requested: u64,
+    /// Requests merged into a wake already waiting for the same target.
+    #[ts(type = "number")]
+    pub wakes_coalesced: u64,
+}
+
+/// The status indicator: the last run, the next one, and what needs fixing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct HeartbeatView {
+    pub settings: HeartbeatSettings,
+    /// The interval in force; `None` when interval runs are off.
+    #[ts(type = "number | null")]
+    pub interval_ms: Option<u64>,
+    #[ts(type = "number | null")]
+    pub last_run_at: Option<i64>,
+    pub last_reason: Option<WakeReason>,
+    pub last_status: Option<HeartbeatStatus>,
+    pub last_skip_reason: Option<HeartbeatSkip>,
+    pub last_detail: Option<String>,
+    #[ts(type = "number | null")]
+    pub next_run_at: Option<i64>,
+    /// Settings problems (an unknown time zone, a bad interval…), for the status view.
+    pub warnings: Vec<String>,
+    pub stats: HeartbeatStats,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn settings_take_openclaw_names_numbers_and_defaults() {
+        let s: HeartbeatSettings = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(s, HeartbeatSettings::default());
+        let s: HeartbeatSettings = serde_json::from_value(json!({
+            "every": 45, "ackMaxChars": 10,
+            "activeHours": {"start": "09:00", "end": "24:00", "timezone": "Asia/Shanghai"}
+        }))
+        .unwrap();
+        assert_eq!(s.every, "45");
+        assert_eq!(s.ack_max_chars, 10);
+        assert_eq!(s.active_hours.unwrap().end, "24:00");
+        let s: HeartbeatSettings = serde_json::from_value(json!({"ack_max_chars": 5})).unwrap();
+        assert_eq!(s.ack_max_chars, 5);
+        assert_eq!(
+            serde_json::to_value(HeartbeatSettings::default()).unwrap(),
+            json!({"enabled": true, "every": "30m", "ackMaxChars": 300, "notifications": true})
+        );
+    }
+}
