@@ -541,8 +541,17 @@ export function applyEvent(state: ChatState, event: EventEnvelope): ChatState {
     case 'sessions_changed':
       // The sidebar's business (`sessions/`).
       return s;
+    case 'approval_requested':
+    case 'approval_resolved':
+      // Kept across session switches by `approvals/`; the view places the cards.
+      return s;
     case 'notification':
       // The Rust side raises native notifications itself.
+      return s;
+    case 'heartbeat':
+    case 'background_update':
+    case 'background_updates_read':
+      // Not shown in the chat yet: the heartbeat UI comes with its own feature folder.
       return s;
   }
 }

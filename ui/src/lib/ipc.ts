@@ -10,6 +10,9 @@
 import { invoke } from '@tauri-apps/api/core';
 import { listen } from '@tauri-apps/api/event';
 import type {
+  ApprovalKind,
+  ApprovalPolicy,
+  ApprovalsView,
   CommandError,
   ConnectionVerdict,
   EventEnvelope,
@@ -125,6 +128,21 @@ export function testConnection(provider: ProviderSettings, apiKey: string | null
 /** Raises a native notification through the same path background events use. */
 export function notify(title: string, body: string): Promise<void> {
   return call('notify', { title, body });
+}
+
+/** The approval policy and the remembered "always" answers. */
+export function getApprovals(): Promise<ApprovalsView> {
+  return call('get_approvals');
+}
+
+/** Saves the policy; rejects (`invalid_settings`) while `VIGIL_APPROVAL_POLICY` decides it. */
+export function setApprovalPolicy(policy: ApprovalPolicy): Promise<ApprovalsView> {
+  return call('set_approval_policy', { policy });
+}
+
+/** Forgets one remembered "always"; the next such request is asked again. */
+export function forgetApproval(kind: ApprovalKind, prefix: string): Promise<ApprovalsView> {
+  return call('forget_approval', { kind, prefix });
 }
 
 /** Subscribes to every event the core emits; resolves once the listener is registered. */

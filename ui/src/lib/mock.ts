@@ -1,13 +1,27 @@
 // An in-browser stand-in for the Rust side, for previewing the UI outside Tauri
-// (`?mock`, `?mock=empty`, `?mock=error`, `?mock=policy`, `?mock=compact`). `ipc.ts` imports
+// (`?mock`, `?mock=empty`, `?mock=error`, `?mock=policy`, `?mock=compact`, `?mock=approval`,
+// `?mock=approval-env`; a message starting with "run" asks for approval in any of them). `ipc.ts` imports
 // it lazily and only when `__TAURI_INTERNALS__` is absent, so it never runs in the app. It
 // replays the event order the core uses (see vigil-core `agent/mod.rs` and `runtime.rs`):
 // sessions run concurrently, a message sent during a turn is queued and steers it at its
 // next step, and after Stop queued messages are saved without an answer.
 
 import type { Backend, Unlisten } from './ipc';
+import { createMockGate } from './mock-approvals';
 import { CONFIG_DIFF, CONFIG_FILE, SAMPLE_REPLY, sampleSessions, text, userTurn, type MockSession } from './mock-data';
-import type { Event, EventEnvelope, History, JsonValue, Message, ProviderSettings, SettingsView, Usage } from './protocol';
+import type {
+  ApprovalDecision,
+  ApprovalKind,
+  ApprovalPolicy,
+  Event,
+  EventEnvelope,
+  History,
+  JsonValue,
+  Message,
+  ProviderSettings,
+  SettingsView,
+  Usage,
+} from './protocol';
 
 const INTERRUPT_PREFIX = '[INTERRUPT] New message from user: ';
 
@@ -42,6 +56,7 @@ export function createMockBackend(variant: string): Backend {
   });
 
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const asksApproval = variant.startsWith('approval');
 
   function emit(sessionId: string | null, runId: string | null, event: Event): void {
     const envelope = {
@@ -55,6 +70,8 @@ export function createMockBackend(variant: string): Backend {
     } as EventEnvelope;
     for (const h of handlers) h(envelope);
   }
+
+  const gate = createMockGate(variant, emit);
 
   function list() {
     return [...sessions.values()].map((s) => s.summary).sort((a, b) => b.updated_at - a.updated_at);
@@ -130,6 +147,83 @@ export function createMockBackend(variant: string): Backend {
     return { say, ev, stream, toolRound, steer, count, total, me };
   }
 
+  /** A call that needs the gate's yes: its arguments, what is asked, what it prints. */
+  interface GatedCall {
+    name: string;
+    input: JsonValue;
+    kind: ApprovalKind;
+    subject: string;
+    cwd?: string;
+    lines: string[];
+  }
+
+  /**
+   * A round whose calls need approval (two commands at once, so the cards stack; or a file
+   * outside the workspace when the message names a path), then an answer that says what
+   * happened.
+   */
+  async function approvalTurn(sessionId: string, runId: string, t: ReturnType<typeof turnIn>, userText: string) {
+    const path = userText.match(/(?:~|\/home)\/[\w.\/-]+/)?.[0]?.replace(/^~/, '/home/you');
+    const cwd = '/home/you/projects/vigil';
+    const calls: GatedCall[] = path
+      ? [{ name: 'read', input: { path }, kind: 'read_outside', subject: path, lines: ['# Trips 2024', '- Lisbon, 12–14 Oct: trams, tiles, pastéis'] }]
+      : [
+          {
+            name: 'exec',
+            input: { command: 'cargo build --release', cwd },
+            kind: 'exec',
+            subject: 'cargo build --release',
+            cwd,
+            lines: ['   Compiling vigil-core v0.1.0', '   Compiling vigil v0.1.0', '    Finished `release` profile in 41.2s'],
+          },
+          { name: 'exec', input: { command: 'git status --short', cwd }, kind: 'exec', subject: 'git status --short', cwd, lines: [' M src/config.rs'] },
+        ];
+    await sleep(300);
+    const lead = await t.stream(path ? 'That file is outside my workspace, so I will ask before reading it.' : 'I will build it and check the working tree.');
+    if (t.me.cancelled) return 'cancelled' as const;
+    const ids = calls.map(() => `call-${++seq}`);
+    const content: Message['content'] = [{ type: 'text', text: lead }];
+    calls.forEach((c, i) => content.push({ type: 'tool_use', id: ids[i], name: c.name, input: c.input }));
+    const usage = t.count({ input_tokens: 900, output_tokens: 60 });
+    t.say({ role: 'assistant', content, ts: Date.now(), model: provider.model, usage, stop_reason: 'tool_use' });
+    for (const [i, c] of calls.entries()) t.ev({ type: 'tool_call_started', call_id: ids[i], name: c.name, input: c.input });
+    const results = await Promise.all(
+      calls.map(async (c, i) => {
+        const verdict = await gate.check({ sessionId, runId, kind: c.kind, subject: c.subject, cwd: c.cwd });
+        let output = verdict.allowed ? '' : verdict.reason;
+        for (const line of verdict.allowed ? c.lines : []) {
+          await sleep(400);
+          if (t.me.cancelled) break;
+          output += `${line}\n`;
+          t.ev({ type: 'tool_call_update', call_id: ids[i], output });
+        }
+        const isError = !verdict.allowed || t.me.cancelled;
+        if (t.me.cancelled) output = 'Cancelled.';
+        t.ev({ type: 'tool_call_finished', call_id: ids[i], name: c.name, content: output, is_error: isError });
+        return { id: ids[i], output, isError, subject: c.subject };
+      }),
+    );
+    t.say({
+      role: 'tool_result',
+      content: results.map((r) => ({ type: 'tool_result' as const, tool_use_id: r.id, content: r.output, is_error: r.isError })),
+      ts: Date.now(),
+    });
+    if (t.me.cancelled) return 'cancelled' as const;
+    t.steer();
+    const refused = results.filter((r) => r.isError).map((r) => `\`${r.subject}\``);
+    const answer =
+      refused.length === 0
+        ? path
+          ? 'Last year you went to **Lisbon** on 12–14 October; this year’s plan is a similar length, so the same pace should work.'
+          : 'The release build finished, and the only change in the tree is `src/config.rs`.'
+        : `Understood — I did not run ${refused.join(' or ')}. Tell me if you want me to try another way.`;
+    const sent = await t.stream(answer);
+    const stop = t.me.cancelled ? ('cancelled' as const) : ('end_turn' as const);
+    const finalUsage = stop === 'cancelled' ? undefined : t.count({ input_tokens: 1300, output_tokens: 50 });
+    if (sent) t.say({ ...text('assistant', sent, Date.now()), model: provider.model, usage: finalUsage, stop_reason: stop });
+    return stop;
+  }
+
   async function runTurn(sessionId: string, userText: string): Promise<void> {
     const runId = `run-${++seq}`;
     const t = turnIn(sessionId, runId);
@@ -143,6 +237,7 @@ export function createMockBackend(variant: string): Backend {
       t.ev({ type: 'error', kind: 'auth', message: 'The provider rejected the API key (401). Check it in Settings.' });
       return finish('error');
     }
+    if (asksApproval || /^run\b/i.test(userText.trim())) return finish(await approvalTurn(sessionId, runId, t, userText));
     if (variant === 'compact') {
       await sleep(300);
       const before = sessions.get(sessionId)?.messages.length ?? 0;
@@ -230,7 +325,8 @@ export function createMockBackend(variant: string): Backend {
   }
 
   let created = 0;
-  type OpArgs = { type: string; text?: string; session_id?: string; title?: string };
+  let backgroundAsked = false;
+  type OpArgs = { type: string; text?: string; session_id?: string; title?: string; id?: string; decision?: ApprovalDecision };
 
   const commands: Record<string, (args: Record<string, unknown>) => unknown> = {
     submit: (args) => {
@@ -242,6 +338,16 @@ export function createMockBackend(variant: string): Backend {
           break;
         case 'interrupt':
           if (lanes.get(id)?.busy) lane(id).cancelled = true;
+          gate.cancelSession(id);
+          break;
+        case 'approval':
+          if (!gate.answer(op.id ?? '', op.decision ?? 'deny')) {
+            emit(null, null, {
+              type: 'error',
+              kind: 'invalid_op',
+              message: `No approval request ${op.id} is waiting (already answered or cancelled).`,
+            });
+          }
           break;
         case 'create_session': {
           const now = Date.now();
@@ -292,6 +398,9 @@ export function createMockBackend(variant: string): Backend {
       keySet || (typeof args.apiKey === 'string' && args.apiKey !== '')
         ? { ok: true, message: `Connected to ${(args.provider as ProviderSettings).model} (mock).` }
         : { ok: false, message: 'No API key is set.' },
+    get_approvals: () => gate.view(),
+    set_approval_policy: (args) => gate.setPolicy(args.policy as ApprovalPolicy),
+    forget_approval: (args) => gate.forget(args.kind as ApprovalKind, args.prefix as string),
     notify: (args) => {
       console.info('[mock] notification', args);
     },
@@ -306,6 +415,11 @@ export function createMockBackend(variant: string): Backend {
     },
     async listen(handler): Promise<Unlisten> {
       handlers.add(handler);
+      // `?mock=approval`: a conversation not on screen asks too, for the sidebar's marker.
+      if (asksApproval && !backgroundAsked) {
+        backgroundAsked = true;
+        setTimeout(() => void startTurn('s-trip', 'Compare it with last year’s trip in ~/Documents/trips-2024.md'), 1500);
+      }
       return () => handlers.delete(handler);
     },
   };

@@ -1,0 +1,51 @@
+// The heartbeat in the real app: with a HEARTBEAT.md check and a short interval, a scripted
+// alert reaches the desktop as exactly one notification; HEARTBEAT_OK replies raise none.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Harness, waitFor, sleep } from './harness.mjs';
+
+const h = new Harness();
+let driver;
+const ALERT = 'Disk usage is at 91% on /. Consider cleaning ~/Downloads.';
+
+before(async () => {
+  const workspace = path.join(h.dataDir, 'workspace');
+  fs.mkdirSync(workspace, { recursive: true });
+  fs.writeFileSync(path.join(workspace, 'HEARTBEAT.md'), '# Checks\n\n- If disk usage is over 80 %, tell me.\n');
+  fs.writeFileSync(path.join(h.dataDir, 'settings.json'), JSON.stringify({ heartbeat: { every: '3s' } }));
+  const url = await h.startFakeProvider({ steps: [{ kind: 'text', text: ALERT }], fallback: { kind: 'text', text: 'HEARTBEAT_OK' } });
+  await h.startNotificationMonitor();
+  await h.startDriver({
+    VIGIL_DATA_DIR: h.dataDir,
+    VIGIL_PROVIDER: 'anthropic',
+    VIGIL_BASE_URL: url,
+    VIGIL_MODEL: 'fake-model',
+    VIGIL_API_KEY: 'sk-e2e',
+    VIGIL_NO_KEYRING: '1',
+  });
+  [driver] = await h.launchApp();
+});
+
+after(async () => {
+  if (driver) await driver.quit().catch(() => {});
+  await h.stop();
+});
+
+const notifies = () => (h.notificationLog().match(/member=Notify/g) ?? []).length;
+
+test('an alert from HEARTBEAT.md raises exactly one notification; HEARTBEAT_OK raises none', async () => {
+  await waitFor('the alert on D-Bus', async () => h.notificationLog().includes('Disk usage is at 91%'), 20000);
+  assert.equal(notifies(), 1);
+  // Let at least two more heartbeats run; they answer HEARTBEAT_OK and must stay silent.
+  await waitFor('two more heartbeat requests', async () => h.fakeRequests().filter((r) => r.path === '/v1/messages').length >= 3, 20000);
+  await sleep(500);
+  assert.equal(notifies(), 1, 'HEARTBEAT_OK is not delivered');
+  // The heartbeat ran in its own session and never saw the conversation.
+  const hb = h.fakeRequests().filter((r) => r.path === '/v1/messages')[0];
+  assert.match(JSON.stringify(hb.body.messages), /If disk usage is over 80/);
+  // The delivered result waits in the conversation's mailbox for the next turn.
+  const meta = JSON.parse(fs.readFileSync(path.join(h.dataDir, 'sessions', 'main.meta.json'), 'utf8'));
+  assert.ok(JSON.stringify(meta.meta.mailbox).includes('Disk usage is at 91%'), JSON.stringify(meta).slice(0, 400));
+});

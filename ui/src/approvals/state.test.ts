@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest';
+import { addPendingUser, applyEvent } from '../chat/state';
+import { ev, fold, loaded, msg, userTurn } from '../chat/testing';
+import type { EventEnvelope } from '../lib/protocol';
+import {
+  answerFailed,
+  answerLocally,
+  applyApprovalEvent,
+  approvalOp,
+  initialApprovals,
+  ofSession,
+  placeApprovals,
+  recordText,
+  waitingSessions,
+  type Approval,
+  type ApprovalsState,
+} from './state';
+
+function foldApprovals(events: EventEnvelope[], state: ApprovalsState = initialApprovals()): ApprovalsState {
+  return events.reduce(applyApprovalEvent, state);
+}
+
+const build = (id = 'a1', sessionId = 'main', runId = 'r1') =>
+  ev(
+    { type: 'approval_requested', id, kind: 'exec', command: 'cargo build --release', prefix: 'cargo build', cwd: '/home/you/vigil' },
+    runId,
+    sessionId,
+  );
+
+describe('approval requests', () => {
+  it('shows a request as a pending card of its session and turn', () => {
+    const requested = build();
+    const s = foldApprovals([requested, requested]);
+    expect(s.approvals).toEqual([
+      {
+        id: 'a1',
+        sessionId: 'main',
+        runId: 'r1',
+        kind: 'exec',
+        command: 'cargo build --release',
+        prefix: 'cargo build',
+        cwd: '/home/you/vigil',
+        ts: requested.ts,
+        state: 'pending',
+        error: null,
+      },
+    ]);
+    expect(waitingSessions(s)).toEqual(new Set(['main']));
+  });
+
+  it('collapses to a record when resolved, whatever the decision', () => {
+    const s = foldApprovals([
+      build('a1'),
+      build('a2'),
+      build('a3'),
+      ev({ type: 'approval_resolved', id: 'a1', decision: 'approve' }),
+      ev({ type: 'approval_resolved', id: 'a2', decision: 'always' }),
+      ev({ type: 'approval_resolved', id: 'a3', decision: 'deny' }),
+    ]);
+    expect(s.approvals.map((a) => [a.id, a.state, recordText(a)])).toEqual([
+      ['a1', 'approved', 'Approved once'],
+      ['a2', 'always', 'Always allowed cargo build'],
+      ['a3', 'denied', 'Denied'],
+    ]);
+    expect(waitingSessions(s)).toEqual(new Set());
+  });
+
+  it('collapses at once when answered here; the core’s decision wins, a failed send asks again', () => {
+    let s = foldApprovals([build('a1'), build('a2')]);
+    s = answerLocally(s, 'a1', 'always');
+    expect(s.approvals[0].state).toBe('always');
+    expect(answerLocally(s, 'a1', 'deny')).toBe(s);
+    // Stop got there first.
+    s = applyApprovalEvent(s, ev({ type: 'approval_resolved', id: 'a1', decision: 'deny' }));
+    expect(s.approvals[0].state).toBe('denied');
+
+    s = answerFailed(answerLocally(s, 'a2', 'approve'), 'a2', 'Your answer was not sent: offline');
+    expect(s.approvals[1]).toMatchObject({ state: 'pending', error: 'Your answer was not sent: offline' });
+  });
+
+  it('flags a request from another session for the sidebar, and keeps it off this chat', () => {
+    const s = foldApprovals([build('a1', 's-trip', 'r9')]);
+    expect(waitingSessions(s)).toEqual(new Set(['s-trip']));
+    expect(ofSession(s, 'main')).toEqual([]);
+    expect(ofSession(s, 's-trip').map((a) => a.id)).toEqual(['a1']);
+  });
+
+  it('denies what is still pending when its turn ends, and forgets deleted sessions', () => {
+    let s = foldApprovals([build('a1', 'main', 'r1'), build('a2', 'main', 'r2'), build('a3', 's-old', 'r3')]);
+    s = applyApprovalEvent(s, ev({ type: 'turn_finished', stop_reason: 'cancelled', usage: { input_tokens: 0, output_tokens: 0 } }, 'r1'));
+    expect(s.approvals.map((a) => a.state)).toEqual(['denied', 'pending', 'pending']);
+    s = applyApprovalEvent(s, ev({ type: 'sessions_changed', sessions: [{ id: 'main', title: '', created_at: 0, updated_at: 0 }] }, null, null));
+    expect(s.approvals.map((a) => a.id)).toEqual(['a1', 'a2']);
+  });
+
+  it('answers with the approval op', () => {
+    expect(approvalOp('a1', 'approve')).toEqual({ type: 'approval', id: 'a1', decision: 'approve' });
+    expect(approvalOp('a2', 'always')).toEqual({ type: 'approval', id: 'a2', decision: 'always' });
+  });
+
+  it('leaves the chat reducer alone', () => {
+    const before = loaded([userTurn('hi', 1)]);
+    const after = applyEvent(before, build());
+    expect(after.items).toBe(before.items);
+    expect(after.phase).toBe(before.phase);
+  });
+});
+
+describe('placing approval cards', () => {
+  const at = (ts: number, id = `a${ts}`): Approval => ({
+    id, sessionId: 'main', runId: 'r1', kind: 'exec', command: 'make', prefix: 'make', cwd: null, ts, state: 'pending', error: null,
+  });
+
+  it('puts a card under the message whose call waits: before later rounds and unsent messages', () => {
+    let chat = fold(loaded([userTurn('build it', 1)]), [
+      ev({ type: 'turn_started', user_text: 'build it' }),
+      ev({
+        type: 'message_appended',
+        message: { ...msg('assistant', 'Building.', 10), content: [{ type: 'tool_use', id: 'c1', name: 'exec', input: { command: 'make' } }] },
+      }),
+      ev({ type: 'tool_call_started', call_id: 'c1', name: 'exec', input: { command: 'make' } }),
+    ]);
+    [chat] = addPendingUser(chat, 'also run the tests', 30, true);
+    chat = applyEvent(chat, ev({ type: 'message_appended', message: msg('assistant', 'Done.', 40) }));
+    const [user, call, done] = chat.items.filter((i) => !i.pending);
+    expect([user.text, call.tools.map((c) => c.id), done.text]).toEqual(['build it', ['c1'], 'Done.']);
+
+    const placed = placeApprovals(chat.items, [at(20), at(25)]);
+    expect(placed.end).toEqual([]);
+    expect([...placed.after.entries()].map(([key, list]) => [key, list.map((a) => a.id)])).toEqual([[call.key, ['a20', 'a25']]]);
+  });
+
+  it('shows a card with nothing before it at the end', () => {
+    expect(placeApprovals([], [at(5)]).end.map((a) => a.id)).toEqual(['a5']);
+  });
+});

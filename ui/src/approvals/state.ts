@@ -1,0 +1,231 @@
+// Approval requests, pure: what is waiting for the user in every session, what was
+// answered, where a card goes in the chat, and the op that answers. No Svelte, no IPC:
+// `approvals.svelte.ts` holds the state and sends the op.
+//
+// The core (vigil-core `approval.rs`) emits `approval_requested` when the policy asks,
+// waits for the `approval` op (or the turn's cancellation, which denies), then emits
+// `approval_resolved` with what it did. Requests are not saved in the transcript, so this
+// state lives beside the chat's, across session switches, not inside it.
+
+import { PRIMARY_SESSION } from '../lib/ipc';
+import type { ApprovalDecision, ApprovalKind, ApprovalPolicy, EventEnvelope, Op } from '../lib/protocol';
+import type { ChatItem } from '../chat/state';
+
+/** `pending` until answered; then the record of what happened. */
+export type ApprovalState = 'pending' | 'approved' | 'always' | 'denied';
+
+export interface Approval {
+  id: string;
+  sessionId: string;
+  runId: string | null;
+  kind: ApprovalKind;
+  /** The command, or the path for file access. */
+  command: string;
+  /** What "always" remembers (`cargo build`, or a folder). */
+  prefix: string;
+  cwd: string | null;
+  /** When it was asked; places the card among the chat's items. */
+  ts: number;
+  state: ApprovalState;
+  /** Why the answer did not reach the core (the card stays pending). */
+  error: string | null;
+}
+
+export interface ApprovalsState {
+  /** Oldest first; answered ones are kept (bounded) as one-line records. */
+  approvals: Approval[];
+}
+
+/** Answered records kept; pending requests are never dropped for space. */
+const RECORD_LIMIT = 200;
+
+export const STATE_OF: Record<ApprovalDecision, ApprovalState> = {
+  approve: 'approved',
+  always: 'always',
+  deny: 'denied',
+};
+
+export function initialApprovals(): ApprovalsState {
+  return { approvals: [] };
+}
+
+/** The op that answers request `id`; sent with `submit`. */
+export function approvalOp(id: string, decision: ApprovalDecision): Op {
+  return { type: 'approval', id, decision };
+}
+
+function update(state: ApprovalsState, id: string, patch: Partial<Approval>): ApprovalsState {
+  if (!state.approvals.some((a) => a.id === id)) return state;
+  return { approvals: state.approvals.map((a) => (a.id === id ? { ...a, ...patch } : a)) };
+}
+
+function bounded(approvals: Approval[]): Approval[] {
+  let extra = approvals.filter((a) => a.state !== 'pending').length - RECORD_LIMIT;
+  if (extra <= 0) return approvals;
+  return approvals.filter((a) => a.state === 'pending' || extra-- <= 0);
+}
+
+/** Folds one core event in; returns the same object when it is not about approvals. */
+export function applyApprovalEvent(state: ApprovalsState, event: EventEnvelope): ApprovalsState {
+  switch (event.type) {
+    case 'approval_requested': {
+      // A replayed event (reconnect) must not add a second card.
+      if (state.approvals.some((a) => a.id === event.id)) return state;
+      const approval: Approval = {
+        id: event.id,
+        sessionId: event.session_id ?? PRIMARY_SESSION,
+        runId: event.run_id,
+        kind: event.kind,
+        command: event.command,
+        prefix: event.prefix,
+        cwd: event.cwd ?? null,
+        ts: event.ts,
+        state: 'pending',
+        error: null,
+      };
+      return { approvals: bounded([...state.approvals, approval]) };
+    }
+    case 'approval_resolved':
+      // The core's word wins over an answer given here (Stop may have denied first).
+      return update(state, event.id, { state: STATE_OF[event.decision], error: null });
+    case 'turn_finished': {
+      // The core resolves every request before its turn can end; should that event be
+      // lost, a card must not keep asking about a tool that is no longer waiting.
+      const sessionId = event.session_id ?? PRIMARY_SESSION;
+      const stale = (a: Approval) =>
+        a.state === 'pending' && a.sessionId === sessionId && event.run_id !== null && a.runId === event.run_id;
+      if (!state.approvals.some(stale)) return state;
+      return { approvals: state.approvals.map((a) => (stale(a) ? { ...a, state: 'denied' as const, error: null } : a)) };
+    }
+    case 'sessions_changed': {
+      const ids = new Set(event.sessions.map((s) => s.id));
+      const kept = state.approvals.filter((a) => ids.has(a.sessionId) || a.sessionId === PRIMARY_SESSION);
+      return kept.length === state.approvals.length ? state : { approvals: kept };
+    }
+    default:
+      return state;
+  }
+}
+
+/** The user answered here: the card collapses at once; `approval_resolved` confirms it. */
+export function answerLocally(state: ApprovalsState, id: string, decision: ApprovalDecision): ApprovalsState {
+  const approval = state.approvals.find((a) => a.id === id);
+  if (!approval || approval.state !== 'pending') return state;
+  return update(state, id, { state: STATE_OF[decision], error: null });
+}
+
+/** The answer never reached the core: ask again, saying why. */
+export function answerFailed(state: ApprovalsState, id: string, message: string): ApprovalsState {
+  return update(state, id, { state: 'pending', error: message });
+}
+
+export function isPending(approval: Approval): boolean {
+  return approval.state === 'pending';
+}
+
+/** Sessions with a request waiting for the user (the sidebar's marker). */
+export function waitingSessions(state: ApprovalsState): ReadonlySet<string> {
+  return new Set(state.approvals.filter(isPending).map((a) => a.sessionId));
+}
+
+export function ofSession(state: ApprovalsState, sessionId: string): Approval[] {
+  return state.approvals.filter((a) => a.sessionId === sessionId);
+}
+
+/** Where a session's approval cards go among its chat items. */
+export interface Placement {
+  /** Cards to show right after the item with that key. */
+  after: Map<string, Approval[]>;
+  /** Cards with no item to follow (nothing confirmed on screen yet). */
+  end: Approval[];
+}
+
+/**
+ * Each card follows the last confirmed item from before its request: the assistant
+ * message whose tool call is waiting, so it sits under that call's card and later rounds
+ * come after it. Messages still being sent (pending) are never anchors, so a card stays
+ * above a message typed while it waits.
+ */
+export function placeApprovals(items: ChatItem[], approvals: Approval[]): Placement {
+  const placement: Placement = { after: new Map(), end: [] };
+  const confirmed = items.filter((i) => !i.pending);
+  for (const approval of approvals) {
+    const anchor = confirmed.findLast((i) => i.ts <= approval.ts) ?? confirmed.at(-1);
+    if (!anchor) {
+      placement.end.push(approval);
+      continue;
+    }
+    const list = placement.after.get(anchor.key);
+    if (list) list.push(approval);
+    else placement.after.set(anchor.key, [approval]);
+  }
+  return placement;
+}
+
+/** "Approved once", "Always allowed `cargo build`", "Denied" (the collapsed card). */
+export function recordText(approval: Approval): string {
+  switch (approval.state) {
+    case 'approved':
+      return 'Approved once';
+    case 'always':
+      return `Always allowed ${approval.prefix}`;
+    case 'denied':
+      return 'Denied';
+    case 'pending':
+      return 'Waiting for your answer';
+  }
+}
+
+/** The card's heading: what Vigil wants to do. */
+export function requestTitle(kind: ApprovalKind): string {
+  switch (kind) {
+    case 'exec':
+      return 'Vigil wants to run';
+    case 'read_outside':
+      return 'Vigil wants to read outside the workspace';
+    case 'write_outside':
+      return 'Vigil wants to change a file outside the workspace';
+  }
+}
+
+/** What "always" will allow from now on, for the button's tooltip and the rules list. */
+export function alwaysHint(kind: ApprovalKind, prefix: string): string {
+  switch (kind) {
+    case 'exec':
+      return `Run commands starting with “${prefix}” from now on without asking`;
+    case 'read_outside':
+      return `Read files in ${prefix} from now on without asking`;
+    case 'write_outside':
+      return `Change files in ${prefix} from now on without asking`;
+  }
+}
+
+export const KIND_LABEL: Record<ApprovalKind, string> = {
+  exec: 'Command',
+  read_outside: 'Read',
+  write_outside: 'Write',
+};
+
+/** The policies as the settings pane offers them, in order, with what each means. */
+export const POLICIES: { value: ApprovalPolicy; label: string; explain: string }[] = [
+  {
+    value: 'ask',
+    label: 'Ask before running commands',
+    explain: 'Vigil asks before each command and before touching files outside its workspace, unless you always allowed it.',
+  },
+  {
+    value: 'allowlist',
+    label: 'Only run allow-listed commands',
+    explain: 'What you always allowed runs; everything else is refused without asking.',
+  },
+  {
+    value: 'full-auto',
+    label: 'Run everything without asking',
+    explain: 'Any command runs and files outside the workspace can be read and changed — nothing is asked.',
+  },
+  {
+    value: 'read-only',
+    label: 'Read-only',
+    explain: 'No commands and no changes outside the workspace; reading files there is allowed.',
+  },
+];
