@@ -61,6 +61,19 @@ pub enum Op {
     DeleteSession { session_id: String },
     /// Answer an `approval_requested` event.
     Approval { id: String, decision: ApprovalDecision },
+    /// Start a command from the Processes panel (the user's own, no approval needed).
+    StartProcess {
+        command: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        cwd: Option<String>,
+    },
+    /// Type into a process's terminal (text as UTF-8; control keys as their bytes).
+    ProcessInput { process_id: String, data: String },
+    /// Kill a process and its whole group (SIGTERM, then SIGKILL after a grace period).
+    ProcessKill { process_id: String },
+    /// The panel's terminal changed size.
+    ProcessResize { process_id: String, cols: u16, rows: u16 },
     /// Finish or cancel running turns and stop the runtime.
     Shutdown,
     /// Ask for a heartbeat run now (`{"type":"wake","reason":"manual"}`); coalesced with
@@ -242,6 +255,13 @@ pub enum Event {
     BackgroundUpdatesRead { event_ids: Vec<String> },
     /// A message was durably appended to the session transcript.
     MessageAppended { message: Message },
+    /// A process started (by the agent's `exec` or from the panel).
+    ProcessStarted { process: ProcessSummary },
+    /// Raw terminal output, base64 (bytes may split UTF-8 characters), coalesced to about
+    /// 60 updates a second per process.
+    ProcessOutput { process_id: String, data_b64: String },
+    /// A process ended.
+    ProcessExited { process: ProcessSummary },
 }
 
 /// Why the model (or the runtime) ended a turn.
@@ -412,6 +432,30 @@ pub enum ContentBlock {
     },
 }
 
+/// The Processes panel's view of one process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ProcessSummary {
+    /// 8 hex characters.
+    pub id: String,
+    /// The session that owns it (`user` for commands started from the panel).
+    pub owner: String,
+    pub command: String,
+    pub cwd: String,
+    pub pid: Option<u32>,
+    /// `running`, `exited`, `killed` or `failed`.
+    pub state: String,
+    #[ts(type = "number")]
+    pub started_at: i64,
+    #[ts(type = "number | null")]
+    pub ended_at: Option<i64>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    /// Running in the background (its exit is announced).
+    pub background: bool,
+    /// Whether it has a terminal (else plain pipes).
+    pub pty: bool,
+}
+
 /// The sidebar's view of a conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct SessionSummary {
@@ -463,6 +507,7 @@ pub fn typescript_bindings() -> String {
         ApprovalRule::decl(&cfg),
         ApprovalsView::decl(&cfg),
         SessionSummary::decl(&cfg),
+        ProcessSummary::decl(&cfg),
         History::decl(&cfg),
         CommandError::decl(&cfg),
         ProviderKind::decl(&cfg),

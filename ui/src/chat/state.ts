@@ -549,9 +549,17 @@ export function applyEvent(state: ChatState, event: EventEnvelope): ChatState {
       // The Rust side raises native notifications itself.
       return s;
     case 'heartbeat':
+      // The status bar's business (`heartbeat/`); heartbeat runs have their own session.
+      return s;
+    case 'process_started':
+    case 'process_output':
+    case 'process_exited':
+      // Background processes have their own view; their results reach the chat as background updates.
+      return s;
     case 'background_update':
     case 'background_updates_read':
-      // Not shown in the chat yet: the heartbeat UI comes with its own feature folder.
+      // Not transcript messages: kept across session switches by `heartbeat/`, whose
+      // cards the view places among these items by time.
       return s;
   }
 }

@@ -16,6 +16,8 @@ import type {
   CommandError,
   ConnectionVerdict,
   EventEnvelope,
+  HeartbeatSettings,
+  HeartbeatView,
   History,
   Op,
   ProviderSettings,
@@ -143,6 +145,19 @@ export function setApprovalPolicy(policy: ApprovalPolicy): Promise<ApprovalsView
 /** Forgets one remembered "always"; the next such request is asked again. */
 export function forgetApproval(kind: ApprovalKind, prefix: string): Promise<ApprovalsView> {
   return call('forget_approval', { kind, prefix });
+}
+
+/** The heartbeat's settings, last run, next run and counters. */
+export function heartbeatView(): Promise<HeartbeatView> {
+  return call('heartbeat_view');
+}
+
+/**
+ * Saves heartbeat settings; they apply without a restart. Rejects (`invalid_settings`, the
+ * message naming the bad value) without saving anything.
+ */
+export function saveHeartbeatSettings(settings: HeartbeatSettings): Promise<HeartbeatView> {
+  return call('save_heartbeat_settings', { settings });
 }
 
 /** Subscribes to every event the core emits; resolves once the listener is registered. */

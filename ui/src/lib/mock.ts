@@ -1,6 +1,7 @@
 // An in-browser stand-in for the Rust side, for previewing the UI outside Tauri
 // (`?mock`, `?mock=empty`, `?mock=error`, `?mock=policy`, `?mock=compact`, `?mock=approval`,
-// `?mock=approval-env`; a message starting with "run" asks for approval in any of them). `ipc.ts` imports
+// `?mock=approval-env`, `?mock=heartbeat`; a message starting with "run" asks for approval
+// in any of them, and a heartbeat runs every ~20 s in all of them). `ipc.ts` imports
 // it lazily and only when `__TAURI_INTERNALS__` is absent, so it never runs in the app. It
 // replays the event order the core uses (see vigil-core `agent/mod.rs` and `runtime.rs`):
 // sessions run concurrently, a message sent during a turn is queued and steers it at its
@@ -8,12 +9,14 @@
 
 import type { Backend, Unlisten } from './ipc';
 import { createMockGate } from './mock-approvals';
+import { createMockHeartbeat } from './mock-heartbeat';
 import { CONFIG_DIFF, CONFIG_FILE, SAMPLE_REPLY, sampleSessions, text, userTurn, type MockSession } from './mock-data';
 import type {
   ApprovalDecision,
   ApprovalKind,
   ApprovalPolicy,
   Event,
+  HeartbeatSettings,
   EventEnvelope,
   History,
   JsonValue,
@@ -72,6 +75,7 @@ export function createMockBackend(variant: string): Backend {
   }
 
   const gate = createMockGate(variant, emit);
+  const heartbeat = createMockHeartbeat(variant, emit, () => lanes.get('main')?.busy ?? false);
 
   function list() {
     return [...sessions.values()].map((s) => s.summary).sort((a, b) => b.updated_at - a.updated_at);
@@ -227,10 +231,14 @@ export function createMockBackend(variant: string): Backend {
   async function runTurn(sessionId: string, userText: string): Promise<void> {
     const runId = `run-${++seq}`;
     const t = turnIn(sessionId, runId);
+    // A primary turn reads the mailbox at its start and acknowledges it only if it succeeds.
+    const mailbox = sessionId === 'main' ? heartbeat.snapshot() : [];
     t.say(userTurn(userText, Date.now()));
     t.ev({ type: 'turn_started', user_text: userText });
-    const finish = (stop_reason: 'end_turn' | 'cancelled' | 'policy' | 'error', detail?: string) =>
+    const finish = (stop_reason: 'end_turn' | 'cancelled' | 'policy' | 'error', detail?: string) => {
+      if (stop_reason === 'end_turn') heartbeat.acknowledge(mailbox);
       t.ev({ type: 'turn_finished', stop_reason, usage: t.total, ...(detail ? { detail } : {}) });
+    };
 
     if (variant === 'error') {
       await sleep(400);
@@ -401,6 +409,8 @@ export function createMockBackend(variant: string): Backend {
     get_approvals: () => gate.view(),
     set_approval_policy: (args) => gate.setPolicy(args.policy as ApprovalPolicy),
     forget_approval: (args) => gate.forget(args.kind as ApprovalKind, args.prefix as string),
+    heartbeat_view: () => heartbeat.view(),
+    save_heartbeat_settings: (args) => heartbeat.save(args.settings as HeartbeatSettings),
     notify: (args) => {
       console.info('[mock] notification', args);
     },
@@ -415,6 +425,7 @@ export function createMockBackend(variant: string): Backend {
     },
     async listen(handler): Promise<Unlisten> {
       handlers.add(handler);
+      heartbeat.start();
       // `?mock=approval`: a conversation not on screen asks too, for the sidebar's marker.
       if (asksApproval && !backgroundAsked) {
         backgroundAsked = true;

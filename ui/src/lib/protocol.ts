@@ -3,7 +3,7 @@
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
 
-export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, };
+export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, };
 
 export type Scope = "primary" | "heartbeat" | "job" | "app";
 
@@ -33,7 +33,7 @@ prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, dec
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
-detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "message_appended", message: Message, });
+detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, });
 
 export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", id: string, kind: ApprovalKind, 
 /**
@@ -47,7 +47,7 @@ prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, dec
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
-detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "message_appended", message: Message, };
+detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, };
 
 export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "policy" | "error";
 
@@ -90,6 +90,28 @@ export type ApprovalsView = { policy: ApprovalPolicy,
 policy_from_env: boolean, rules: Array<ApprovalRule>, };
 
 export type SessionSummary = { id: string, title: string, created_at: number, updated_at: number, };
+
+export type ProcessSummary = { 
+/**
+ * 8 hex characters.
+ */
+id: string, 
+/**
+ * The session that owns it (`user` for commands started from the panel).
+ */
+owner: string, command: string, cwd: string, pid: number | null, 
+/**
+ * `running`, `exited`, `killed` or `failed`.
+ */
+state: string, started_at: number, ended_at: number | null, exit_code: number | null, signal: string | null, 
+/**
+ * Running in the background (its exit is announced).
+ */
+background: boolean, 
+/**
+ * Whether it has a terminal (else plain pipes).
+ */
+pty: boolean, };
 
 export type History = { session_id: string, messages: Array<Message>, 
 /**

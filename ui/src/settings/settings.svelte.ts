@@ -7,6 +7,8 @@ export class SettingsStore {
   view = $state.raw<SettingsView | null>(null);
   loadError = $state<string | null>(null);
   open = $state(false);
+  /** A section to show when the pane opens (`heartbeat` from the status bar), then cleared. */
+  section = $state<'heartbeat' | null>(null);
 
   async load(): Promise<void> {
     try {

@@ -1,0 +1,132 @@
+// The heartbeat settings form, pure: its shape, the checks that are obvious before asking
+// the core (a time that is not HH:MM, a count that is not a whole number), and the
+// settings it sends. The core checks everything again and names what it refuses.
+
+import type { HeartbeatSettings } from '../lib/protocol';
+
+/** What the form edits; numbers are strings because that is what the inputs hold. */
+export interface HeartbeatForm {
+  enabled: boolean;
+  every: string;
+  start: string;
+  end: string;
+  timezone: string;
+  ackMaxChars: string;
+  prompt: string;
+  model: string;
+  notifications: boolean;
+}
+
+export type HeartbeatField = 'every' | 'start' | 'end' | 'timezone' | 'ackMaxChars';
+export type FieldErrors = Partial<Record<HeartbeatField, string>>;
+
+/** The core's upper bound for `ackMaxChars` (`MAX_ACK_MAX_CHARS`). */
+export const MAX_ACK_MAX_CHARS = 20_000;
+
+export function formFromSettings(s: HeartbeatSettings): HeartbeatForm {
+  return {
+    enabled: s.enabled,
+    every: s.every,
+    start: s.activeHours?.start ?? '',
+    end: s.activeHours?.end ?? '',
+    timezone: s.activeHours?.timezone ?? '',
+    ackMaxChars: String(s.ackMaxChars),
+    prompt: s.prompt ?? '',
+    model: s.model ?? '',
+    notifications: s.notifications,
+  };
+}
+
+/** `HH:MM` → minutes since midnight; `24:00` only where `allow24` (an end). As the core's `parse_hhmm`. */
+export function parseHhmm(text: string, allow24: boolean): number | null {
+  const m = /^(\d{1,2}):(\d{2})$/.exec(text.trim());
+  if (!m) return null;
+  const [h, min] = [Number(m[1]), Number(m[2])];
+  if (h === 24 && min === 0 && allow24) return 1440;
+  return h <= 23 && min <= 59 ? h * 60 + min : null;
+}
+
+/** A bare number (minutes) or number-unit pairs (`30m`, `1h30m`, `45s`, `2 hours`). */
+const EVERY = /^(\d+(\.\d+)?|(\d+\s*[a-zµ]+\s*)+)$/i;
+
+/** Whether the browser knows the zone; "local" means this computer's. */
+export function knownTimeZone(zone: string): boolean {
+  if (zone.toLowerCase() === 'local') return true;
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function validate(form: HeartbeatForm): FieldErrors {
+  const errors: FieldErrors = {};
+  const every = form.every.trim();
+  if (every === '') errors.every = 'Enter an interval such as 30m, or 0 to turn interval runs off.';
+  else if (!EVERY.test(every)) errors.every = `“${every}” is not a duration (examples: 30m, 1h, 1h30m, or 45 for minutes).`;
+
+  const start = form.start.trim();
+  const end = form.end.trim();
+  if (start !== '' && parseHhmm(start, false) === null) errors.start = 'Use HH:MM, from 00:00 to 23:59.';
+  if (end !== '' && parseHhmm(end, true) === null) errors.end = 'Use HH:MM, from 00:00 to 24:00.';
+  if (start === '' && end !== '' && !errors.end) errors.start = 'Give a start time too, or clear the end.';
+  if (end === '' && start !== '' && !errors.start) errors.end = 'Give an end time too, or clear the start.';
+
+  const zone = form.timezone.trim();
+  if (zone !== '' && start === '' && end === '') errors.timezone = 'The time zone applies to active hours: set start and end too.';
+  else if (zone !== '' && !knownTimeZone(zone)) errors.timezone = `“${zone}” is not a time zone this computer knows (e.g. Europe/Berlin).`;
+
+  const ack = form.ackMaxChars.trim();
+  const n = Number(ack);
+  if (!/^\d+$/.test(ack) || !Number.isSafeInteger(n) || n > MAX_ACK_MAX_CHARS) {
+    errors.ackMaxChars = `A whole number from 0 to ${MAX_ACK_MAX_CHARS.toLocaleString('en-US')}.`;
+  }
+  return errors;
+}
+
+/** The settings to send, or the fields to fix. */
+export function settingsFromForm(form: HeartbeatForm): { settings: HeartbeatSettings } | { errors: FieldErrors } {
+  const errors = validate(form);
+  if (Object.keys(errors).length > 0) return { errors };
+  const settings: HeartbeatSettings = {
+    enabled: form.enabled,
+    every: form.every.trim(),
+    ackMaxChars: Number(form.ackMaxChars.trim()),
+    notifications: form.notifications,
+  };
+  if (form.start.trim() !== '') {
+    const timezone = form.timezone.trim();
+    settings.activeHours = { start: form.start.trim(), end: form.end.trim(), ...(timezone ? { timezone } : {}) };
+  }
+  if (form.prompt.trim() !== '') settings.prompt = form.prompt;
+  if (form.model.trim() !== '') settings.model = form.model.trim();
+  return { settings };
+}
+
+/** A hint under the fields that are right but easy to misread. */
+export function everyNote(every: string): string | null {
+  const text = every.trim();
+  if (!/^\d+(\.\d+)?$/.test(text)) return null;
+  const minutes = Number(text);
+  if (minutes === 0) return 'Interval runs are off; finished background commands and routines still wake Vigil.';
+  return `Every ${minutes} ${minutes === 1 ? 'minute' : 'minutes'}.`;
+}
+
+export function hoursNote(form: HeartbeatForm): string | null {
+  const start = parseHhmm(form.start, false);
+  const end = parseHhmm(form.end, true);
+  if (start === null || end === null) return null;
+  if (start === end) return 'Start and end are the same: the heartbeat would never run on its interval.';
+  if (end < start) return 'The window runs across midnight.';
+  return null;
+}
+
+/** The browser's zone, as the placeholder of the time zone field. */
+export function localTimeZone(): string {
+  try {
+    return Intl.DateTimeFormat().resolvedOptions().timeZone || 'local';
+  } catch {
+    return 'local';
+  }
+}

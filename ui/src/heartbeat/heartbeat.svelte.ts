@@ -1,0 +1,59 @@
+// The heartbeat's view (settings, last run, next run, counters) for the status indicator
+// and the settings section. Loaded on start, after each `heartbeat` event, and every
+// 30 s so "next 13:00" stays true after the core reschedules.
+
+import * as ipc from '../lib/ipc';
+import type { HeartbeatSettings, HeartbeatView } from '../lib/protocol';
+import { withHeartbeatEvent } from './status';
+
+const REFRESH_MS = 30_000;
+
+export class HeartbeatStore {
+  view = $state.raw<HeartbeatView | null>(null);
+  error = $state<string | null>(null);
+
+  /** Bumped per request, so a slow answer never overwrites a newer one. */
+  #asked = 0;
+
+  async start(): Promise<ipc.Unlisten> {
+    let unlisten: ipc.Unlisten = () => {};
+    try {
+      unlisten = await ipc.onEvent((event) => {
+        if (event.type !== 'heartbeat') return;
+        this.view = withHeartbeatEvent(this.view, event);
+        void this.refresh();
+      });
+    } catch {
+      // Reported by the chat store.
+    }
+    await this.refresh();
+    const timer = setInterval(() => void this.refresh(), REFRESH_MS);
+    return () => {
+      unlisten();
+      clearInterval(timer);
+    };
+  }
+
+  async refresh(): Promise<void> {
+    const asked = ++this.#asked;
+    try {
+      const view = await ipc.heartbeatView();
+      if (asked !== this.#asked) return;
+      this.view = view;
+      this.error = null;
+    } catch (e) {
+      if (asked !== this.#asked) return;
+      this.error = ipc.toCommandError(e).message;
+    }
+  }
+
+  /** Throws a `CommandError` (`invalid_settings` names the bad value) for the form to show. */
+  async save(settings: HeartbeatSettings): Promise<HeartbeatView> {
+    const view = await ipc.saveHeartbeatSettings(settings);
+    // A refresh still on its way may predate the save; its answer must not undo it.
+    this.#asked += 1;
+    this.view = view;
+    this.error = null;
+    return view;
+  }
+}
