@@ -345,8 +345,26 @@ impl Turn<'_> {
             } else if self.cancel.is_cancelled() {
                 ToolOutput::error("Cancelled.")
             } else {
-                let ctx = ToolContext { workspace: self.workspace.root().to_path_buf(), cancel: self.cancel.clone(), updates: None };
-                self.tools.execute(name, input.clone(), &ctx).await
+                let (updates, mut live) = tokio::sync::mpsc::unbounded_channel();
+                let ctx = ToolContext {
+                    workspace: self.workspace.root().to_path_buf(),
+                    cancel: self.cancel.clone(),
+                    updates: Some(updates),
+                    owner: self.session_id.to_string(),
+                };
+                // Live output (throttled by the tool) goes out as it comes; any left when the
+                // call ends is stale next to the result and is dropped.
+                let mut call = std::pin::pin!(self.tools.execute(name, input.clone(), &ctx));
+                loop {
+                    tokio::select! {
+                        biased;
+                        output = &mut call => break output,
+                        Some(output) = live.recv() => self.emitter.emit(
+                            Source::Agent,
+                            Event::ToolCallUpdate { call_id: id.clone(), output },
+                        ),
+                    }
+                }
             };
             let content = truncate_head_tail(&output.content, limit);
             self.emitter.emit(
