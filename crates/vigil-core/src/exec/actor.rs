@@ -77,7 +77,7 @@ struct Proc {
 }
 
 impl Proc {
-    fn outcome(&self) -> Outcome {
+    fn outcome(&mut self) -> Outcome {
         Outcome {
             info: self.info.clone(),
             output: self.aggregated.text().to_string(),
@@ -540,13 +540,13 @@ impl Actor {
 
     fn pump(&mut self, pump: Pump) {
         match pump {
-            Pump::Output { id, raw, text } => {
+            Pump::Output { id, raw, text, chars } => {
                 let Some(p) = self.procs.get_mut(&id) else { return };
                 if !p.info.is_running() {
                     return; // finished output is final; a lingering grandchild's goes nowhere
                 }
-                p.aggregated.push(&text);
-                p.pending.push(&text);
+                p.aggregated.push_counted(&text, chars);
+                p.pending.push_counted(&text, chars);
                 p.raw.push(&raw);
                 p.ui.push(&raw);
                 if !text.is_empty() {

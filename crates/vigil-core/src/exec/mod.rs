@@ -17,8 +17,8 @@
 //! - `actor` — the registry actor: owns every process entry, applies output and exits, kills,
 //!   sweeps finished processes after their TTL, coalesces output for the UI.
 //! - `spawn` — starting a child (PTY or pipes) and its reader, waiter and writer threads.
-//! - `output` — the bounded buffers (model text, pending poll text, raw bytes) and the
-//!   ANSI/control stripper.
+//! - `output` — the bounded buffers (model text, pending poll text, raw bytes).
+//! - `strip` — terminal bytes to plain text for the model (the `vte` parser).
 //! - [`events`] — the [`ExecEvents`] seam the runtime connects: live output for the UI,
 //!   exits, and the exit notice that wakes the agent.
 
@@ -27,6 +27,7 @@ pub mod events;
 mod output;
 pub mod registry;
 mod spawn;
+mod strip;
 
 use std::path::PathBuf;
 use std::time::Duration;

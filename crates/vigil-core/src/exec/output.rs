@@ -1,21 +1,21 @@
-//! Bounded output buffers and the stripper that turns terminal bytes into text for the model.
+//! Bounded output buffers, and windows of lines for `log`.
 //!
-//! A child may write gigabytes; every buffer here keeps only its newest part, trimmed in
-//! amortised steps (grow to cap + a quarter, then cut back to the cap) so a flood costs a
-//! constant number of copies per byte rather than a memmove of the whole buffer per chunk.
+//! A child may write gigabytes; every buffer here keeps only its newest part. They are rings
+//! (`VecDeque<u8>`): appending and dropping from the front touch only the bytes involved, so a
+//! flood costs a constant amount of work per byte and memory never exceeds the cap. Reading
+//! makes the ring contiguous, which only happens when someone asks (poll, log, a tail).
 
-/// How far past its cap a buffer may grow before it is cut back: bounds memory at 1.25×
-/// the cap while keeping the cost of trimming amortised.
-const SLACK_DIVISOR: usize = 4;
+use std::collections::VecDeque;
 
 /// The newest `cap` characters of a text stream, and how many were dropped before them.
 #[derive(Debug, Default)]
 pub(super) struct CappedText {
-    buf: String,
+    /// Valid UTF-8: only whole `&str`s go in and cuts land on character starts.
+    buf: VecDeque<u8>,
     /// Characters in `buf` (Unicode scalar values, like the cap).
     chars: usize,
     cap: usize,
-    /// Characters cut from the front of `buf` so far.
+    /// Characters cut from the front since the last `take`.
     dropped: u64,
 }
 
@@ -24,15 +24,29 @@ impl CappedText {
         Self { cap, ..Self::default() }
     }
 
+    #[cfg(test)]
     pub fn push(&mut self, s: &str) {
+        self.push_counted(s, s.chars().count());
+    }
+
+    /// Appends `s`, which has `chars` characters (counted once by the caller, who pushes the
+    /// same text into several buffers).
+    pub fn push_counted(&mut self, s: &str, chars: usize) {
         if s.is_empty() {
             return;
         }
-        self.buf.push_str(s);
-        self.chars += s.chars().count();
-        if self.chars > self.cap + self.cap / SLACK_DIVISOR {
+        self.buf.extend(s.as_bytes());
+        self.chars += chars;
+        if self.chars > self.cap {
             let excess = self.chars - self.cap;
-            let cut = byte_at(&self.buf, excess);
+            // As many characters as bytes: all ASCII, so the cut needs no scan. (The usual
+            // case for floods, and the scan would cost more than everything else per byte.)
+            let cut = if self.buf.len() == self.chars {
+                excess
+            } else {
+                let (front, back) = self.buf.as_slices();
+                skip_chars(front.iter().chain(back).copied(), excess)
+            };
             self.buf.drain(..cut);
             self.chars = self.cap;
             self.dropped += excess as u64;
@@ -40,16 +54,13 @@ impl CappedText {
     }
 
     /// The kept text: at most `cap` characters.
-    pub fn text(&self) -> &str {
-        match self.chars.checked_sub(self.cap) {
-            Some(over) if over > 0 => &self.buf[byte_at(&self.buf, over)..],
-            _ => &self.buf,
-        }
+    pub fn text(&mut self) -> &str {
+        as_str(self.buf.make_contiguous())
     }
 
-    /// Characters dropped so far, counting any slack not yet trimmed.
+    /// Characters dropped since the last `take`.
     pub fn dropped(&self) -> u64 {
-        self.dropped + self.chars.saturating_sub(self.cap) as u64
+        self.dropped
     }
 
     pub fn is_empty(&self) -> bool {
@@ -57,58 +68,98 @@ impl CappedText {
     }
 
     /// The last `n` characters.
-    pub fn tail(&self, n: usize) -> &str {
-        let text = self.text();
-        let chars = self.chars.min(self.cap);
-        if chars <= n {
-            text
+    pub fn tail(&mut self, n: usize) -> &str {
+        let from_end = if self.chars <= n {
+            self.buf.len()
+        } else if self.buf.len() == self.chars {
+            n
         } else {
-            &text[byte_at(text, chars - n)..]
-        }
+            skip_chars_back(self.buf.iter().rev().copied(), n)
+        };
+        let start = self.buf.len() - from_end;
+        as_str(&self.buf.make_contiguous()[start..])
     }
 
     /// Takes the kept text and the dropped count, leaving the buffer empty.
     pub fn take(&mut self) -> (String, u64) {
-        let dropped = self.dropped();
-        let text = match self.chars.checked_sub(self.cap) {
-            Some(over) if over > 0 => self.buf[byte_at(&self.buf, over)..].to_string(),
-            _ => std::mem::take(&mut self.buf),
-        };
+        let bytes = Vec::from(std::mem::take(&mut self.buf));
+        let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        let dropped = self.dropped;
         *self = Self::new(self.cap);
         (text, dropped)
     }
 }
 
-/// The byte index of the `n`th character, or the end.
-fn byte_at(text: &str, n: usize) -> usize {
-    if n == 0 {
-        return 0;
+/// The byte offset after the first `n` characters of UTF-8 `bytes` (all of them if fewer).
+fn skip_chars(bytes: impl Iterator<Item = u8>, n: usize) -> usize {
+    let mut seen = 0;
+    let mut len = 0;
+    for (i, b) in bytes.enumerate() {
+        if b & 0xC0 != 0x80 {
+            if seen == n {
+                return i;
+            }
+            seen += 1;
+        }
+        len = i + 1;
     }
-    text.char_indices().nth(n).map_or(text.len(), |(i, _)| i)
+    len
+}
+
+/// How many bytes from the end hold the last `n` characters, given the bytes in reverse.
+fn skip_chars_back(reversed: impl Iterator<Item = u8>, n: usize) -> usize {
+    let mut seen = 0;
+    let mut len = 0;
+    for (i, b) in reversed.enumerate() {
+        len = i + 1;
+        if b & 0xC0 != 0x80 {
+            seen += 1;
+            if seen == n {
+                return len;
+            }
+        }
+    }
+    len
+}
+
+/// Bytes that are UTF-8 by construction; anything else (a bug) shows as far as it is valid.
+fn as_str(bytes: &[u8]) -> &str {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+    }
 }
 
 /// The newest `cap` bytes of a byte stream.
 #[derive(Debug, Default)]
 pub(super) struct CappedBytes {
-    buf: Vec<u8>,
+    buf: VecDeque<u8>,
     cap: usize,
 }
 
 impl CappedBytes {
     pub fn new(cap: usize) -> Self {
-        Self { buf: Vec::new(), cap }
+        Self {
+            buf: VecDeque::new(),
+            cap,
+        }
     }
 
     pub fn push(&mut self, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
-        if self.buf.len() > self.cap + self.cap / SLACK_DIVISOR {
+        if bytes.len() >= self.cap {
+            self.buf.clear();
+            self.buf.extend(&bytes[bytes.len() - self.cap..]);
+            return;
+        }
+        self.buf.extend(bytes);
+        if self.buf.len() > self.cap {
             let excess = self.buf.len() - self.cap;
             self.buf.drain(..excess);
         }
     }
 
-    pub fn bytes(&self) -> &[u8] {
-        &self.buf[self.buf.len().saturating_sub(self.cap)..]
+    pub fn bytes(&mut self) -> &[u8] {
+        self.buf.make_contiguous()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -116,75 +167,7 @@ impl CappedBytes {
     }
 
     pub fn take(&mut self) -> Vec<u8> {
-        let out = self.bytes().to_vec();
-        self.buf.clear();
-        out
-    }
-}
-
-/// Turns terminal output into plain text for the model, across chunk boundaries (escape
-/// sequences and UTF-8 characters split between reads are handled by the `vte` parser).
-///
-/// Escape sequences (colours, cursor moves, titles) go; `\n` and `\t` stay; `\r\n` becomes
-/// `\n` and a lone `\r` (a progress bar redrawing its line) becomes `\n` too, so every state
-/// of the bar is a line instead of one unreadable run. Other control bytes are dropped.
-/// Invalid UTF-8 (binary garbage) comes out as U+FFFD.
-pub(super) struct Stripper {
-    parser: vte::Parser,
-    out: Collect,
-}
-
-#[derive(Default)]
-struct Collect {
-    text: String,
-    /// A `\r` seen last: a newline unless the next byte is `\n` (which makes it one anyway).
-    pending_cr: bool,
-}
-
-impl Collect {
-    fn settle_cr(&mut self) {
-        if self.pending_cr {
-            self.pending_cr = false;
-            self.text.push('\n');
-        }
-    }
-}
-
-impl vte::Perform for Collect {
-    fn print(&mut self, c: char) {
-        self.settle_cr();
-        self.text.push(c);
-    }
-
-    fn execute(&mut self, byte: u8) {
-        match byte {
-            b'\n' => {
-                self.pending_cr = false;
-                self.text.push('\n');
-            }
-            // `\r\r\n` is one line end, not two.
-            b'\r' => self.pending_cr = true,
-            b'\t' => {
-                self.settle_cr();
-                self.text.push('\t');
-            }
-            _ => {}
-        }
-    }
-}
-
-impl Stripper {
-    pub fn new() -> Self {
-        Self {
-            parser: vte::Parser::new(),
-            out: Collect::default(),
-        }
-    }
-
-    /// The text of `bytes`, given everything fed before.
-    pub fn feed(&mut self, bytes: &[u8]) -> String {
-        self.parser.advance(&mut self.out, bytes);
-        std::mem::take(&mut self.out.text)
+        Vec::from(std::mem::take(&mut self.buf))
     }
 }
 
@@ -230,19 +213,23 @@ mod tests {
     fn capped_text_keeps_the_newest_characters_and_counts_the_rest() {
         let mut t = CappedText::new(10);
         t.push("0123456");
-        assert_eq!((t.text(), t.dropped()), ("0123456", 0));
-        t.push("789ab"); // 12 chars: within the slack, trimmed lazily
-        assert_eq!((t.text(), t.dropped()), ("23456789ab", 2));
+        assert_eq!((t.text().to_string(), t.dropped()), ("0123456".to_string(), 0));
+        t.push("789ab");
+        assert_eq!((t.text().to_string(), t.dropped()), ("23456789ab".to_string(), 2));
         t.push("cdefghijklmnopqrstuvwxyz");
-        assert_eq!((t.text(), t.dropped()), ("qrstuvwxyz", 26));
+        assert_eq!((t.text().to_string(), t.dropped()), ("qrstuvwxyz".to_string(), 26));
         assert_eq!(t.tail(3), "xyz");
+        assert_eq!(t.tail(20), "qrstuvwxyz");
         assert_eq!(t.take(), ("qrstuvwxyz".to_string(), 26));
         assert!(t.is_empty());
         assert_eq!(t.dropped(), 0);
         // Characters, not bytes.
         let mut t = CappedText::new(3);
         t.push("日本語のテキスト");
-        assert_eq!((t.text(), t.dropped()), ("キスト", 5));
+        assert_eq!((t.text().to_string(), t.dropped()), ("キスト".to_string(), 5));
+        assert_eq!(t.tail(2), "スト");
+        t.push("🙂é");
+        assert_eq!((t.text().to_string(), t.dropped()), ("ト🙂é".to_string(), 7));
     }
 
     #[test]
@@ -251,27 +238,10 @@ mod tests {
         b.push(b"abc");
         b.push(b"def");
         assert_eq!(b.bytes(), b"cdef");
-        assert_eq!(b.take(), b"cdef");
+        b.push(b"0123456");
+        assert_eq!(b.bytes(), b"3456");
+        assert_eq!(b.take(), b"3456");
         assert!(b.is_empty());
-    }
-
-    #[test]
-    fn stripping_removes_escapes_keeps_lines_and_survives_split_chunks() {
-        let mut s = Stripper::new();
-        let mut out = s.feed(b"\x1b[31mred\x1b[0m plain\r\n\x1b]0;title\x07tab\there\r\n");
-        // An escape sequence and a UTF-8 character cut in half between reads.
-        out += &s.feed(b"\x1b[3");
-        out += &s.feed(b"2mgr\xc3");
-        out += &s.feed(b"\xbcn\x1b[0m\r\n");
-        assert_eq!(out, "red plain\ntab\there\ngrün\n");
-    }
-
-    #[test]
-    fn carriage_returns_become_line_ends_and_garbage_becomes_replacement_chars() {
-        let mut s = Stripper::new();
-        assert_eq!(s.feed(b"10%\r20%\r"), "10%\n20%");
-        assert_eq!(s.feed(b"\r\ndone\x08\x07\n"), "\ndone\n");
-        assert_eq!(s.feed(b"\xff\xfeok\n"), "\u{fffd}\u{fffd}ok\n");
     }
 
     #[test]

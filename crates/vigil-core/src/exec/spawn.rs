@@ -17,7 +17,7 @@ use std::sync::Arc;
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
 use tokio::sync::{mpsc, oneshot};
 
-use super::output::Stripper;
+use super::strip::Stripper;
 use super::{ExecError, ExitStatus, SpawnRequest, TermSize};
 
 /// Bytes per read. A PTY hands out at most a few KiB at a time; a pipe up to its buffer.
@@ -25,8 +25,14 @@ const READ_CHUNK: usize = 64 * 1024;
 
 /// What the child's threads tell the actor.
 pub(super) enum Pump {
-    /// Bytes as read, and their stripped text.
-    Output { id: Arc<str>, raw: Vec<u8>, text: String },
+    /// Bytes as read, and their stripped text with its length in characters (counted here,
+    /// off the actor's thread).
+    Output {
+        id: Arc<str>,
+        raw: Vec<u8>,
+        text: String,
+        chars: usize,
+    },
     /// The terminal or pipe closed: no more output.
     Eof { id: Arc<str> },
     /// The child was reaped.
@@ -209,11 +215,13 @@ fn read_output(id: Arc<str>, mut reader: Box<dyn Read + Send>, pump: mpsc::Sende
             Ok(n) => {
                 let raw = buf[..n].to_vec();
                 let text = strip.feed(&raw);
+                let chars = text.chars().count();
                 if pump
                     .blocking_send(Pump::Output {
                         id: id.clone(),
                         raw,
                         text,
+                        chars,
                     })
                     .is_err()
                 {
