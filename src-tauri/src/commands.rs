@@ -5,7 +5,7 @@ use tauri::State;
 use tauri_plugin_store::StoreExt;
 use vigil_core::protocol::{
     ApprovalKind, ApprovalPolicy, ApprovalsView, CommandError, ConnectionVerdict, HeartbeatSettings, HeartbeatView,
-    History, Op, ProviderSettings, SessionSummary, SettingsView,
+    History, Op, ProcessSummary, ProviderSettings, SessionSummary, SettingsView,
 };
 use vigil_core::settings::{self, PROVIDER_KEY};
 
@@ -183,4 +183,20 @@ pub async fn save_heartbeat_settings(
     store.save().map_err(|e| error("storage", e))?;
     state.runtime.set_heartbeat_settings(&settings);
     Ok(state.runtime.heartbeat_view())
+}
+
+/// Every process, for the Processes panel.
+#[tauri::command]
+pub async fn list_processes(state: State<'_, AppState>) -> Result<Vec<ProcessSummary>, CommandError> {
+    Ok(state.runtime.list_processes().await)
+}
+
+/// A process's kept terminal bytes (base64), to replay in the panel's terminal.
+#[tauri::command]
+pub async fn process_output(state: State<'_, AppState>, process_id: String) -> Result<String, CommandError> {
+    state
+        .runtime
+        .process_output(&process_id)
+        .await
+        .map_err(|m| error("process", m))
 }

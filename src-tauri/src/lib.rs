@@ -102,6 +102,8 @@ pub fn run() {
             commands::test_connection,
             commands::notify,
             commands::heartbeat_view,
+            commands::list_processes,
+            commands::process_output,
             commands::save_heartbeat_settings,
             commands::get_approvals,
             commands::set_approval_policy,

@@ -275,6 +275,31 @@ impl Approvals {
     }
 }
 
+/// The gate of one turn: this policy, this turn's emitter and Stop, and whether someone is
+/// there to ask.
+pub struct TurnGate {
+    pub approvals: Approvals,
+    pub emitter: Emitter,
+    pub cancel: CancellationToken,
+    pub interactive: bool,
+    pub now_ms: i64,
+}
+
+#[async_trait::async_trait]
+impl crate::tools::Gate for TurnGate {
+    async fn check(&self, kind: ApprovalKind, subject: &str, cwd: Option<&str>) -> Verdict {
+        let request = Request {
+            kind,
+            subject: subject.to_string(),
+            cwd: cwd.map(str::to_string),
+            interactive: self.interactive,
+        };
+        self.approvals
+            .check(request, &self.emitter, self.now_ms, &self.cancel)
+            .await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

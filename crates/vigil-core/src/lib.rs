@@ -8,8 +8,10 @@
 //! - [`runtime`] — the clonable handle front ends hold: takes `Op`s, runs turns per session lane.
 //! - [`agent`] — one turn: save the user message, stream the reply, save the reply.
 //! - [`approval`] — may the agent run this command / touch this file? Policy, asking, "always".
-//! - [`tools`] — the tool registry the agent runs model calls through, and the built-in
-//!   workspace file tools `read`, `write` and `edit`.
+//! - [`tools`] — the tool registry the agent runs model calls through, the built-in
+//!   workspace file tools `read`, `write` and `edit`, and `exec`/`process` over [`exec`].
+//! - [`exec`] — real terminals: the process registry actor (PTY or pipes, process groups,
+//!   bounded output, kill, exit notices, shutdown with no orphans).
 //! - [`provider`] — streaming clients for the Anthropic and OpenAI-compatible APIs, retries.
 //! - [`session`] — everything a session keeps on disk, safe across tasks, processes and crashes:
 //!   - [`session::transcript`] — JSONL transcripts, appended whole under the lock, torn tails cut.
@@ -30,6 +32,7 @@ pub mod agent;
 pub mod approval;
 pub mod clock;
 pub mod events;
+pub mod exec;
 pub mod heartbeat;
 pub mod provider;
 pub mod runtime;

@@ -55,6 +55,8 @@ pub struct Turn<'a> {
     pub config: AgentConfig,
     /// What the session type adds (its context strategy).
     pub extras: TurnExtras,
+    /// The approval policy tools ask before running commands.
+    pub gate: Option<Arc<dyn crate::tools::Gate>>,
 }
 
 /// The per-session-type part of a turn's context (seed 003 §4.4): stable additions go into
@@ -372,8 +374,27 @@ impl Turn<'_> {
             } else if self.cancel.is_cancelled() {
                 ToolOutput::error("Cancelled.")
             } else {
-                let ctx = ToolContext { workspace: self.workspace.root().to_path_buf(), cancel: self.cancel.clone(), updates: None };
-                self.tools.execute(name, input.clone(), &ctx).await
+                let (updates, mut live) = tokio::sync::mpsc::unbounded_channel();
+                let ctx = ToolContext {
+                    workspace: self.workspace.root().to_path_buf(),
+                    cancel: self.cancel.clone(),
+                    updates: Some(updates),
+                    owner: self.session_id.to_string(),
+                    gate: self.gate.clone(),
+                };
+                // Live output (throttled by the tool) goes out as it comes; any left when the
+                // call ends is stale next to the result and is dropped.
+                let mut call = std::pin::pin!(self.tools.execute(name, input.clone(), &ctx));
+                loop {
+                    tokio::select! {
+                        biased;
+                        output = &mut call => break output,
+                        Some(output) = live.recv() => self.emitter.emit(
+                            Source::Agent,
+                            Event::ToolCallUpdate { call_id: id.clone(), output },
+                        ),
+                    }
+                }
             };
             let content = truncate_head_tail(&output.content, limit);
             self.emitter.emit(

@@ -75,6 +75,7 @@ impl Runtime {
         if self.inner.wake.set(started).is_err() {
             return true;
         }
+        self.start_processes();
         let schedule = self
             .inner
             .heartbeat
@@ -244,7 +245,14 @@ impl Runtime {
             session_id: &t.session_id,
             store: &self.inner.store,
             client,
-            tools: self.inner.tools.clone(),
+            tools: self.tools(),
+            gate: Some(Arc::new(crate::approval::TurnGate {
+                approvals: self.inner.approvals.clone(),
+                emitter: emitter.clone(),
+                cancel: cancel.clone(),
+                interactive: false,
+                now_ms: self.inner.clock.now_ms(),
+            })),
             workspace: self.inner.workspace.clone(),
             emitter,
             clock: self.inner.clock.clone(),

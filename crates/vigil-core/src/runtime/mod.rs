@@ -10,6 +10,9 @@
 //! Must never: block the caller of [`Runtime::submit`]; turns run on spawned tasks.
 
 mod background;
+mod processes;
+
+pub use processes::USER_OWNER;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -88,6 +91,10 @@ struct Inner {
     heartbeat: Heartbeat,
     /// The wake loop, once [`Runtime::start_background`] ran.
     wake: OnceLock<background::Started>,
+    /// The process registry, started with the background work (it needs a tokio runtime).
+    exec: OnceLock<crate::exec::RegistryHandle>,
+    /// `tools` plus `exec`/`process`, once the registry runs.
+    exec_tools: OnceLock<ToolRegistry>,
 }
 
 /// One session's lane: at most one turn runs; messages sent meanwhile queue here and
@@ -172,6 +179,8 @@ impl Runtime {
                 system_events,
                 heartbeat: Heartbeat::new(deps, host, HeartbeatConfig::default()),
                 wake: OnceLock::new(),
+                exec: OnceLock::new(),
+                exec_tools: OnceLock::new(),
             }
         });
         Ok(Self { inner })
@@ -237,6 +246,16 @@ impl Runtime {
                     );
                 }
             }
+            Op::StartProcess { command, cwd } => self.process_op(processes::ProcessOp::Start { command, cwd }),
+            Op::ProcessInput { process_id, data } => {
+                self.process_op(processes::ProcessOp::Input { id: process_id, data })
+            }
+            Op::ProcessKill { process_id } => self.process_op(processes::ProcessOp::Kill { id: process_id }),
+            Op::ProcessResize { process_id, cols, rows } => self.process_op(processes::ProcessOp::Resize {
+                id: process_id,
+                cols,
+                rows,
+            }),
             Op::Shutdown => self.inner.shutdown.cancel(),
             Op::Wake { reason } => self.request_wake(reason),
         }
@@ -343,13 +362,21 @@ impl Runtime {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let background = self.take_background_context(session_id);
+        let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, &run_id);
         let turn = Turn {
             session_id,
             store: &self.inner.store,
             client,
-            tools: self.inner.tools.clone(),
+            tools: self.tools(),
+            gate: Some(Arc::new(crate::approval::TurnGate {
+                approvals: self.inner.approvals.clone(),
+                emitter: emitter.clone(),
+                cancel: cancel.clone(),
+                interactive: true,
+                now_ms: self.inner.clock.now_ms(),
+            })),
             workspace: self.inner.workspace.clone(),
-            emitter: self.inner.emitter.for_run(session_id, Scope::Primary, &run_id),
+            emitter,
             clock: self.inner.clock.clone(),
             cancel,
             steer: lane.as_ref(),
@@ -528,6 +555,10 @@ impl Runtime {
     /// Cancels running turns and background work and waits until each has saved what it had.
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
+        // Child process groups go first, so no command outlives the app.
+        if let Some(registry) = self.inner.exec.get() {
+            registry.shutdown().await;
+        }
         self.inner.tasks.close();
         self.inner.tasks.wait().await;
         self.inner.background.close();

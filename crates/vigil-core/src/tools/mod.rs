@@ -1,8 +1,9 @@
 //! # tools
 //!
 //! Owns what the model can do besides talk: the [`Tool`] trait, the [`ToolRegistry`] the agent
-//! loop asks for specs and runs calls through, and the built-in file tools `read`, `write` and
-//! `edit`, which only touch files inside the agent's workspace (see [`resolve_path`]).
+//! loop asks for specs and runs calls through, the built-in file tools `read`, `write` and
+//! `edit`, which only touch files inside the agent's workspace (see [`resolve_path`]), and the
+//! `exec` and `process` tools over the process registry ([`crate::exec`]).
 //!
 //! Every failure a tool meets — bad arguments, a missing file, a panic, cancellation — comes
 //! back as a [`ToolOutput`] with `is_error: true` and a message the model can act on, because
@@ -12,8 +13,10 @@
 //! the workspace, or leave a half-written file behind.
 
 mod edit;
+mod exec;
 mod files;
 mod path;
+mod process;
 mod read;
 mod truncate;
 mod write;
@@ -25,15 +28,29 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use crate::exec::RegistryHandle;
 use crate::provider::ToolSpec;
 pub use edit::EditTool;
+pub use exec::ExecTool;
 pub use path::{resolve_path, PathError, ResolvedPath};
+pub use process::{encode_keys, ProcessTool};
 pub use read::ReadTool;
 pub use truncate::truncate_head_tail;
 pub use write::WriteTool;
 
+/// Asks whether the agent may do something (the approval policy of this turn).
+#[async_trait::async_trait]
+pub trait Gate: Send + Sync {
+    async fn check(
+        &self,
+        kind: vigil_protocol::ApprovalKind,
+        subject: &str,
+        cwd: Option<&str>,
+    ) -> crate::approval::Verdict;
+}
+
 /// What a running tool may know about the turn it runs in. Cheap to clone.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     /// The agent's workspace folder; relative paths resolve here and file tools stay inside.
     pub workspace: PathBuf,
@@ -41,15 +58,40 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Live progress text for the UI (used by long-running tools such as `exec`).
     pub updates: Option<UnboundedSender<String>>,
+    /// The agent session the call runs in; `exec` and `process` only see its processes.
+    pub owner: String,
+    /// The approval policy for commands; `None` allows everything (tests, tools that never
+    /// run commands).
+    pub gate: Option<Arc<dyn Gate>>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("workspace", &self.workspace)
+            .field("owner", &self.owner)
+            .field("gate", &self.gate.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ToolContext {
-    /// A context with a fresh cancellation token and no progress channel.
+    /// A context with a fresh cancellation token, no progress channel and an empty owner.
     pub fn new(workspace: impl Into<PathBuf>) -> Self {
         Self {
             workspace: workspace.into(),
             cancel: CancellationToken::new(),
             updates: None,
+            owner: String::new(),
+            gate: None,
+        }
+    }
+
+    /// The same context for calls made by the agent session `owner`.
+    pub fn with_owner(self, owner: impl Into<String>) -> Self {
+        Self {
+            owner: owner.into(),
+            ..self
         }
     }
 }
@@ -126,6 +168,19 @@ impl ToolRegistry {
         registry.register(Arc::new(WriteTool));
         registry.register(Arc::new(EditTool));
         registry
+    }
+
+    /// The built-ins, then `exec` and `process` over `processes`.
+    pub fn with_builtins_and_exec(processes: RegistryHandle) -> Self {
+        let mut registry = Self::with_builtins();
+        registry.register_exec(processes);
+        registry
+    }
+
+    /// Adds `exec` and `process`, both working through `processes`.
+    pub fn register_exec(&mut self, processes: RegistryHandle) {
+        self.register(Arc::new(ExecTool::new(processes.clone())));
+        self.register(Arc::new(ProcessTool::new(processes)));
     }
 
     /// Adds a tool; one with the same name is replaced in place, keeping its position.

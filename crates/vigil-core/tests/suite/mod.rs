@@ -1,4 +1,5 @@
 mod agent;
+mod exec;
 mod headless;
 mod heartbeat;
 mod provider;

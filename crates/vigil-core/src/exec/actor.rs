@@ -1,0 +1,670 @@
+//! The registry actor: the one owner of every process entry.
+//!
+//! It takes commands from handles (unbounded: they are few and small) and output from the
+//! children's threads (bounded: backpressure on floods), and never blocks on either: reads,
+//! writes and waits happen on the threads in `spawn`, timers are small tasks that send a
+//! message back. A process is finished once it has been reaped *and* its output has ended
+//! (or `drain_grace` has passed since the exit: a grandchild may hold the terminal open).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{sleep_until, Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+use super::events::exit_notice_text;
+use super::output::{CappedBytes, CappedText};
+use super::registry::{Msg, Reply};
+use super::spawn::{self, signal_group, Pump, Sig, WriteJob};
+use super::{
+    ExecError, ExecEvents, ExitStatus, LogView, Outcome, Polled, ProcessInfo, ProcessState, RegistryConfig,
+    SpawnRequest, Yielded,
+};
+use crate::clock::Clock;
+
+/// Output chunks taken in one go before the actor looks at its other inputs again.
+const PUMP_BATCH: usize = 64;
+
+pub(super) struct Actor {
+    config: RegistryConfig,
+    clock: Arc<dyn Clock>,
+    events: Arc<dyn ExecEvents>,
+    procs: HashMap<Arc<str>, Proc>,
+    /// Cloned into each child's threads.
+    pump_tx: mpsc::Sender<Pump>,
+    /// For timers. Weak, so the mailbox closes when the last handle goes.
+    self_tx: mpsc::WeakUnboundedSender<Msg>,
+    /// Processes with raw output for the UI waiting for the next flush.
+    ui_dirty: Vec<Arc<str>>,
+    flush_at: Option<Instant>,
+    shutting_down: bool,
+}
+
+struct Proc {
+    info: ProcessInfo,
+    /// Stripped text for `log`, the tail and the final result.
+    aggregated: CappedText,
+    /// Stripped text not yet polled.
+    pending: CappedText,
+    /// Raw bytes for a terminal view opened later.
+    raw: CappedBytes,
+    /// Raw bytes not yet sent to the UI.
+    ui: CappedBytes,
+    ui_dirty: bool,
+    /// Kept for resizing; dropped when the process finishes.
+    master: Option<Box<dyn portable_pty::MasterPty + Send>>,
+    stdin: Option<std::sync::mpsc::Sender<WriteJob>>,
+    stdin_closed: bool,
+    /// Set when the waiter thread reaped the child.
+    reaped: Option<ExitStatus>,
+    eof: bool,
+    drain_expired: bool,
+    term_sent: bool,
+    kill_requested: bool,
+    timed_out: bool,
+    /// No exit notice (the owner killed it, or the app is quitting).
+    quiet: bool,
+    notified: bool,
+    /// Finished without its output ending: something in its group may still run.
+    lingering: bool,
+    finish_waiters: Vec<Reply<Outcome>>,
+    remove_waiters: Vec<Reply<ProcessInfo>>,
+    change_waiters: Vec<Reply<()>>,
+    empty_polls: u32,
+    /// Cancels this process's timers when it finishes.
+    timers: CancellationToken,
+}
+
+impl Proc {
+    fn outcome(&mut self) -> Outcome {
+        Outcome {
+            info: self.info.clone(),
+            output: self.aggregated.text().to_string(),
+            dropped_chars: self.aggregated.dropped(),
+        }
+    }
+}
+
+fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
+}
+
+impl Actor {
+    pub fn new(
+        config: RegistryConfig,
+        clock: Arc<dyn Clock>,
+        events: Arc<dyn ExecEvents>,
+        pump_tx: mpsc::Sender<Pump>,
+        self_tx: mpsc::WeakUnboundedSender<Msg>,
+    ) -> Self {
+        Self {
+            config,
+            clock,
+            events,
+            procs: HashMap::new(),
+            pump_tx,
+            self_tx,
+            ui_dirty: Vec::new(),
+            flush_at: None,
+            shutting_down: false,
+        }
+    }
+
+    pub async fn run(
+        mut self,
+        mut rx: mpsc::UnboundedReceiver<Msg>,
+        mut pump_rx: mpsc::Receiver<Pump>,
+        cancel: CancellationToken,
+    ) {
+        let every = self.config.sweep_every;
+        let mut sweep = tokio::time::interval_at(Instant::now() + every, every);
+        sweep.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        let mut waiters = Vec::new();
+        loop {
+            let flush_at = self.flush_at;
+            // Biased so timers come before a flood of output can starve them.
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => break,
+                () = sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => self.flush_ui(),
+                _ = sweep.tick() => {
+                    self.sweep();
+                }
+                msg = rx.recv() => match msg {
+                    Some(Msg::Shutdown { reply }) => {
+                        waiters.push(reply);
+                        break;
+                    }
+                    Some(msg) => self.handle(msg),
+                    None => break,
+                },
+                Some(pump) = pump_rx.recv() => {
+                    self.pump(pump);
+                    for _ in 0..PUMP_BATCH {
+                        match pump_rx.try_recv() {
+                            Ok(pump) => self.pump(pump),
+                            Err(_) => break,
+                        }
+                    }
+                }
+            }
+        }
+        self.shutdown(rx, pump_rx, waiters).await;
+    }
+
+    /// Kills everything still running, waits for it to finish (SIGKILL after the grace
+    /// period, giving up a little later), then answers the shutdown callers.
+    async fn shutdown(
+        &mut self,
+        mut rx: mpsc::UnboundedReceiver<Msg>,
+        mut pump_rx: mpsc::Receiver<Pump>,
+        mut waiters: Vec<oneshot::Sender<()>>,
+    ) {
+        self.shutting_down = true;
+        let running: Vec<Arc<str>> = self.running_ids();
+        for id in &running {
+            if let Some(p) = self.procs.get_mut(id) {
+                p.quiet = true;
+            }
+            self.kill_group(id, false);
+        }
+        let grace_end = Instant::now() + self.config.kill_grace;
+        let give_up = grace_end + self.config.drain_grace + std::time::Duration::from_secs(1);
+        let mut hard_killed = false;
+        let mut rx_open = true;
+        while !self.running_ids().is_empty() {
+            tokio::select! {
+                Some(pump) = pump_rx.recv() => self.pump(pump),
+                msg = rx.recv(), if rx_open => match msg {
+                    Some(Msg::Shutdown { reply }) => waiters.push(reply),
+                    Some(msg) => self.handle(msg),
+                    None => rx_open = false,
+                },
+                () = sleep_until(grace_end), if !hard_killed => {
+                    hard_killed = true;
+                    self.kill_all_groups();
+                }
+                () = sleep_until(give_up) => {
+                    for id in self.running_ids() {
+                        tracing::warn!(id = &*id, "an exec process did not finish after SIGKILL");
+                        if let Some(p) = self.procs.get_mut(&id) {
+                            p.reaped.get_or_insert_with(ExitStatus::default);
+                            p.drain_expired = true;
+                        }
+                        self.maybe_finish(&id);
+                    }
+                }
+            }
+        }
+        self.kill_all_groups();
+        self.flush_ui();
+        for w in waiters {
+            let _ = w.send(());
+        }
+    }
+
+    fn running_ids(&self) -> Vec<Arc<str>> {
+        self.procs
+            .iter()
+            .filter(|(_, p)| p.info.state == ProcessState::Running)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// SIGKILL to every group that may still have members; lingering ones only once.
+    fn kill_all_groups(&mut self) {
+        for p in self.procs.values_mut() {
+            if p.info.state == ProcessState::Running || p.lingering {
+                p.lingering = false;
+                if let Some(pid) = p.info.pid {
+                    signal_group(pid, Sig::Kill);
+                }
+            }
+        }
+    }
+
+    /// The process `id`, if it exists and `owner` (when given) owns it.
+    fn get(&mut self, owner: Option<&str>, id: &str) -> Result<&mut Proc, ExecError> {
+        match self.procs.get_mut(id) {
+            Some(p) if owner.is_none_or(|o| o == p.info.owner) => Ok(p),
+            _ => Err(ExecError::NotFound { id: id.into() }),
+        }
+    }
+
+    fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Spawn { req, reply } => {
+                let _ = reply.send(self.spawn(req));
+            }
+            Msg::Info { owner, id, reply } => {
+                let _ = reply.send(self.get(Some(&owner), &id).map(|p| p.info.clone()));
+            }
+            Msg::List { owner, reply } => {
+                self.sweep();
+                let mut list: Vec<ProcessInfo> = self
+                    .procs
+                    .values()
+                    .filter(|p| owner.as_ref().is_none_or(|o| *o == p.info.owner))
+                    .map(|p| p.info.clone())
+                    .collect();
+                list.sort_by(|a, b| (a.started_at, &a.id).cmp(&(b.started_at, &b.id)));
+                let _ = reply.send(list);
+            }
+            Msg::Yield { owner, id, reply } => {
+                let _ = reply.send(self.get(Some(&owner), &id).map(|p| {
+                    if p.info.is_running() {
+                        p.info.backgrounded = true;
+                        Yielded::Running(p.info.clone())
+                    } else {
+                        Yielded::Finished(p.outcome())
+                    }
+                }));
+            }
+            Msg::Wait { owner, id, reply } => match self.get(Some(&owner), &id) {
+                Ok(p) if p.info.is_running() => p.finish_waiters.push(reply),
+                done => {
+                    let _ = reply.send(done.map(|p| p.outcome()));
+                }
+            },
+            Msg::Changed { owner, id, reply } => match self.get(Some(&owner), &id) {
+                Ok(p) if p.info.is_running() && p.pending.is_empty() => p.change_waiters.push(reply),
+                done => {
+                    let _ = reply.send(done.map(|_| ()));
+                }
+            },
+            Msg::Tail { owner, id, reply } => {
+                let n = self.config.tail_chars;
+                let _ = reply.send(
+                    self.get(Some(&owner), &id)
+                        .map(|p| (p.info.clone(), p.aggregated.tail(n).to_string())),
+                );
+            }
+            Msg::Poll { owner, id, reply } => {
+                let _ = reply.send(self.get(Some(&owner), &id).map(|p| {
+                    let (output, dropped_chars) = p.pending.take();
+                    p.empty_polls = if output.is_empty() { p.empty_polls + 1 } else { 0 };
+                    Polled {
+                        info: p.info.clone(),
+                        output,
+                        dropped_chars,
+                        empty_polls: p.empty_polls,
+                    }
+                }));
+            }
+            Msg::Log { owner, id, reply } => {
+                let _ = reply.send(self.get(Some(&owner), &id).map(|p| LogView {
+                    info: p.info.clone(),
+                    text: p.aggregated.text().to_string(),
+                    dropped_chars: p.aggregated.dropped(),
+                }));
+            }
+            Msg::Write {
+                owner,
+                id,
+                data,
+                eof,
+                reply,
+            } => self.write(&owner, &id, data, eof, reply),
+            Msg::Kill {
+                owner,
+                id,
+                quiet,
+                reply,
+            } => match self.get(owner.as_deref(), &id) {
+                Ok(p) if p.info.is_running() => {
+                    p.quiet |= quiet;
+                    p.finish_waiters.extend(reply);
+                    self.kill_group(&id, false);
+                }
+                done => {
+                    let done = done.map(|p| p.outcome());
+                    if let Some(reply) = reply {
+                        let _ = reply.send(done);
+                    }
+                }
+            },
+            Msg::Clear { owner, id, reply } => {
+                let done = match self.get(Some(&owner), &id) {
+                    Ok(p) if p.info.is_running() => Err(ExecError::StillRunning { id: id.clone() }),
+                    Ok(_) => Ok(self.procs.remove(id.as_str()).map(|p| p.info)),
+                    Err(e) => Err(e),
+                };
+                let _ = reply.send(done.map(|info| info.expect("present: just looked up")));
+            }
+            Msg::Remove { owner, id, reply } => match self.get(Some(&owner), &id) {
+                Ok(p) if p.info.is_running() => {
+                    p.quiet = true;
+                    p.remove_waiters.push(reply);
+                    self.kill_group(&id, false);
+                }
+                Ok(_) => {
+                    let info = self.procs.remove(id.as_str()).map(|p| p.info);
+                    let _ = reply.send(Ok(info.expect("present: just looked up")));
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            Msg::Resize { id, size, reply } => {
+                let done = self.get(None, &id).and_then(|p| match &p.master {
+                    _ if !p.info.is_running() => Err(ended(p)),
+                    None => Err(ExecError::NoTerminal { id: id.clone() }),
+                    Some(master) => master
+                        .resize(portable_pty::PtySize {
+                            rows: size.rows,
+                            cols: size.cols,
+                            pixel_width: 0,
+                            pixel_height: 0,
+                        })
+                        .map_err(|e| ExecError::Write {
+                            id: id.clone(),
+                            reason: format!("{e:#}"),
+                        }),
+                });
+                let _ = reply.send(done);
+            }
+            Msg::Raw { id, reply } => {
+                let _ = reply.send(self.get(None, &id).map(|p| p.raw.bytes().to_vec()));
+            }
+            Msg::Sweep { reply } => {
+                let _ = reply.send(self.sweep());
+            }
+            Msg::Shutdown { reply } => {
+                let _ = reply.send(());
+            }
+            Msg::TimedOut { id } => {
+                if self.procs.get(&id).is_some_and(|p| p.info.is_running()) {
+                    self.kill_group(&id, true);
+                }
+            }
+            Msg::Drained { id } => {
+                if let Some(p) = self.procs.get_mut(&id) {
+                    p.drain_expired = true;
+                }
+                self.maybe_finish(&id);
+            }
+        }
+    }
+
+    fn spawn(&mut self, req: SpawnRequest) -> Result<ProcessInfo, ExecError> {
+        if self.shutting_down {
+            return Err(ExecError::ShutDown);
+        }
+        let id: Arc<str> = loop {
+            let id = new_id();
+            if !self.procs.contains_key(id.as_str()) {
+                break id.into();
+            }
+        };
+        let size = req.size.unwrap_or(self.config.size);
+        let started = spawn::spawn(&id, &req, size, &self.pump_tx);
+        let mut info = ProcessInfo {
+            id: id.to_string(),
+            owner: req.owner.clone(),
+            command: req.command.clone(),
+            cwd: req.cwd.clone(),
+            pid: None,
+            pty: false,
+            pty_fallback: None,
+            started_at: self.clock.now_ms(),
+            ended_at: None,
+            state: ProcessState::Running,
+            exit: None,
+            backgrounded: req.background,
+            error: None,
+        };
+        let (master, stdin) = match started {
+            Ok(s) => {
+                info.pid = Some(s.pid);
+                info.pty = s.master.is_some();
+                info.pty_fallback = s.pty_fallback;
+                (s.master, Some(s.stdin))
+            }
+            Err(reason) => {
+                info.state = ProcessState::FailedToStart;
+                info.ended_at = Some(info.started_at);
+                info.error = Some(reason.clone());
+                (None, None)
+            }
+        };
+        let cap = self.config.max_output_chars;
+        let proc = Proc {
+            info: info.clone(),
+            aggregated: CappedText::new(cap),
+            pending: CappedText::new(cap),
+            raw: CappedBytes::new(self.config.max_raw_bytes),
+            ui: CappedBytes::new(self.config.max_raw_bytes / 2),
+            ui_dirty: false,
+            master,
+            stdin,
+            stdin_closed: false,
+            reaped: None,
+            eof: false,
+            drain_expired: false,
+            term_sent: false,
+            kill_requested: false,
+            timed_out: false,
+            quiet: false,
+            notified: false,
+            lingering: false,
+            finish_waiters: Vec::new(),
+            remove_waiters: Vec::new(),
+            change_waiters: Vec::new(),
+            empty_polls: 0,
+            timers: CancellationToken::new(),
+        };
+        if let (Some(timeout), true) = (req.timeout, info.is_running()) {
+            let id = id.clone();
+            self.after(&proc.timers, timeout, move || Msg::TimedOut { id });
+        }
+        self.procs.insert(id, proc);
+        match info.error.clone() {
+            Some(reason) => Err(ExecError::Spawn {
+                command: req.command,
+                reason,
+            }),
+            None => {
+                self.events.started(&info);
+                Ok(info)
+            }
+        }
+    }
+
+    /// Sends `msg()` to the actor after `delay`, unless `token` is cancelled first.
+    fn after(&self, token: &CancellationToken, delay: std::time::Duration, msg: impl FnOnce() -> Msg + Send + 'static) {
+        let tx = self.self_tx.clone();
+        let token = token.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = token.cancelled() => {}
+                () = tokio::time::sleep(delay) => {
+                    if let Some(tx) = tx.upgrade() {
+                        let _ = tx.send(msg());
+                    }
+                }
+            }
+        });
+    }
+
+    fn write(&mut self, owner: &str, id: &str, data: Vec<u8>, eof: bool, reply: Reply<()>) {
+        let p = match self.get(Some(owner), id) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
+        if !p.info.is_running() {
+            let _ = reply.send(Err(ended(p)));
+            return;
+        }
+        if p.stdin_closed {
+            let _ = reply.send(Err(ExecError::StdinClosed { id: id.into() }));
+            return;
+        }
+        // A terminal stays open after ^D; a pipe is closed for good.
+        if eof && !p.info.pty {
+            p.stdin_closed = true;
+        }
+        let Some(stdin) = &p.stdin else {
+            let _ = reply.send(Err(ended(p)));
+            return;
+        };
+        if let Err(std::sync::mpsc::SendError(job)) = stdin.send(WriteJob { data, eof, reply }) {
+            let _ = job.reply.send(Err(ExecError::Write {
+                id: id.into(),
+                reason: "its input is gone".into(),
+            }));
+        }
+    }
+
+    /// SIGTERM to the group now and SIGKILL after the grace period. The escalation does not
+    /// depend on the entry: a grandchild ignoring SIGTERM must not outlive a finished leader.
+    fn kill_group(&mut self, id: &str, timed_out: bool) {
+        let grace = self.config.kill_grace;
+        let Some(p) = self.procs.get_mut(id) else { return };
+        p.kill_requested = true;
+        p.timed_out |= timed_out;
+        if p.term_sent {
+            return;
+        }
+        p.term_sent = true;
+        let Some(pid) = p.info.pid else { return };
+        signal_group(pid, Sig::Term);
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            signal_group(pid, Sig::Kill);
+        });
+    }
+
+    fn pump(&mut self, pump: Pump) {
+        match pump {
+            Pump::Output { id, raw, text, chars } => {
+                let Some(p) = self.procs.get_mut(&id) else { return };
+                if !p.info.is_running() {
+                    return; // finished output is final; a lingering grandchild's goes nowhere
+                }
+                p.aggregated.push_counted(&text, chars);
+                p.pending.push_counted(&text, chars);
+                p.raw.push(&raw);
+                p.ui.push(&raw);
+                if !text.is_empty() {
+                    for w in p.change_waiters.drain(..) {
+                        let _ = w.send(Ok(()));
+                    }
+                }
+                if !p.ui_dirty {
+                    p.ui_dirty = true;
+                    self.ui_dirty.push(id);
+                    self.flush_at
+                        .get_or_insert_with(|| Instant::now() + self.config.ui_interval);
+                }
+            }
+            Pump::Eof { id } => {
+                let Some(p) = self.procs.get_mut(&id) else { return };
+                p.eof = true;
+                p.lingering = false;
+                self.maybe_finish(&id);
+            }
+            Pump::Exited { id, status } => {
+                let drain = self.config.drain_grace;
+                let Some(p) = self.procs.get_mut(&id) else { return };
+                p.reaped = Some(status);
+                if !p.eof {
+                    let timers = p.timers.clone();
+                    let id2 = id.clone();
+                    self.after(&timers, drain, move || Msg::Drained { id: id2 });
+                }
+                self.maybe_finish(&id);
+            }
+        }
+    }
+
+    fn maybe_finish(&mut self, id: &Arc<str>) {
+        let Some(p) = self.procs.get_mut(id) else { return };
+        if !p.info.is_running() || p.reaped.is_none() || !(p.eof || p.drain_expired) {
+            return;
+        }
+        let mut exit = p.reaped.take().unwrap_or_default();
+        exit.timed_out = p.timed_out;
+        p.info.state = if p.kill_requested {
+            ProcessState::Killed
+        } else {
+            ProcessState::Exited
+        };
+        p.info.exit = Some(exit.clone());
+        p.info.ended_at = Some(self.clock.now_ms());
+        p.lingering = !p.eof;
+        p.timers.cancel();
+        p.master = None;
+        p.stdin = None;
+        let owner = p.info.owner.clone();
+        // The terminal view gets the last bytes before it hears of the exit.
+        if !p.ui.is_empty() {
+            self.events.output(id, &owner, &p.ui.take());
+        }
+        self.events
+            .exited(id, &owner, &exit, p.aggregated.tail(self.config.tail_chars));
+        if p.info.backgrounded && !p.quiet && !p.notified {
+            p.notified = true;
+            let tail = p.aggregated.tail(self.config.notice_tail_chars);
+            self.events.exit_notice(&owner, id, &exit_notice_text(id, &exit, tail));
+        }
+        let outcome = p.outcome();
+        for w in p.finish_waiters.drain(..) {
+            let _ = w.send(Ok(outcome.clone()));
+        }
+        for w in p.change_waiters.drain(..) {
+            let _ = w.send(Ok(()));
+        }
+        if !p.remove_waiters.is_empty() {
+            for w in std::mem::take(&mut p.remove_waiters) {
+                let _ = w.send(Ok(outcome.info.clone()));
+            }
+            self.procs.remove(id);
+        }
+    }
+
+    fn flush_ui(&mut self) {
+        self.flush_at = None;
+        for id in std::mem::take(&mut self.ui_dirty) {
+            let Some(p) = self.procs.get_mut(&id) else { continue };
+            p.ui_dirty = false;
+            if !p.ui.is_empty() {
+                self.events.output(&id, &p.info.owner, &p.ui.take());
+            }
+        }
+    }
+
+    /// Forgets finished processes whose TTL has passed; returns how many.
+    fn sweep(&mut self) -> usize {
+        let now = self.clock.now_ms();
+        let ttl = self.config.finished_ttl.as_millis() as i64;
+        let before = self.procs.len();
+        self.procs
+            .retain(|_, p| p.info.ended_at.is_none_or(|ended| now.saturating_sub(ended) < ttl));
+        before - self.procs.len()
+    }
+}
+
+/// The error for acting on a finished process.
+fn ended(p: &Proc) -> ExecError {
+    let status = match (&p.info.exit, &p.info.error) {
+        (Some(exit), _) => exit.label(),
+        (None, Some(_)) => "it failed to start".into(),
+        (None, None) => "unknown status".into(),
+    };
+    ExecError::Ended {
+        id: p.info.id.clone(),
+        status,
+    }
+}
+
+impl Drop for Actor {
+    /// The last line of defence against orphans: if the actor is dropped without a
+    /// shutdown (the runtime went away), every group that may still run gets SIGKILL.
+    fn drop(&mut self) {
+        self.kill_all_groups();
+    }
+}

@@ -1,0 +1,358 @@
+//! [`RegistryHandle`]: the clonable way in to the process registry actor.
+//!
+//! Every method is one message with a `oneshot` reply. Methods taking an `owner` only see
+//! that owner's processes (an id of another owner is "not found"); the few without one
+//! (`list_all`, `resize`, `raw_output`) are for the Processes panel, which shows them all.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::actor::Actor;
+use super::{
+    ExecError, ExecEvents, LogView, Outcome, Polled, ProcessInfo, RegistryConfig, SpawnRequest, TermSize, Yielded,
+};
+use crate::clock::Clock;
+
+/// How long `write` waits for the child to take its input.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Room for chunks between the reader threads and the actor. With 64 KiB reads this bounds
+/// output in flight to a few MiB however many processes flood at once.
+const PUMP_CAPACITY: usize = 64;
+
+pub(super) type Reply<T> = oneshot::Sender<Result<T, ExecError>>;
+
+/// The actor's mailbox. `owner: None` means unscoped (the panel).
+pub(super) enum Msg {
+    Spawn {
+        req: SpawnRequest,
+        reply: Reply<ProcessInfo>,
+    },
+    Info {
+        owner: String,
+        id: String,
+        reply: Reply<ProcessInfo>,
+    },
+    List {
+        owner: Option<String>,
+        reply: oneshot::Sender<Vec<ProcessInfo>>,
+    },
+    Yield {
+        owner: String,
+        id: String,
+        reply: Reply<Yielded>,
+    },
+    Wait {
+        owner: String,
+        id: String,
+        reply: Reply<Outcome>,
+    },
+    Changed {
+        owner: String,
+        id: String,
+        reply: Reply<()>,
+    },
+    Tail {
+        owner: String,
+        id: String,
+        reply: Reply<(ProcessInfo, String)>,
+    },
+    Poll {
+        owner: String,
+        id: String,
+        reply: Reply<Polled>,
+    },
+    Log {
+        owner: String,
+        id: String,
+        reply: Reply<LogView>,
+    },
+    Write {
+        owner: String,
+        id: String,
+        data: Vec<u8>,
+        eof: bool,
+        reply: Reply<()>,
+    },
+    /// `quiet`: no exit notice (the owner asked for the kill, so it knows).
+    Kill {
+        owner: Option<String>,
+        id: String,
+        quiet: bool,
+        reply: Option<Reply<Outcome>>,
+    },
+    Clear {
+        owner: String,
+        id: String,
+        reply: Reply<ProcessInfo>,
+    },
+    Remove {
+        owner: String,
+        id: String,
+        reply: Reply<ProcessInfo>,
+    },
+    Resize {
+        id: String,
+        size: TermSize,
+        reply: Reply<()>,
+    },
+    Raw {
+        id: String,
+        reply: Reply<Vec<u8>>,
+    },
+    Sweep {
+        reply: oneshot::Sender<usize>,
+    },
+    Shutdown {
+        reply: oneshot::Sender<()>,
+    },
+    /// From the actor's own timers.
+    TimedOut {
+        id: Arc<str>,
+    },
+    Drained {
+        id: Arc<str>,
+    },
+}
+
+/// A cheap, clonable handle to the process registry. When every handle is dropped, or the
+/// cancellation token given at start fires, the registry kills what still runs and stops.
+#[derive(Clone)]
+pub struct RegistryHandle {
+    tx: mpsc::UnboundedSender<Msg>,
+    /// The registry's clock, so callers can say how long a process has run.
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for RegistryHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryHandle").finish_non_exhaustive()
+    }
+}
+
+impl RegistryHandle {
+    /// Starts the registry actor on the current tokio runtime.
+    pub fn start(config: RegistryConfig, clock: Arc<dyn Clock>, events: Arc<dyn ExecEvents>) -> Self {
+        Self::start_with_cancel(config, clock, events, CancellationToken::new())
+    }
+
+    /// Like [`RegistryHandle::start`]; cancelling `cancel` shuts the registry down (killing
+    /// every running process group), as [`RegistryHandle::shutdown`] does.
+    pub fn start_with_cancel(
+        config: RegistryConfig,
+        clock: Arc<dyn Clock>,
+        events: Arc<dyn ExecEvents>,
+        cancel: CancellationToken,
+    ) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (pump_tx, pump_rx) = mpsc::channel(PUMP_CAPACITY);
+        let actor = Actor::new(config, clock.clone(), events, pump_tx, tx.downgrade());
+        tokio::spawn(actor.run(rx, pump_rx, cancel));
+        Self { tx, clock }
+    }
+
+    /// Now, by the registry's clock (what `started_at` and `ended_at` are measured in).
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> Msg) -> Result<T, ExecError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(make(reply)).map_err(|_| ExecError::ShutDown)?;
+        rx.await.map_err(|_| ExecError::ShutDown)?
+    }
+
+    /// Starts a command. A spawn failure is recorded as a `FailedToStart` process too.
+    pub async fn spawn(&self, req: SpawnRequest) -> Result<ProcessInfo, ExecError> {
+        self.ask(|reply| Msg::Spawn { req, reply }).await
+    }
+
+    pub async fn info(&self, owner: &str, id: &str) -> Result<ProcessInfo, ExecError> {
+        self.ask(|reply| Msg::Info {
+            owner: owner.into(),
+            id: id.into(),
+            reply,
+        })
+        .await
+    }
+
+    /// The owner's processes, running and finished, oldest first (finished ones past their
+    /// TTL are swept first).
+    pub async fn list(&self, owner: &str) -> Vec<ProcessInfo> {
+        self.list_scoped(Some(owner.into())).await
+    }
+
+    /// Every owner's processes, for the panel.
+    pub async fn list_all(&self) -> Vec<ProcessInfo> {
+        self.list_scoped(None).await
+    }
+
+    async fn list_scoped(&self, owner: Option<String>) -> Vec<ProcessInfo> {
+        let (reply, rx) = oneshot::channel();
+        if self.tx.send(Msg::List { owner, reply }).is_err() {
+            return Vec::new();
+        }
+        rx.await.unwrap_or_default()
+    }
+
+    /// Moves a running process to the background (its exit will produce an exit notice), or
+    /// returns its outcome if it already finished — atomically, so an exit racing the yield
+    /// is reported exactly one way.
+    pub async fn background(&self, owner: &str, id: &str) -> Result<Yielded, ExecError> {
+        self.ask(|reply| Msg::Yield {
+            owner: owner.into(),
+            id: id.into(),
+            reply,
+        })
+        .await
+    }
+
+    /// Waits until the process has finished.
+    pub async fn wait(&self, owner: &str, id: &str) -> Result<Outcome, ExecError> {
+        self.ask(|reply| Msg::Wait {
+            owner: owner.into(),
+            id: id.into(),
+            reply,
+        })
+        .await
+    }
+
+    /// Resolves when there is output not yet polled, or the process has finished.
+    pub async fn changed(&self, owner: &str, id: &str) -> Result<(), ExecError> {
+        self.ask(|reply| Msg::Changed {
+            owner: owner.into(),
+            id: id.into(),
+            reply,
+        })
+        .await
+    }
+
+    /// The process and the end of its stripped output.
+    pub async fn tail(&self, owner: &str, id: &str) -> Result<(ProcessInfo, String), ExecError> {
+        self.ask(|reply| Msg::Tail {
+            owner: owner.into(),
+            id: id.into(),
+            reply,
+        })
+        .await
+    }
+
+    /// Takes the output that arrived since the last poll.
+    pub async fn poll(&self, owner: &str, id: &str) -> Result<Polled, ExecError> {
+        self.ask(|reply| Msg::Poll {
+            owner: owner.into(),
+            id: id.into(),
+            reply,
+        })
+        .await
+    }
+
+    /// All kept output (the newest `max_output_chars`), without consuming anything.
+    pub async fn log(&self, owner: &str, id: &str) -> Result<LogView, ExecError> {
+        self.ask(|reply| Msg::Log {
+            owner: owner.into(),
+            id: id.into(),
+            reply,
+        })
+        .await
+    }
+
+    /// Writes to the child's input; with `eof`, ends it afterwards. Fails if the child does
+    /// not take the input within 5 s.
+    pub async fn write(&self, owner: &str, id: &str, data: Vec<u8>, eof: bool) -> Result<(), ExecError> {
+        let asked = self.ask(|reply| Msg::Write {
+            owner: owner.into(),
+            id: id.into(),
+            data,
+            eof,
+            reply,
+        });
+        match tokio::time::timeout(WRITE_TIMEOUT, asked).await {
+            Ok(done) => done,
+            Err(_) => Err(ExecError::WriteTimedOut {
+                id: id.into(),
+                secs: WRITE_TIMEOUT.as_secs(),
+            }),
+        }
+    }
+
+    /// Kills the process group (SIGTERM, SIGKILL after the grace period) and waits until the
+    /// process has finished. The owner asked, so no exit notice follows. A finished process
+    /// just returns its outcome.
+    pub async fn kill(&self, owner: &str, id: &str) -> Result<Outcome, ExecError> {
+        self.ask(|reply| Msg::Kill {
+            owner: Some(owner.into()),
+            id: id.into(),
+            quiet: true,
+            reply: Some(reply),
+        })
+        .await
+    }
+
+    /// Starts a kill without waiting; usable where nothing can be awaited (a drop guard).
+    pub fn kill_detached(&self, owner: &str, id: &str) {
+        let _ = self.tx.send(Msg::Kill {
+            owner: Some(owner.into()),
+            id: id.into(),
+            quiet: true,
+            reply: None,
+        });
+    }
+
+    /// Forgets a finished process and its output.
+    pub async fn clear(&self, owner: &str, id: &str) -> Result<ProcessInfo, ExecError> {
+        self.ask(|reply| Msg::Clear {
+            owner: owner.into(),
+            id: id.into(),
+            reply,
+        })
+        .await
+    }
+
+    /// Kills the process if it runs (waiting for it to finish), then forgets it.
+    pub async fn remove(&self, owner: &str, id: &str) -> Result<ProcessInfo, ExecError> {
+        self.ask(|reply| Msg::Remove {
+            owner: owner.into(),
+            id: id.into(),
+            reply,
+        })
+        .await
+    }
+
+    /// Resizes a process's terminal (the panel's size).
+    pub async fn resize(&self, id: &str, size: TermSize) -> Result<(), ExecError> {
+        self.ask(|reply| Msg::Resize {
+            id: id.into(),
+            size,
+            reply,
+        })
+        .await
+    }
+
+    /// The raw terminal bytes kept for a process (the newest `max_raw_bytes`).
+    pub async fn raw_output(&self, id: &str) -> Result<Vec<u8>, ExecError> {
+        self.ask(|reply| Msg::Raw { id: id.into(), reply }).await
+    }
+
+    /// Forgets finished processes past their TTL now; returns how many.
+    pub async fn sweep(&self) -> usize {
+        let (reply, rx) = oneshot::channel();
+        if self.tx.send(Msg::Sweep { reply }).is_err() {
+            return 0;
+        }
+        rx.await.unwrap_or(0)
+    }
+
+    /// Kills every running process group (SIGTERM, then SIGKILL after the grace period),
+    /// waits until they have finished, and stops the registry. Later calls fail with
+    /// [`ExecError::ShutDown`].
+    pub async fn shutdown(&self) {
+        let (reply, rx) = oneshot::channel();
+        if self.tx.send(Msg::Shutdown { reply }).is_ok() {
+            let _ = rx.await;
+        }
+    }
+}

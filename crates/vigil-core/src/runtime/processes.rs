@@ -1,0 +1,211 @@
+//! The runtime's side of real terminals: starting the process registry with the background
+//! machinery, turning its events into protocol events for the Processes panel, and an exit
+//! notice into what the seeds ask for — a system event for the owning session, a heartbeat
+//! wake (`exec-event`), and a native notification. Also the panel's own ops.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use tokio::sync::mpsc;
+use vigil_protocol::{ErrorKind, Event, ProcessSummary, Source, WakeReason};
+
+use super::Runtime;
+use crate::exec::{ChannelExecEvents, ExecEvent, ProcessInfo, RegistryConfig, RegistryHandle, SpawnRequest, TermSize};
+use crate::system_events::SystemEventKind;
+use crate::tools::ToolRegistry;
+
+/// The owner of commands the user starts from the panel: no agent session is woken for them.
+pub const USER_OWNER: &str = "user";
+
+pub(super) fn summary(info: &ProcessInfo) -> ProcessSummary {
+    let exit = info.exit.clone().unwrap_or_default();
+    ProcessSummary {
+        id: info.id.clone(),
+        owner: info.owner.clone(),
+        command: info.command.clone(),
+        cwd: info.cwd.display().to_string(),
+        pid: info.pid,
+        state: info.state.as_str().to_string(),
+        started_at: info.started_at,
+        ended_at: info.ended_at,
+        exit_code: exit.code,
+        signal: exit.signal,
+        background: info.backgrounded,
+        pty: info.pty,
+    }
+}
+
+impl Runtime {
+    /// Starts the process registry and registers `exec`/`process` for later turns. Called by
+    /// [`Runtime::start_background`], inside a tokio runtime.
+    pub(super) fn start_processes(&self) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let registry = RegistryHandle::start_with_cancel(
+            RegistryConfig::default(),
+            self.inner.clock.clone(),
+            Arc::new(ChannelExecEvents(tx)),
+            self.inner.shutdown.child_token(),
+        );
+        if self.inner.exec.set(registry.clone()).is_err() {
+            return;
+        }
+        let _ = self
+            .inner
+            .exec_tools
+            .set(ToolRegistry::with_builtins_and_exec(registry));
+        let this = self.clone();
+        self.inner
+            .background
+            .spawn(async move { this.forward_exec_events(rx).await });
+    }
+
+    /// The tools a turn gets: with `exec`/`process` once the registry runs.
+    pub(super) fn tools(&self) -> ToolRegistry {
+        self.inner
+            .exec_tools
+            .get()
+            .cloned()
+            .unwrap_or_else(|| self.inner.tools.clone())
+    }
+
+    /// The process registry, once background work started.
+    pub fn processes(&self) -> Option<&RegistryHandle> {
+        self.inner.exec.get()
+    }
+
+    /// Every process, for the panel.
+    pub async fn list_processes(&self) -> Vec<ProcessSummary> {
+        match self.processes() {
+            Some(r) => r.list_all().await.iter().map(summary).collect(),
+            None => vec![],
+        }
+    }
+
+    /// The raw terminal bytes kept for a process (base64), so the panel can replay it.
+    pub async fn process_output(&self, process_id: &str) -> Result<String, String> {
+        let registry = self.processes().ok_or("Processes are not running yet.")?;
+        let raw = registry.raw_output(process_id).await.map_err(|e| e.to_string())?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(raw))
+    }
+
+    async fn forward_exec_events(&self, mut rx: mpsc::UnboundedReceiver<ExecEvent>) {
+        let emitter = self.inner.emitter.clone();
+        while let Some(event) = rx.recv().await {
+            match event {
+                ExecEvent::Started(info) => emitter.emit(
+                    Source::Exec,
+                    Event::ProcessStarted {
+                        process: summary(&info),
+                    },
+                ),
+                ExecEvent::Output { process_id, raw, .. } => emitter.emit(
+                    Source::Exec,
+                    Event::ProcessOutput {
+                        process_id,
+                        data_b64: base64::engine::general_purpose::STANDARD.encode(raw),
+                    },
+                ),
+                ExecEvent::Exited { process_id, owner, .. } => {
+                    if let Some(Ok(info)) = match self.processes() {
+                        Some(r) => Some(r.info(&owner, &process_id).await),
+                        None => None,
+                    } {
+                        emitter.emit(
+                            Source::Exec,
+                            Event::ProcessExited {
+                                process: summary(&info),
+                            },
+                        );
+                    }
+                }
+                ExecEvent::ExitNotice {
+                    owner,
+                    process_id,
+                    text,
+                } => self.on_exit_notice(&owner, &process_id, &text),
+            }
+        }
+    }
+
+    /// A backgrounded command ended: the agent that started it hears about it at once (a
+    /// system event plus an `exec-event` wake), and the desktop shows a notification.
+    fn on_exit_notice(&self, owner: &str, process_id: &str, text: &str) {
+        let failed = text.starts_with("Exec failed");
+        let title = if failed {
+            "A background command failed"
+        } else {
+            "A background command finished"
+        };
+        self.inner.emitter.emit(
+            Source::Exec,
+            Event::Notification {
+                title: title.into(),
+                body: text.chars().take(300).collect(),
+                event_id: None,
+            },
+        );
+        if owner == USER_OWNER {
+            return;
+        }
+        self.enqueue_system_event(owner, text, SystemEventKind::ExecFinished);
+        tracing::info!(process_id, "exec exit: waking the heartbeat");
+        self.request_wake(WakeReason::ExecEvent);
+    }
+
+    /// The panel's ops: start, type, kill, resize.
+    pub(super) fn process_op(&self, op: ProcessOp) {
+        let Some(registry) = self.processes().cloned() else {
+            return self.report(ErrorKind::InvalidOp, "Processes are not running yet.");
+        };
+        let this = self.clone();
+        self.inner.tasks.spawn(async move {
+            let owner_of = |id: String| {
+                let registry = registry.clone();
+                async move {
+                    registry
+                        .list_all()
+                        .await
+                        .into_iter()
+                        .find(|p| p.id == id)
+                        .map(|p| p.owner)
+                }
+            };
+            let result: Result<(), String> = match op {
+                ProcessOp::Start { command, cwd } => {
+                    let cwd = cwd
+                        .map(std::path::PathBuf::from)
+                        .unwrap_or_else(|| this.workspace().to_path_buf());
+                    let mut req = SpawnRequest::new(USER_OWNER, command, cwd);
+                    req.background = true;
+                    registry.spawn(req).await.map(|_| ()).map_err(|e| e.to_string())
+                }
+                ProcessOp::Input { id, data } => match owner_of(id.clone()).await {
+                    Some(owner) => registry
+                        .write(&owner, &id, data.into_bytes(), false)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    None => Err(format!("No process {id}.")),
+                },
+                ProcessOp::Kill { id } => match owner_of(id.clone()).await {
+                    Some(owner) => registry.kill(&owner, &id).await.map(|_| ()).map_err(|e| e.to_string()),
+                    None => Err(format!("No process {id}.")),
+                },
+                ProcessOp::Resize { id, cols, rows } => registry
+                    .resize(&id, TermSize { cols, rows })
+                    .await
+                    .map_err(|e| e.to_string()),
+            };
+            if let Err(message) = result {
+                this.report(ErrorKind::InvalidOp, message);
+            }
+        });
+    }
+}
+
+/// The panel's requests, out of their `Op`s.
+pub(super) enum ProcessOp {
+    Start { command: String, cwd: Option<String> },
+    Input { id: String, data: String },
+    Kill { id: String },
+    Resize { id: String, cols: u16, rows: u16 },
+}
