@@ -61,21 +61,38 @@ struct Inner {
     pending: Mutex<HashMap<String, oneshot::Sender<ApprovalDecision>>>,
 }
 
-/// What "always" remembers for a command: the program and, when it has one, its
-/// subcommand (`cargo build`, `git status`), so approving `git status` does not approve
+/// Programs whose first argument is a subcommand with its own risk (`git status` vs
+/// `git push`), so "always" remembers the pair for them and the program alone otherwise.
+const SUBCOMMAND_PROGRAMS: [&str; 16] = [
+    "git",
+    "cargo",
+    "npm",
+    "pnpm",
+    "yarn",
+    "docker",
+    "podman",
+    "kubectl",
+    "go",
+    "pip",
+    "pip3",
+    "apt",
+    "apt-get",
+    "systemctl",
+    "brew",
+    "make",
+];
+
+/// What "always" remembers for a command: the program and, for tools with subcommands,
+/// the subcommand (`cargo build`, `git status`), so approving `git status` does not approve
 /// `git push`. For paths: the folder.
 pub fn prefix_of(kind: ApprovalKind, subject: &str) -> String {
     match kind {
         ApprovalKind::Exec => {
             let mut words = subject.split_whitespace();
             let program = words.next().unwrap_or("").to_string();
+            let has_subcommand = SUBCOMMAND_PROGRAMS.contains(&program.as_str());
             match words.next() {
-                Some(sub)
-                    if sub.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-                        && !sub.starts_with('-') =>
-                {
-                    format!("{program} {sub}")
-                }
+                Some(sub) if has_subcommand && !sub.starts_with('-') => format!("{program} {sub}"),
                 _ => program,
             }
         }
@@ -324,6 +341,7 @@ mod tests {
         assert_eq!(prefix_of(ApprovalKind::Exec, "cargo build --release"), "cargo build");
         assert_eq!(prefix_of(ApprovalKind::Exec, "ls -la /tmp"), "ls");
         assert_eq!(prefix_of(ApprovalKind::Exec, "git status"), "git status");
+        assert_eq!(prefix_of(ApprovalKind::Exec, "echo hello-world"), "echo");
         let rule = Rule {
             kind: ApprovalKind::Exec,
             prefix: "cargo build".into(),

@@ -1,5 +1,6 @@
 mod agent;
 mod exec;
+mod exec_runtime;
 mod headless;
 mod heartbeat;
 mod provider;

@@ -1,0 +1,142 @@
+//! exec through the whole runtime: the approval policy in front of it, and a background
+//! command's exit waking the agent to tell the user.
+
+use std::time::Duration;
+
+use serde_json::json;
+use vigil_core::protocol::{ApprovalDecision, ApprovalPolicy, Event, Op, ProviderKind};
+use vigil_fake_llm::{FakeLlm, Script, Step};
+
+use super::support::*;
+
+fn user(text: &str) -> Op {
+    Op::UserMessage {
+        text: text.into(),
+        session_id: None,
+    }
+}
+
+async fn next_matching<T>(rx: &mut Events, mut f: impl FnMut(&Event) -> Option<T>) -> T {
+    loop {
+        let env = tokio::time::timeout(Duration::from_secs(15), rx.recv())
+            .await
+            .expect("in time")
+            .expect("alive");
+        if let Some(t) = f(&env.event) {
+            return t;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_command_waits_for_approval_and_runs_once_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::steps(vec![
+        Step::tool_call("c1", "exec", json!({"command": "echo approved-and-ran"})),
+        Step::tool_call("c2", "exec", json!({"command": "echo second"})),
+        Step::text("done"),
+    ]);
+    let fake = FakeLlm::start(script).await.unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals().set_policy(ApprovalPolicy::Ask);
+    assert!(rt.start_background());
+    rt.submit(user("run it"));
+    let (id, prefix) = next_matching(&mut rx, |e| match e {
+        Event::ApprovalRequested {
+            id, prefix, command, ..
+        } => {
+            assert_eq!(command, "echo approved-and-ran");
+            Some((id.clone(), prefix.clone()))
+        }
+        _ => None,
+    })
+    .await;
+    assert_eq!(prefix, "echo");
+    rt.submit(Op::Approval {
+        id,
+        decision: ApprovalDecision::Always,
+    });
+    // The second `echo` is covered by "always": no second question.
+    let mut asked_again = false;
+    let events = until_finished(&mut rx).await;
+    for e in &events {
+        asked_again |= matches!(e, Event::ApprovalRequested { .. });
+    }
+    assert!(!asked_again, "{events:?}");
+    let results: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallFinished { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(results[0].contains("approved-and-ran"), "{results:?}");
+    assert!(results[1].contains("second"), "{results:?}");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_denied_command_is_an_error_result_the_model_sees() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeLlm::start(Script::steps(vec![
+        Step::tool_call("c1", "exec", json!({"command": "rm -rf /tmp/x"})),
+        Step::text("ok"),
+    ]))
+    .await
+    .unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Openai)));
+    rt.approvals().set_policy(ApprovalPolicy::Ask);
+    assert!(rt.start_background());
+    rt.submit(user("clean up"));
+    let id = next_matching(&mut rx, |e| match e {
+        Event::ApprovalRequested { id, .. } => Some(id.clone()),
+        _ => None,
+    })
+    .await;
+    rt.submit(Op::Approval {
+        id,
+        decision: ApprovalDecision::Deny,
+    });
+    until_finished(&mut rx).await;
+    let sent = fake.requests()[1].body["messages"].to_string();
+    assert!(sent.contains("The user denied the command"), "{sent}");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_background_command_that_exits_wakes_the_agent_to_tell_the_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::steps(vec![
+        Step::tool_call(
+            "c1",
+            "exec",
+            json!({"command": "sleep 0.3; echo build-ok", "background": true}),
+        ),
+        Step::text("Started the build in the background."),
+        // The heartbeat's exec-event run relays the result.
+        Step::text("Your background build finished: build-ok."),
+    ]);
+    let fake = FakeLlm::start(script).await.unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals().set_policy(ApprovalPolicy::FullAuto);
+    assert!(rt.start_background());
+    rt.submit(user("build it in the background"));
+    until_finished(&mut rx).await;
+    // Within a few seconds: the process exits, the agent is woken, and the user is told once.
+    let mut exit_notifications = 0;
+    let report = next_matching(&mut rx, |e| match e {
+        Event::Notification { body, .. } if body.starts_with("Exec completed") => {
+            exit_notifications += 1;
+            None
+        }
+        Event::Notification { body, .. } if body.contains("build finished") => Some(body.clone()),
+        _ => None,
+    })
+    .await;
+    assert!(report.contains("build-ok"));
+    assert_eq!(exit_notifications, 1);
+    // The heartbeat saw the exit as a system event with the command's output.
+    let hb = fake.requests().last().unwrap().body["messages"].to_string();
+    assert!(hb.contains("Exec completed") && hb.contains("build-ok"), "{hb}");
+    rt.shutdown().await;
+}
