@@ -7,7 +7,7 @@ use serde_json::json;
 use similar::{ChangeTag, TextDiff};
 
 use super::files::{io_message, read_text, write_atomic};
-use super::path::{resolve_path, ResolvedPath};
+use super::path::{resolve_for, ResolvedPath};
 use super::truncate::{counted, truncate_head_tail};
 use super::{blocking, parse_args, Tool, ToolContext, ToolOutput};
 use crate::provider::ToolSpec;
@@ -85,9 +85,9 @@ impl Tool for EditTool {
         if args.old_text == args.new_text {
             return ToolOutput::error("old_text and new_text are the same; nothing would change.");
         }
-        let path = match resolve_path(&ctx.workspace, &args.path) {
+        let path = match resolve_for(ctx, &args.path, true).await {
             Ok(p) => p,
-            Err(e) => return ToolOutput::error(e.to_string()),
+            Err(message) => return ToolOutput::error(message),
         };
         blocking("edit", move || match edit_file(&path, &args) {
             Ok(report) => ToolOutput::ok(report),

@@ -10,6 +10,7 @@
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use vigil_protocol::ApprovalKind;
 
 /// Why a path was refused.
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +97,31 @@ pub fn resolve_path(workspace: &Path, raw: &str) -> Result<ResolvedPath, PathErr
             resolved: abs,
             workspace: root,
         }),
+    }
+}
+
+/// [`resolve_path`] for a tool call: a path outside the workspace is put to the turn's
+/// approval gate (reading and changing are asked about separately) and used if allowed.
+/// Without a gate, outside paths are refused. The error is the text the model sees.
+pub async fn resolve_for(ctx: &super::ToolContext, raw: &str, write: bool) -> Result<ResolvedPath, String> {
+    match (resolve_path(&ctx.workspace, raw), &ctx.gate) {
+        (Ok(p), _) => Ok(p),
+        (Err(PathError::OutsideWorkspace { resolved, .. }), Some(gate)) => {
+            let kind = if write {
+                ApprovalKind::WriteOutside
+            } else {
+                ApprovalKind::ReadOutside
+            };
+            let shown = resolved.display().to_string();
+            match gate.check(kind, &shown, None).await {
+                crate::approval::Verdict::Allowed => Ok(ResolvedPath {
+                    abs: resolved,
+                    display: shown,
+                }),
+                crate::approval::Verdict::Denied(why) => Err(why),
+            }
+        }
+        (Err(e), _) => Err(e.to_string()),
     }
 }
 

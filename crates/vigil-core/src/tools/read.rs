@@ -8,7 +8,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::files::{binary_message, io_message, nul_in, SNIFF_BYTES};
-use super::path::{resolve_path, ResolvedPath};
+use super::path::{resolve_for, ResolvedPath};
 use super::truncate::group_digits;
 use super::{blocking, parse_args, Tool, ToolContext, ToolOutput};
 use crate::provider::ToolSpec;
@@ -86,9 +86,9 @@ impl Tool for ReadTool {
         if args.limit == Some(0) {
             return ToolOutput::error("`limit` must be at least 1.");
         }
-        let path = match resolve_path(&ctx.workspace, &args.path) {
+        let path = match resolve_for(ctx, &args.path, false).await {
             Ok(p) => p,
-            Err(e) => return ToolOutput::error(e.to_string()),
+            Err(message) => return ToolOutput::error(message),
         };
         let cancel = ctx.cancel.clone();
         blocking("read", move || {

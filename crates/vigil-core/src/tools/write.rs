@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::files::{io_message, write_atomic, Written};
-use super::path::{resolve_path, ResolvedPath};
+use super::path::{resolve_for, ResolvedPath};
 use super::truncate::counted;
 use super::{blocking, parse_args, Tool, ToolContext, ToolOutput};
 use crate::provider::ToolSpec;
@@ -56,9 +56,9 @@ impl Tool for WriteTool {
             Ok(args) => args,
             Err(out) => return out,
         };
-        let path = match resolve_path(&ctx.workspace, &args.path) {
+        let path = match resolve_for(ctx, &args.path, true).await {
             Ok(p) => p,
-            Err(e) => return ToolOutput::error(e.to_string()),
+            Err(message) => return ToolOutput::error(message),
         };
         blocking("write", move || match write_file(&path, &args.content) {
             Ok(summary) => ToolOutput::ok(summary),

@@ -140,3 +140,39 @@ async fn a_background_command_that_exits_wakes_the_agent_to_tell_the_user() {
     assert!(hb.contains("Exec completed") && hb.contains("build-ok"), "{hb}");
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn files_outside_the_workspace_follow_the_approval_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("notes.txt");
+    std::fs::write(&secret, "outside text").unwrap();
+    let script = Script::steps(vec![
+        Step::tool_call("r1", "read", json!({"path": secret.display().to_string()})),
+        Step::tool_call("w1", "write", json!({"path": outside.path().join("new.txt").display().to_string(), "content": "x"})),
+        Step::text("done"),
+    ]);
+    let fake = FakeLlm::start(script).await.unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals().set_policy(ApprovalPolicy::Ask);
+    rt.submit(user("read my notes"));
+    let (id, kind) = next_matching(&mut rx, |e| match e {
+        Event::ApprovalRequested { id, kind, .. } => Some((id.clone(), *kind)),
+        _ => None,
+    })
+    .await;
+    assert_eq!(kind, vigil_core::protocol::ApprovalKind::ReadOutside);
+    rt.submit(Op::Approval { id, decision: ApprovalDecision::Approve });
+    let (id, kind) = next_matching(&mut rx, |e| match e {
+        Event::ApprovalRequested { id, kind, .. } => Some((id.clone(), *kind)),
+        _ => None,
+    })
+    .await;
+    assert_eq!(kind, vigil_core::protocol::ApprovalKind::WriteOutside, "writing is asked about separately");
+    rt.submit(Op::Approval { id, decision: ApprovalDecision::Deny });
+    until_finished(&mut rx).await;
+    let sent = fake.requests()[2].body["messages"].to_string();
+    assert!(sent.contains("outside text"), "the approved read ran");
+    assert!(sent.contains("The user denied changing"), "{sent}");
+    assert!(!outside.path().join("new.txt").exists());
+}
