@@ -127,9 +127,20 @@ impl Runtime {
         }
     }
 
-    /// A backgrounded command ended: the agent that started it hears about it at once (a
-    /// system event plus an `exec-event` wake), and the desktop shows a notification.
+    /// A backgrounded command ended. The agent that started it hears about it at once (a
+    /// system event plus an `exec-event` wake) and tells the user itself, so the user gets
+    /// one notification — the agent's report — not two. A command the user started from the
+    /// panel, or one whose agent cannot be woken (heartbeat off), is announced directly.
     fn on_exit_notice(&self, owner: &str, process_id: &str, text: &str) {
+        let agent_will_report = owner != USER_OWNER && self.heartbeat_view().settings.enabled;
+        if owner != USER_OWNER {
+            self.enqueue_system_event(owner, text, SystemEventKind::ExecFinished);
+        }
+        if agent_will_report {
+            tracing::info!(process_id, "exec exit: waking the heartbeat");
+            self.request_wake(WakeReason::ExecEvent);
+            return;
+        }
         let failed = text.starts_with("Exec failed");
         let title = if failed {
             "A background command failed"
@@ -144,12 +155,6 @@ impl Runtime {
                 event_id: None,
             },
         );
-        if owner == USER_OWNER {
-            return;
-        }
-        self.enqueue_system_event(owner, text, SystemEventKind::ExecFinished);
-        tracing::info!(process_id, "exec exit: waking the heartbeat");
-        self.request_wake(WakeReason::ExecEvent);
     }
 
     /// The panel's ops: start, type, kill, resize.
