@@ -62,6 +62,7 @@ test-ui:
 ## Benchmarks: each prints a ratio against a baseline measured in the same run.
 bench:
 	cargo bench -p vigil-core --bench core
+	cargo bench -p vigil-core --bench exec_throughput
 
 test-e2e:
 	cargo build -p vigil-fake-llm

@@ -117,6 +117,35 @@ async fn turn_overhead() -> (Duration, Duration) {
     (median(base), median(full))
 }
 
+/// What durability alone costs on this disk: one fsync'd line append and one atomic
+/// file replacement (temp + fsync + rename + folder fsync), medians.
+fn durability_costs() -> (Duration, Duration) {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.jsonl");
+    let line = vec![b'x'; 300];
+    let appends = (0..200)
+        .map(|_| {
+            let t = Instant::now();
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).unwrap();
+            f.write_all(&line).unwrap();
+            f.sync_data().unwrap();
+            t.elapsed()
+        })
+        .collect();
+    let target = dir.path().join("meta.json");
+    let commits = (0..100)
+        .map(|_| {
+            let t = Instant::now();
+            let mut f = atomic_write_file::AtomicWriteFile::options().open(&target).unwrap();
+            f.write_all(&line).unwrap();
+            f.commit().unwrap();
+            t.elapsed()
+        })
+        .collect();
+    (median(appends), median(commits))
+}
+
 fn main() {
     let small = append_cost(10);
     let large = append_cost(10_000);
@@ -141,5 +170,14 @@ fn main() {
         full,
         overhead,
         full.as_secs_f64() / base.as_secs_f64()
+    );
+    let (append, commit) = durability_costs();
+    let durable = append * 2 + commit;
+    println!(
+        "turn: of that, durability (2 fsync'd appends at {:?} + 1 metadata commit at {:?}) = {:?}; the rest {:?}",
+        append,
+        commit,
+        durable,
+        overhead.saturating_sub(durable)
     );
 }
