@@ -20,6 +20,7 @@ import type {
   HeartbeatView,
   History,
   Op,
+  ProcessSummary,
   ProviderSettings,
   SessionSummary,
   SettingsView,
@@ -158,6 +159,16 @@ export function heartbeatView(): Promise<HeartbeatView> {
  */
 export function saveHeartbeatSettings(settings: HeartbeatSettings): Promise<HeartbeatView> {
   return call('save_heartbeat_settings', { settings });
+}
+
+/** Every process the registry knows (running and recently finished), for the Processes panel. */
+export function listProcesses(): Promise<ProcessSummary[]> {
+  return call('list_processes');
+}
+
+/** A process's kept raw terminal bytes, base64, to replay them in the panel's terminal. */
+export function processOutput(processId: string): Promise<string> {
+  return call('process_output', { processId });
 }
 
 /** Subscribes to every event the core emits; resolves once the listener is registered. */

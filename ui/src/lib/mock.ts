@@ -1,8 +1,8 @@
 // An in-browser stand-in for the Rust side, for previewing the UI outside Tauri
 // (`?mock`, `?mock=empty`, `?mock=error`, `?mock=policy`, `?mock=compact`, `?mock=approval`,
-// `?mock=approval-env`, `?mock=heartbeat`; a message starting with "run" asks for approval
-// in any of them, and a heartbeat runs every ~20 s in all of them). `ipc.ts` imports
-// it lazily and only when `__TAURI_INTERNALS__` is absent, so it never runs in the app. It
+// `?mock=approval-env`, `?mock=heartbeat`, `?mock=processes`; a message starting with "run"
+// asks for approval in any of them, a heartbeat runs every ~20 s in all of them, and the
+// Processes panel can start commands in all of them). `ipc.ts` imports it lazily and only when `__TAURI_INTERNALS__` is absent, so it never runs in the app. It
 // replays the event order the core uses (see vigil-core `agent/mod.rs` and `runtime.rs`):
 // sessions run concurrently, a message sent during a turn is queued and steers it at its
 // next step, and after Stop queued messages are saved without an answer.
@@ -10,6 +10,7 @@
 import type { Backend, Unlisten } from './ipc';
 import { createMockGate } from './mock-approvals';
 import { createMockHeartbeat } from './mock-heartbeat';
+import { createMockProcesses, execHistory } from './mock-processes';
 import { CONFIG_DIFF, CONFIG_FILE, SAMPLE_REPLY, sampleSessions, text, userTurn, type MockSession } from './mock-data';
 import type {
   ApprovalDecision,
@@ -39,6 +40,7 @@ export function createMockBackend(variant: string): Backend {
   const handlers = new Set<(e: EventEnvelope) => void>();
   let seq = 0;
   const sessions = new Map<string, MockSession>(sampleSessions(Date.now(), variant === 'empty').map((s) => [s.summary.id, s]));
+  if (variant === 'processes') sessions.get('main')?.messages.push(...execHistory(Date.now()));
   const lanes = new Map<string, Lane>();
   let provider: ProviderSettings = {
     kind: 'anthropic',
@@ -76,6 +78,7 @@ export function createMockBackend(variant: string): Backend {
 
   const gate = createMockGate(variant, emit);
   const heartbeat = createMockHeartbeat(variant, emit, () => lanes.get('main')?.busy ?? false);
+  const processes = createMockProcesses(variant, emit);
 
   function list() {
     return [...sessions.values()].map((s) => s.summary).sort((a, b) => b.updated_at - a.updated_at);
@@ -334,7 +337,19 @@ export function createMockBackend(variant: string): Backend {
 
   let created = 0;
   let backgroundAsked = false;
-  type OpArgs = { type: string; text?: string; session_id?: string; title?: string; id?: string; decision?: ApprovalDecision };
+  type OpArgs = {
+    type: string;
+    text?: string;
+    session_id?: string;
+    title?: string;
+    id?: string;
+    decision?: ApprovalDecision;
+    command?: string;
+    process_id?: string;
+    data?: string;
+    cols?: number;
+    rows?: number;
+  };
 
   const commands: Record<string, (args: Record<string, unknown>) => unknown> = {
     submit: (args) => {
@@ -383,6 +398,18 @@ export function createMockBackend(variant: string): Backend {
           sessions.delete(id);
           sessionsChanged();
           break;
+        case 'start_process':
+          processes.start_process(op.command ?? '');
+          break;
+        case 'process_input':
+          processes.input(op.process_id ?? '', op.data ?? '');
+          break;
+        case 'process_kill':
+          processes.kill(op.process_id ?? '');
+          break;
+        case 'process_resize':
+          processes.resize(op.process_id ?? '', op.cols ?? 80, op.rows ?? 24);
+          break;
       }
     },
     list_sessions: () => list(),
@@ -409,6 +436,8 @@ export function createMockBackend(variant: string): Backend {
     get_approvals: () => gate.view(),
     set_approval_policy: (args) => gate.setPolicy(args.policy as ApprovalPolicy),
     forget_approval: (args) => gate.forget(args.kind as ApprovalKind, args.prefix as string),
+    list_processes: () => processes.list(),
+    process_output: (args) => processes.output(args.processId as string),
     heartbeat_view: () => heartbeat.view(),
     save_heartbeat_settings: (args) => heartbeat.save(args.settings as HeartbeatSettings),
     notify: (args) => {
@@ -426,6 +455,7 @@ export function createMockBackend(variant: string): Backend {
     async listen(handler): Promise<Unlisten> {
       handlers.add(handler);
       heartbeat.start();
+      processes.start();
       // `?mock=approval`: a conversation not on screen asks too, for the sidebar's marker.
       if (asksApproval && !backgroundAsked) {
         backgroundAsked = true;

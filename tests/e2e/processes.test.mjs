@@ -1,0 +1,78 @@
+// Real terminals through the real window: the agent's command waits for approval, runs in
+// the background, shows live in the Processes panel, takes what the user types there, and
+// when it exits the agent is woken and its report reaches the desktop as one notification
+// and the chat as a background-update card.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Harness, screenshot, send, By, waitFor } from './harness.mjs';
+
+const h = new Harness();
+let driver;
+
+const COMMAND = 'for i in 1 2 3; do echo tick $i; sleep 0.3; done; read line; echo got:$line';
+const SCRIPT = {
+  steps: [
+    { kind: 'tool_calls', calls: [{ id: 'call_x', name: 'exec', arguments: { command: COMMAND, background: true } }] },
+    { kind: 'text', text: 'It is running in the background.' },
+    { kind: 'text', text: 'Your command finished and printed got:hello.' },
+  ],
+  fallback: { kind: 'text', text: 'HEARTBEAT_OK' },
+};
+
+before(async () => {
+  const url = await h.startFakeProvider(SCRIPT);
+  await h.startNotificationMonitor();
+  await h.startDriver({
+    VIGIL_DATA_DIR: h.dataDir,
+    VIGIL_PROVIDER: 'anthropic',
+    VIGIL_BASE_URL: url,
+    VIGIL_MODEL: 'fake-model',
+    VIGIL_API_KEY: 'sk-e2e',
+    VIGIL_NO_KEYRING: '1',
+    VIGIL_APPROVAL_POLICY: 'ask',
+  });
+  [driver] = await h.launchApp();
+});
+
+after(async () => {
+  if (driver) await driver.quit().catch(() => {});
+  await h.stop();
+});
+
+const css = (sel) => driver.findElement(By.css(sel));
+const attr = (sel, name) =>
+  driver.executeScript(`const e = document.querySelector(${JSON.stringify(sel)}); return e && e.getAttribute(${JSON.stringify(name)});`);
+const terminalText = (id) => driver.executeScript('return window.__vigilTerminalText ? window.__vigilTerminalText(arguments[0]) : ""', id);
+
+test('an approved background command runs live in the panel, takes input, and its exit is reported once', async () => {
+  await send(driver, 'run the ticker in the background');
+  await waitFor('the approval card', async () => (await attr('[data-testid="approval-card"]', 'data-state')) === 'pending', 15000);
+  assert.match(await driver.executeScript('return document.querySelector(\'[data-testid="approval-card"]\').innerText'), /tick/);
+  await css('[data-testid="approval-approve"]').click();
+  await waitFor('the exec tool card', async () => (await attr('[data-testid="tool-card"][data-tool-name="exec"]', 'data-status')) === 'done', 15000);
+
+  await css('[data-testid="processes-toggle"]').click();
+  const id = await waitFor('a running process', async () => attr('[data-testid="process-item"][data-state="running"]', 'data-process-id'), 10000);
+  await css(`[data-testid="process-item"][data-process-id="${id}"]`).click();
+  await waitFor('live output in the terminal', async () => (await terminalText(id)).includes('tick 3'), 10000);
+  await screenshot(driver, 'processes.png');
+
+  // Type into the terminal: the process reads the line.
+  const input = await driver.findElement(By.css('[data-testid="process-terminal"] textarea'));
+  await input.sendKeys('hello', '\uE007');
+  await waitFor('the process to echo', async () => (await terminalText(id)).includes('got:hello'), 10000);
+  await waitFor('the process to be finished', async () => (await attr(`[data-testid="process-item"][data-process-id="${id}"]`, 'data-state')) === 'exited', 10000);
+
+  // The agent is woken and reports: one notification, one background-update card.
+  await waitFor('the report on D-Bus', async () => h.notificationLog().includes('got:hello'), 15000);
+  const notifies = (h.notificationLog().match(/member=Notify/g) ?? []).length;
+  assert.equal(notifies, 1, h.notificationLog());
+  await css('[data-testid="processes-toggle"]').click().catch(() => {});
+  await waitFor('the background-update card', async () => {
+    const text = await driver.executeScript(
+      'return [...document.querySelectorAll(\'[data-testid="background-update"]\')].map((e) => e.innerText).join("\\n")',
+    );
+    return text.includes('got:hello');
+  }, 10000);
+  await screenshot(driver, 'background-update.png');
+});
