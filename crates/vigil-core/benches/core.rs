@@ -127,7 +127,11 @@ fn durability_costs() -> (Duration, Duration) {
     let appends = (0..200)
         .map(|_| {
             let t = Instant::now();
-            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).unwrap();
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .unwrap();
             f.write_all(&line).unwrap();
             f.sync_data().unwrap();
             t.elapsed()
