@@ -241,26 +241,16 @@ impl Runtime {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let turn = crate::agent::Turn {
-            session_id: &t.session_id,
-            store: &self.inner.store,
+        let turn = self.turn(
+            &t.session_id,
+            lane.as_ref(),
             client,
-            tools: self.tools(),
-            gate: Some(Arc::new(crate::approval::TurnGate {
-                approvals: self.inner.approvals.clone(),
-                emitter: emitter.clone(),
-                cancel: cancel.clone(),
-                interactive: false,
-                now_ms: self.inner.clock.now_ms(),
-            })),
-            workspace: self.inner.workspace.clone(),
             emitter,
-            clock: self.inner.clock.clone(),
             cancel,
-            steer: lane.as_ref(),
             config,
-            extras: t.extras,
-        };
+            t.extras,
+            false,
+        );
         let stop_reason = turn.run(t.text).await;
         {
             let mut state = lane.lock();

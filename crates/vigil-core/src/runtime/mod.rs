@@ -363,28 +363,55 @@ impl Runtime {
             .clone();
         let background = self.take_background_context(session_id);
         let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, &run_id);
-        let turn = Turn {
+        let turn = self.turn(
+            session_id,
+            lane.as_ref(),
+            client,
+            emitter,
+            cancel,
+            config,
+            background.extras(),
+            true,
+        );
+        let stop = turn.run(text).await;
+        self.finish_background_context(session_id, stop, background).await;
+    }
+
+    /// A turn of `session_id` with this runtime's stores, tools, workspace and approval
+    /// policy; `interactive` says whether the user can be asked (a heartbeat cannot).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn turn<'a>(
+        &'a self,
+        session_id: &'a str,
+        steer: &'a dyn SteerQueue,
+        client: Option<ModelClient>,
+        emitter: Emitter,
+        cancel: CancellationToken,
+        config: AgentConfig,
+        extras: crate::agent::TurnExtras,
+        interactive: bool,
+    ) -> Turn<'a> {
+        let gate = crate::approval::TurnGate {
+            approvals: self.inner.approvals.clone(),
+            emitter: emitter.clone(),
+            cancel: cancel.clone(),
+            interactive,
+            now_ms: self.inner.clock.now_ms(),
+        };
+        Turn {
             session_id,
             store: &self.inner.store,
             client,
             tools: self.tools(),
-            gate: Some(Arc::new(crate::approval::TurnGate {
-                approvals: self.inner.approvals.clone(),
-                emitter: emitter.clone(),
-                cancel: cancel.clone(),
-                interactive: true,
-                now_ms: self.inner.clock.now_ms(),
-            })),
+            gate: Some(Arc::new(gate)),
             workspace: self.inner.workspace.clone(),
             emitter,
             clock: self.inner.clock.clone(),
             cancel,
-            steer: lane.as_ref(),
+            steer,
             config,
-            extras: background.extras(),
-        };
-        let stop = turn.run(text).await;
-        self.finish_background_context(session_id, stop, background).await;
+            extras,
+        }
     }
 
     /// Decides what follows a turn: messages that arrived too late for it start the next
