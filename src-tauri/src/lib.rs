@@ -6,12 +6,12 @@
 //! No runtime logic lives here; errors are mapped to one `{ code, message }` shape.
 
 mod commands;
+mod notify;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use tauri::{Emitter as _, Manager};
-use tauri_plugin_notification::NotificationExt;
 use vigil_core::clock::{Clock, SystemClock};
 use vigil_core::events::EventSink;
 use vigil_core::protocol::{Event, EventEnvelope};
@@ -25,10 +25,8 @@ struct WindowSink(tauri::AppHandle);
 
 impl EventSink for WindowSink {
     fn emit(&self, envelope: EventEnvelope) {
-        if let Event::Notification { title, body, .. } = &envelope.event {
-            if let Err(e) = self.0.notification().builder().title(title).body(body).show() {
-                tracing::warn!("could not show a notification: {e}");
-            }
+        if let Event::Notification { title, body, event_id } = &envelope.event {
+            notify::show(&self.0, title, body, event_id.clone());
         }
         if let Err(e) = self.0.emit(EVENT_NAME, &envelope) {
             tracing::warn!("could not send an event to the window: {e}");

@@ -4,6 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { Harness, waitFor, sleep } from './harness.mjs';
 
 const h = new Harness();
@@ -48,4 +49,14 @@ test('an alert from HEARTBEAT.md raises exactly one notification; HEARTBEAT_OK r
   // The delivered result waits in the conversation's mailbox for the next turn.
   const meta = JSON.parse(fs.readFileSync(path.join(h.dataDir, 'sessions', 'main.meta.json'), 'utf8'));
   assert.ok(JSON.stringify(meta.meta.mailbox).includes('Disk usage is at 91%'), JSON.stringify(meta).slice(0, 400));
+});
+
+test('clicking the notification opens the background update it announced', async () => {
+  const count = () => driver.executeScript('const b = document.querySelector(\'[data-testid="unread-badge"]\'); return b ? b.innerText : "";');
+  await waitFor('the unread badge', async () => (await count()) === '1', 10000);
+  const card = await driver.executeScript('const c = document.querySelector(\'[data-testid="background-update"]\'); return c && c.innerText;');
+  assert.match(card, /Disk usage is at 91%/);
+  // What a click does: dunst invokes the notification's default action over D-Bus.
+  execFileSync('dunstctl', ['action', '0']);
+  await waitFor('the card opened (no longer counted as unseen)', async () => (await count()) === '', 10000);
 });

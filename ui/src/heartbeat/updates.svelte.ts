@@ -35,6 +35,18 @@ export class UpdatesStore {
   }
 
   /**
+   * A clicked notification: the card it announced is to be shown. Returns its session, or
+   * null when the card is not known here.
+   */
+  revealEvent(eventId: string): string | null {
+    const target = this.state.updates.find((u) => u.event_id === eventId);
+    if (!target) return null;
+    this.state = markSeen(this.state, target.sessionId);
+    this.focus = target.event_id;
+    return target.sessionId;
+  }
+
+  /**
    * The bell: the oldest unread card is to be shown, and that session's updates leave the
    * badges. Returns the session to open, or null when nothing is unread.
    */

@@ -171,6 +171,20 @@ export function processOutput(processId: string): Promise<string> {
   return call('process_output', { processId });
 }
 
+/** Where a clicked native notification leads (the shell brings the window forward first). */
+export interface FocusTarget {
+  event_id: string | null;
+}
+
+/** The event the shell emits when the user clicks a notification. */
+export const FOCUS_EVENT = 'vigil://focus';
+
+/** Subscribes to notification clicks; outside Tauri (the mock) there are none. */
+export async function onFocus(handler: (target: FocusTarget) => void): Promise<Unlisten> {
+  if (!inTauri()) return () => {};
+  return listen<FocusTarget>(FOCUS_EVENT, (e) => handler(e.payload));
+}
+
 /** Subscribes to every event the core emits; resolves once the listener is registered. */
 export async function onEvent(handler: (event: EventEnvelope) => void): Promise<Unlisten> {
   try {
