@@ -249,6 +249,8 @@ impl Actor {
 
     /// SIGTERM to the group now and SIGKILL after the grace period. The escalation does not
     /// depend on the entry: a grandchild ignoring SIGTERM must not outlive a finished leader.
+    /// (While any member lives the group id cannot be reused; once all are gone, the id would
+    /// have to be handed out again as a new group's within the grace period to be hit.)
     fn kill_group(&mut self, id: &str, timed_out: bool) {
         let grace = self.config.kill_grace;
         let Some(p) = self.procs.get_mut(id) else { return };
