@@ -15,7 +15,8 @@
 //! - [`registry`] — [`RegistryHandle`], the clonable handle: one method per thing a tool or
 //!   the UI can ask, each a message to the actor with a `oneshot` reply.
 //! - `actor` — the registry actor: owns every process entry, applies output and exits, kills,
-//!   sweeps finished processes after their TTL, coalesces output for the UI.
+//!   sweeps finished processes after their TTL, coalesces output for the UI; its
+//!   `commands` answer the handle's messages.
 //! - `spawn` — starting a child (PTY or pipes) and its reader, waiter and writer threads.
 //! - `output` — the bounded buffers (model text, pending poll text, raw bytes).
 //! - `strip` — terminal bytes to plain text for the model (the `vte` parser).
@@ -283,6 +284,9 @@ pub enum ExecError {
     /// The process could not be started. Recover: check the command and working directory.
     #[error("Could not start `{command}`: {reason}")]
     Spawn { command: String, reason: String },
+    /// The terminal refused the new size. Recover: keep the old size.
+    #[error("Could not resize the terminal of process {id}: {reason}")]
+    Resize { id: String, reason: String },
     /// The process runs without a terminal. Recover: nothing to resize.
     #[error("Process {id} runs without a terminal (pty: false), so it has no size.")]
     NoTerminal { id: String },
