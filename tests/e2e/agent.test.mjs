@@ -23,15 +23,8 @@ const SCRIPT = {
 before(async () => {
   fs.mkdirSync(workspace, { recursive: true });
   fs.writeFileSync(path.join(workspace, 'notes.txt'), 'I like tea.\nAnd cake.\n');
-  const url = await h.startFakeProvider(SCRIPT);
-  await h.startDriver({
-    VIGIL_DATA_DIR: h.dataDir,
-    VIGIL_PROVIDER: 'openai',
-    VIGIL_BASE_URL: `${url}/v1`,
-    VIGIL_MODEL: 'fake-model',
-    VIGIL_API_KEY: 'sk-e2e',
-    VIGIL_NO_KEYRING: '1',
-  });
+  await h.startFakeProvider(SCRIPT);
+  await h.startDriver(h.providerEnv('openai'));
   [driver] = await h.launchApp();
 });
 

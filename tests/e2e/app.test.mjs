@@ -20,16 +20,9 @@ const SCRIPT = {
 };
 
 before(async () => {
-  const url = await h.startFakeProvider(SCRIPT);
+  await h.startFakeProvider(SCRIPT);
   await h.startNotificationMonitor();
-  await h.startDriver({
-    VIGIL_DATA_DIR: h.dataDir,
-    VIGIL_PROVIDER: 'anthropic',
-    VIGIL_BASE_URL: url,
-    VIGIL_MODEL: 'fake-model',
-    VIGIL_API_KEY: 'sk-e2e',
-    VIGIL_NO_KEYRING: '1',
-  });
+  await h.startDriver(h.providerEnv('anthropic'));
   let ms;
   [driver, ms] = await h.launchApp();
   console.log(`measure: launch to interactive (WebDriver session + UI ready): ${ms} ms`);

@@ -96,6 +96,19 @@ export class Harness {
     return fs.existsSync(this.dbusLog) ? fs.readFileSync(this.dbusLog, 'utf8') : '';
   }
 
+  /** The environment that points the app at the fake provider with this data dir. */
+  providerEnv(kind = 'anthropic', extra = {}) {
+    return {
+      VIGIL_DATA_DIR: this.dataDir,
+      VIGIL_PROVIDER: kind,
+      VIGIL_BASE_URL: kind === 'openai' ? `${this.fakeUrl}/v1` : this.fakeUrl,
+      VIGIL_MODEL: 'fake-model',
+      VIGIL_API_KEY: 'sk-e2e',
+      VIGIL_NO_KEYRING: '1',
+      ...extra,
+    };
+  }
+
   /** tauri-driver, with the environment the app will inherit. */
   async startDriver(env) {
     const port = await freePort();

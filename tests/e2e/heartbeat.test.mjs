@@ -16,16 +16,9 @@ before(async () => {
   fs.mkdirSync(workspace, { recursive: true });
   fs.writeFileSync(path.join(workspace, 'HEARTBEAT.md'), '# Checks\n\n- If disk usage is over 80 %, tell me.\n');
   fs.writeFileSync(path.join(h.dataDir, 'settings.json'), JSON.stringify({ heartbeat: { every: '3s' } }));
-  const url = await h.startFakeProvider({ steps: [{ kind: 'text', text: ALERT }], fallback: { kind: 'text', text: 'HEARTBEAT_OK' } });
+  await h.startFakeProvider({ steps: [{ kind: 'text', text: ALERT }], fallback: { kind: 'text', text: 'HEARTBEAT_OK' } });
   await h.startNotificationMonitor();
-  await h.startDriver({
-    VIGIL_DATA_DIR: h.dataDir,
-    VIGIL_PROVIDER: 'anthropic',
-    VIGIL_BASE_URL: url,
-    VIGIL_MODEL: 'fake-model',
-    VIGIL_API_KEY: 'sk-e2e',
-    VIGIL_NO_KEYRING: '1',
-  });
+  await h.startDriver(h.providerEnv('anthropic'));
   [driver] = await h.launchApp();
 });
 

@@ -42,3 +42,21 @@ export function renderMarkdown(text: string): string {
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
+
+/**
+ * A click on a link inside rendered markdown: the app's own webview must not navigate away,
+ * so the link is copied instead. Returns the note to show, or null when the click was not on
+ * an external link.
+ */
+export function copyLinkInstead(event: MouseEvent): Promise<string> | null {
+  const link = (event.target as Element | null)?.closest?.('a');
+  if (!link) return null;
+  event.preventDefault();
+  const href = link.getAttribute('href') ?? '';
+  if (href.startsWith('#') || href === '') return null;
+  if (!navigator.clipboard) return Promise.resolve(href);
+  return navigator.clipboard.writeText(href).then(
+    () => `Link copied: ${href}`,
+    () => href,
+  );
+}
