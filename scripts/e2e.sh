@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" != "--inside" ]; then
   exec xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- "$0" --inside
 fi
-node --test --test-concurrency=1 tests/e2e/ 2> >(grep -v -e 'Failed to set fd limit' >&2)
+# A hung WebDriver session must fail the run, not stall CI for its whole limit.
+timeout 900 node --test --test-concurrency=1 tests/e2e/ 2> >(grep -v -e 'Failed to set fd limit' >&2)
 rc=$?
 # Stop the notification daemon before the bus goes away, so it does not complain after the results.
 pkill -x dunst 2>/dev/null

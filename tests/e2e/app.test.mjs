@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { Harness, messages, send, screenshot, processTreeRssKiB, By, waitFor, sleep, ARTIFACTS } from './harness.mjs';
+import { Harness, quit, killApp, messages, send, screenshot, processTreeRssKiB, By, waitFor, sleep, ARTIFACTS } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -29,7 +29,7 @@ before(async () => {
 });
 
 after(async () => {
-  if (driver) await driver.quit().catch(() => {});
+  await quit(driver);
   await h.stop();
 });
 
@@ -101,7 +101,8 @@ test('a notification reaches the desktop notification server', async () => {
 });
 
 test('closing and reopening the app shows the conversation again', async () => {
-  await driver.quit();
+  await quit(driver);
+  killApp(); // a no-op when the quit closed it, as it should
   driver = null;
   await sleep(500);
   const [again, ms] = await h.launchApp();

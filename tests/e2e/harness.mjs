@@ -139,10 +139,25 @@ export class Harness {
       } catch {}
     }
     await sleep(200);
+    killApp();
   }
 }
 
 /** The rendered messages, read in one script so a re-render cannot interleave. */
+/** An app that outlived its WebDriver session (a quit that never answered) must not keep
+ *  the test run alive: kills this checkout's binary only. */
+export function killApp() {
+  try {
+    execFileSync('pkill', ['-f', '--', APP]);
+  } catch {}
+}
+
+/** Ends a WebDriver session, giving up after 15 s (the app is then killed by `stop`). */
+export async function quit(driver) {
+  if (!driver) return;
+  await Promise.race([driver.quit().catch(() => {}), sleep(15000)]);
+}
+
 export async function messages(driver) {
   return driver.executeScript(`
     return [...document.querySelectorAll('[data-testid="message"]')].map((el) => {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { Harness, waitFor, sleep } from './harness.mjs';
+import { Harness, quit, waitFor, sleep } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -23,7 +23,7 @@ before(async () => {
 });
 
 after(async () => {
-  if (driver) await driver.quit().catch(() => {});
+  await quit(driver);
   await h.stop();
 });
 

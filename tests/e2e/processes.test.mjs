@@ -4,7 +4,7 @@
 // and the chat as a background-update card.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Harness, screenshot, send, By, waitFor } from './harness.mjs';
+import { Harness, quit, screenshot, send, By, waitFor } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -27,7 +27,7 @@ before(async () => {
 });
 
 after(async () => {
-  if (driver) await driver.quit().catch(() => {});
+  await quit(driver);
   await h.stop();
 });
 

@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Harness, messages, send, screenshot, By, waitFor } from './harness.mjs';
+import { Harness, quit, messages, send, screenshot, By, waitFor } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -22,7 +22,7 @@ before(async () => {
 });
 
 after(async () => {
-  if (driver) await driver.quit().catch(() => {});
+  await quit(driver);
   await h.stop();
 });
 
