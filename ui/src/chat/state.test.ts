@@ -112,6 +112,24 @@ describe('chat reducer', () => {
     expect(s.banner).toBeNull();
   });
 
+  it('drops the empty reply as the error arrives, before the turn finishes', () => {
+    const s = fold(loaded(), [
+      ev({ type: 'turn_started', user_text: 'hi' }),
+      ev({ type: 'error', kind: 'auth', message: 'The API key was rejected.' }),
+    ]);
+    expect(s.banner?.kind).toBe('auth');
+    expect(shown(s).map((i) => [i.role, i.text])).toEqual([['user', 'hi']]);
+  });
+
+  it('keeps a reply that has text when an error arrives', () => {
+    const s = fold(loaded(), [
+      ev({ type: 'turn_started', user_text: 'hi' }),
+      ev({ type: 'text_delta', text: 'Half' }),
+      ev({ type: 'error', kind: 'network', message: 'The connection dropped.' }),
+    ]);
+    expect(shown(s).map((i) => [i.role, i.text])).toEqual([['user', 'hi'], ['assistant', 'Half']]);
+  });
+
   it('shows an error with no turn (an app-level problem) too', () => {
     const s = applyEvent(loaded(), ev({ type: 'error', kind: 'config', message: 'No provider.' }, null, null));
     expect(s.banner?.message).toBe('No provider.');

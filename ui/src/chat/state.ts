@@ -536,8 +536,13 @@ export function applyEvent(state: ChatState, event: EventEnvelope): ChatState {
         event.run_id,
         event.ts,
       );
-    case 'error':
-      return { ...s, banner: { kind: event.kind, message: event.message } };
+    case 'error': {
+      // A failed turn's empty reply goes with the banner, not a moment later with
+      // turn_finished: the conversation never shows a blank bubble under an error.
+      const at = event.run_id === null ? -1 : streamingIndex(s.items, event.run_id);
+      const items = at >= 0 && isPlaceholder(s.items[at]) ? s.items.filter((_, i) => i !== at) : s.items;
+      return { ...s, items, banner: { kind: event.kind, message: event.message } };
+    }
     case 'sessions_changed':
       // The sidebar's business (`sessions/`).
       return s;
