@@ -11,7 +11,7 @@ TEST_PKGS := webkit2gtk-driver imagemagick x11-apps xdotool procps
 TAURI_DRIVER_VERSION := 2.1.0
 APP_BIN := target/debug/vigil
 
-.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench
+.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench crash
 
 ## Install what is missing, build the UI and the app, open the Vigil window.
 run: deps-run ui app
@@ -58,6 +58,10 @@ check-core-boundary:
 test-ui:
 	npm run --silent ui:check
 	npm run --silent ui:test
+
+## Crash safety, the long run: 1 000 SIGKILLs at random moments (`make test` runs 20).
+crash:
+	VIGIL_CRASH_KILLS=1000 cargo test -p vigil-core --test all sigkill_at_random_moments -- --nocapture
 
 ## Benchmarks: each prints a ratio against a baseline measured in the same run.
 bench:

@@ -52,7 +52,8 @@ impl Reply {
 }
 
 /// Decide what `step` means for this request.
-pub(crate) fn resolve(step: &Step, request: &Value) -> Action {
+/// `n` is the server's request number (for numbered echoes).
+pub(crate) fn resolve(step: &Step, request: &Value, n: u64) -> Action {
     let (thinking, text, calls, stop, usage, stream) = match step {
         Step::Error(e) => return Action::Error(e.clone()),
         Step::Raw(r) => return Action::Raw(r.clone()),
@@ -66,7 +67,10 @@ pub(crate) fn resolve(step: &Step, request: &Value) -> Action {
         ),
         Step::Echo(s) => (
             None,
-            format!("{}{}", s.prefix, last_user_text(request)),
+            match s.numbered {
+                true => format!("{}{} #{n}", s.prefix, last_user_text(request)),
+                false => format!("{}{}", s.prefix, last_user_text(request)),
+            },
             Vec::new(),
             StopReason::EndTurn,
             None,
@@ -232,10 +236,21 @@ mod tests {
     #[test]
     fn echo_resolves_with_prefix() {
         let req = json!({"messages": [{"role": "user", "content": "hi"}]});
-        let Action::Reply(reply) = resolve(&Step::echo(), &req) else {
+        let Action::Reply(reply) = resolve(&Step::echo(), &req, 1) else {
             panic!("echo must reply");
         };
         assert_eq!(reply.text, "echo: hi");
         assert_eq!(reply.stop, StopReason::EndTurn);
+    }
+
+    #[test]
+    fn a_numbered_echo_ends_with_the_request_number() {
+        let req = json!({"messages": [{"role": "user", "content": "hi"}]});
+        let Action::Reply(reply) = resolve(&Step::echo_numbered(), &req, 7) else {
+            panic!("echo must reply");
+        };
+        assert_eq!(reply.text, "echo: hi #7");
+        let parsed: Step = serde_json::from_value(json!({"kind": "echo", "numbered": true})).unwrap();
+        assert_eq!(parsed, Step::echo_numbered());
     }
 }

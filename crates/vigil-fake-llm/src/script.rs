@@ -122,6 +122,16 @@ impl Step {
     pub fn echo() -> Self {
         Step::Echo(EchoStep {
             prefix: default_echo_prefix(),
+            numbered: false,
+            stream: StreamOptions::default(),
+        })
+    }
+
+    /// [`Step::echo`] ending in ` #<request number>`: every reply distinct.
+    pub fn echo_numbered() -> Self {
+        Step::Echo(EchoStep {
+            prefix: default_echo_prefix(),
+            numbered: true,
             stream: StreamOptions::default(),
         })
     }
@@ -283,6 +293,10 @@ pub struct TextStep {
 pub struct EchoStep {
     #[serde(default = "default_echo_prefix")]
     pub prefix: String,
+    /// Ends the echo with ` #<n>`, the server's request number, so no two replies are the
+    /// same (a heartbeat would drop a repeated alert as a duplicate).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub numbered: bool,
     #[serde(flatten)]
     pub stream: StreamOptions,
 }

@@ -212,7 +212,7 @@ fn chat(shared: &Shared, protocol: Protocol, path: &str, headers: &HeaderMap, bo
     // Gates come before the cursor moves: a rejected request does not use up a step.
     let step = shared.next_step();
     let n = shared.next_id();
-    match reply::resolve(&step, &request) {
+    match reply::resolve(&step, &request, n) {
         Action::Error(e) => error_response(protocol, &e),
         Action::Raw(r) => raw_response(&r, shared.shutdown.clone()),
         Action::Reply(r) => {

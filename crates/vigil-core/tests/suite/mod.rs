@@ -1,4 +1,5 @@
 mod agent;
+mod crash;
 mod exec;
 mod exec_runtime;
 mod headless;

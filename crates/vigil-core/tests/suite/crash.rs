@@ -1,0 +1,299 @@
+//! Crash safety: `vigil-headless` against the fake provider, killed with SIGKILL at random
+//! moments while it chats, runs heartbeats, deposits background updates in the mailbox and
+//! drains them into turns. After every kill the data folder is read the way the next start
+//! reads it, and checked against what the runner had acknowledged on stdout before it died:
+//!
+//! - every transcript and metadata file loads, with no warning (nothing to repair);
+//! - every message the runner reported saved (`message_appended`) is there;
+//! - no session's revision goes back;
+//! - every deposited background update (`background_update`) is still in the mailbox or
+//!   reached a turn, and one a turn acknowledged (`background_updates_read`) never reaches
+//!   another turn.
+//!
+//! `VIGIL_CRASH_KILLS` sets the number of kills (default 20; `make crash` runs 1 000),
+//! `VIGIL_CRASH_SEED` replays a run, `VIGIL_HEADLESS_BIN` runs another build of the runner.
+//! The counts are printed at the end.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use vigil_core::clock::SystemClock;
+use vigil_core::session::{MetaStore, SessionStore};
+use vigil_fake_llm::{FakeLlm, RecordedRequest, Script, Step};
+
+/// What the runner acknowledged on stdout, across all its lives.
+#[derive(Default)]
+struct Observed {
+    /// `(session, message)` for every `message_appended`.
+    saved: Vec<(String, Value)>,
+    /// Mailbox event id → the text a turn that reads it sends to the provider.
+    deposited: HashMap<String, String>,
+    /// Mailbox event id → how many provider requests there were when its ack was seen.
+    read: HashMap<String, usize>,
+    turns_finished: usize,
+}
+
+#[derive(Default, Debug)]
+struct Counts {
+    kills: usize,
+    files_checked: usize,
+    messages_checked: usize,
+    revisions_checked: usize,
+}
+
+fn spawn(dir: &Path, fake: &FakeLlm) -> Child {
+    let bin = std::env::var("VIGIL_HEADLESS_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_vigil-headless").into());
+    Command::new(bin)
+        .arg("--data-dir")
+        .arg(dir)
+        .env("VIGIL_PROVIDER", "openai")
+        .env("VIGIL_BASE_URL", fake.openai_base_url())
+        .env("VIGIL_MODEL", "fake-model")
+        .env("VIGIL_API_KEY", "sk-crash")
+        .env("VIGIL_NO_KEYRING", "1")
+        .env("VIGIL_LOG", "error")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start vigil-headless")
+}
+
+/// Reads the runner's events into `observed` until its stdout closes.
+fn watch(child: &mut Child, observed: Arc<Mutex<Observed>>, fake: Arc<FakeLlm>) -> std::thread::JoinHandle<()> {
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let Ok(event) = serde_json::from_str::<Value>(&line) else {
+                // A line cut by the kill: the runner never finished saying it.
+                continue;
+            };
+            let mut o = observed.lock().unwrap();
+            match event["type"].as_str().unwrap_or_default() {
+                "message_appended" => {
+                    let session = event["session_id"].as_str().unwrap_or_default().to_string();
+                    o.saved.push((session, event["message"].clone()));
+                }
+                "background_update" => {
+                    let u = &event["update"];
+                    let text = u["detail"].as_str().or(u["summary"].as_str()).unwrap_or_default();
+                    o.deposited
+                        .insert(u["event_id"].as_str().unwrap().to_string(), text.to_string());
+                }
+                "background_updates_read" => {
+                    let seen = fake.requests().len();
+                    for id in event["event_ids"].as_array().unwrap() {
+                        o.read.insert(id.as_str().unwrap().to_string(), seen);
+                    }
+                }
+                "turn_finished" => o.turns_finished += 1,
+                _ => {}
+            }
+        }
+    })
+}
+
+/// Every session's revision as it is on disk now.
+fn revisions(dir: &Path) -> HashMap<String, u64> {
+    let meta = MetaStore::open(dir, Arc::new(SystemClock)).unwrap();
+    meta.list()
+        .map(|l| l.sessions.into_iter().map(|s| (s.id, s.revision)).collect())
+        .unwrap_or_default()
+}
+
+fn session_ids(dir: &Path, suffix: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir.join("sessions")) else {
+        return vec![];
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|n| n.strip_suffix(suffix).map(str::to_string))
+        .collect()
+}
+
+fn request_text(r: &RecordedRequest) -> String {
+    r.body.to_string()
+}
+
+/// Reads the folder as the next start would, and checks it against what was acknowledged.
+fn check(
+    dir: &Path,
+    observed: &Observed,
+    floor: &HashMap<String, u64>,
+    requests: &[RecordedRequest],
+    counts: &mut Counts,
+) {
+    let clock = Arc::new(SystemClock);
+    let store = SessionStore::open(dir).unwrap();
+    let meta = MetaStore::open(dir, clock).unwrap();
+    let mut transcripts = HashMap::new();
+    for id in session_ids(dir, ".jsonl") {
+        let loaded = store
+            .load(&id)
+            .unwrap_or_else(|e| panic!("transcript {id} does not load: {e}"));
+        assert!(
+            loaded.warnings.is_empty(),
+            "transcript {id} needed repair: {:?}",
+            loaded.warnings
+        );
+        let messages: Vec<Value> = loaded
+            .messages
+            .iter()
+            .map(|m| serde_json::to_value(m).unwrap())
+            .collect();
+        transcripts.insert(id, messages);
+        counts.files_checked += 1;
+    }
+    for id in session_ids(dir, ".meta.json") {
+        let loaded = meta
+            .load(&id)
+            .unwrap_or_else(|e| panic!("metadata {id} does not load: {e}"));
+        assert!(loaded.warnings.is_empty(), "metadata {id}: {:?}", loaded.warnings);
+        counts.files_checked += 1;
+    }
+    for (session, message) in &observed.saved {
+        let kept = transcripts.get(session).is_some_and(|ms| ms.contains(message));
+        assert!(kept, "an acknowledged message of {session} was lost: {message}");
+        counts.messages_checked += 1;
+    }
+    let now = revisions(dir);
+    for (id, before) in floor {
+        let after = now.get(id).copied().unwrap_or(0);
+        assert!(
+            after >= *before,
+            "the revision of {id} went back from {before} to {after}"
+        );
+        counts.revisions_checked += 1;
+    }
+    let mailbox: HashSet<String> = meta
+        .load("main")
+        .map(|l| l.meta.mailbox.into_iter().map(|e| e.event_id).collect())
+        .unwrap_or_default();
+    for (id, seen_at) in &observed.read {
+        assert!(
+            !mailbox.contains(id),
+            "update {id} was acknowledged but is back in the mailbox"
+        );
+        let text = &observed.deposited[id];
+        let again = requests[(*seen_at).min(requests.len())..]
+            .iter()
+            .any(|r| request_text(r).contains(text.as_str()));
+        assert!(!again, "update {id} reached a turn after it was acknowledged");
+    }
+    for (id, text) in &observed.deposited {
+        if observed.read.contains_key(id) || mailbox.contains(id) {
+            continue;
+        }
+        let delivered = requests.iter().any(|r| request_text(r).contains(text.as_str()));
+        assert!(delivered, "update {id} left the mailbox without reaching a turn: lost");
+    }
+}
+
+fn send(stdin: &mut impl Write, op: Value) -> bool {
+    writeln!(stdin, "{op}").and_then(|_| stdin.flush()).is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_at_random_moments_loses_nothing() {
+    let kills: usize = std::env::var("VIGIL_CRASH_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let seed: u64 = std::env::var("VIGIL_CRASH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    println!("crash run: {kills} kills, VIGIL_CRASH_SEED={seed}");
+    // Every reply distinct: a heartbeat drops an alert it already delivered.
+    let script = Script::steps(vec![])
+        .with_api_key("sk-crash")
+        .with_fallback(Step::echo_numbered());
+    let fake = Arc::new(FakeLlm::start(script).await.unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_path_buf();
+    std::fs::write(
+        data.join("settings.json"),
+        json!({"heartbeat": {"enabled": true, "every": "0", "prompt": "Check."}}).to_string(),
+    )
+    .unwrap();
+
+    let report = tokio::task::spawn_blocking(move || {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let observed = Arc::new(Mutex::new(Observed::default()));
+        let mut counts = Counts::default();
+        let mut floor = HashMap::new();
+        let mut sent = 0usize;
+        for life in 0..=kills {
+            let mut child = spawn(&data, &fake);
+            let reader = watch(&mut child, observed.clone(), fake.clone());
+            let mut stdin = child.stdin.take().unwrap();
+            if life == kills {
+                // The last life ends cleanly: a turn drains whatever is left.
+                send(&mut stdin, json!({"type": "user_message", "text": "anything new?"}));
+                drop(stdin);
+                let status = child.wait().unwrap();
+                assert!(status.success(), "the last run failed: {status}");
+                reader.join().unwrap();
+                break;
+            }
+            let deadline = Instant::now() + Duration::from_millis(rng.u64(30..1_500));
+            while Instant::now() < deadline {
+                let op = match rng.u8(0..4) {
+                    0 => json!({"type": "wake", "reason": "manual"}),
+                    _ => {
+                        sent += 1;
+                        json!({"type": "user_message", "text": format!("life {life} message {sent}")})
+                    }
+                };
+                if !send(&mut stdin, op) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(rng.u64(0..250)));
+            }
+            for (id, rev) in revisions(&data) {
+                let f = floor.entry(id).or_insert(0);
+                *f = rev.max(*f);
+            }
+            child.kill().unwrap();
+            child.wait().unwrap();
+            reader.join().unwrap();
+            counts.kills += 1;
+            let o = observed.lock().unwrap();
+            check(&data, &o, &floor, &fake.requests(), &mut counts);
+        }
+        let o = observed.lock().unwrap();
+        let requests = fake.requests();
+        check(&data, &o, &floor, &requests, &mut counts);
+        let meta = MetaStore::open(&data, Arc::new(SystemClock)).unwrap();
+        let left = meta.load("main").unwrap().meta.mailbox.len();
+        assert_eq!(left, 0, "the last clean turn leaves the mailbox empty");
+        let redelivered = o
+            .deposited
+            .values()
+            .filter(|t| requests.iter().filter(|r| request_text(r).contains(t.as_str())).count() > 1)
+            .count();
+        format!(
+            "crash run: {} kills, {} user messages sent, {} messages acknowledged and found, {} turns finished, \
+             {} background updates deposited, {} acknowledged, 0 lost, 0 read again after their ack, \
+             {redelivered} shown to a second turn because the first died before its ack; \
+             {} file loads and {} revision checks, all clean",
+            counts.kills,
+            sent,
+            o.saved.len(),
+            o.turns_finished,
+            o.deposited.len(),
+            o.read.len(),
+            counts.files_checked,
+            counts.revisions_checked,
+        )
+    })
+    .await
+    .unwrap();
+    println!("{report}");
+}
