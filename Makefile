@@ -9,9 +9,13 @@ RUN_PKGS := xvfb xauth dbus dbus-x11 dunst libnotify-bin
 TEST_PKGS := webkit2gtk-driver imagemagick x11-apps xdotool procps
 
 TAURI_DRIVER_VERSION := 2.1.0
+CARGO_FUZZ_VERSION := 0.13.1
+FUZZ_TARGETS := sse transcript
+# Seconds per fuzz target: a short run in `make test`, `make fuzz-long` for the real thing.
+FUZZ_SECONDS ?= 15
 APP_BIN := target/debug/vigil
 
-.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench crash
+.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench crash fuzz fuzz-long
 
 ## Install what is missing, build the UI and the app, open the Vigil window.
 run: deps-run ui app
@@ -62,6 +66,20 @@ test-ui:
 ## Crash safety, the long run: 1 000 SIGKILLs at random moments (`make test` runs 20).
 crash:
 	VIGIL_CRASH_KILLS=1000 cargo test -p vigil-core --test all sigkill_at_random_moments -- --nocapture
+
+## Fuzzing (nightly, from the machine's toolchain): every target for FUZZ_SECONDS each.
+fuzz:
+	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked --version $(CARGO_FUZZ_VERSION)
+	@cd fuzz && for t in $(FUZZ_TARGETS); do \
+	  mkdir -p corpus/$$t; dict=""; [ -f dicts/$$t.dict ] && dict="-dict=dicts/$$t.dict"; \
+	  echo "fuzz $$t: $(FUZZ_SECONDS) s"; \
+	  cargo +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) $$dict -print_final_stats=1 2>&1 \
+	    | grep -E '^(stat::number_of_executed_units|==|SUMMARY|Done)|panicked|Failing input' ; \
+	  test $${PIPESTATUS[0]} -eq 0 || exit 1; done
+
+## The long fuzz run reported in issue notes: an hour per target.
+fuzz-long:
+	$(MAKE) fuzz FUZZ_SECONDS=3600
 
 ## Benchmarks: each prints a ratio against a baseline measured in the same run.
 bench:

@@ -260,23 +260,11 @@ impl ModelClient {
                 }
                 Ok(Some(Ok(event))) => event,
             };
-            let flow = match cfg.kind {
-                ProviderKind::Anthropic => anthropic::on_event(asm, &event.event, &event.data, on_event)?,
-                ProviderKind::Openai => openai::on_event(asm, &event.data, on_event)?,
-            };
-            if let Flow::Done = flow {
-                asm.finished = true;
+            if let Flow::Done = feed(cfg.kind, asm, &event, on_event)? {
                 return Ok(());
             }
         }
-        // The body ended without the protocol's terminator.
-        match cfg.kind {
-            // Some OpenAI-compatible servers omit `[DONE]` after a finish_reason; the reply is whole.
-            ProviderKind::Openai if asm.stop_reason.is_some() => Ok(()),
-            _ => Err(ProviderError::Stream {
-                message: "the connection closed before the reply was complete".into(),
-            }),
-        }
+        ended(cfg.kind, asm)
     }
 
     /// Checks that the provider answers with these settings: the key is accepted and the
@@ -299,6 +287,57 @@ impl ModelClient {
             done.model.unwrap_or_else(|| self.config.model.clone())
         ))
     }
+}
+
+/// Hands one server-sent event to the protocol's decoder.
+fn feed(
+    kind: ProviderKind,
+    asm: &mut Assembler,
+    event: &eventsource_stream::Event,
+    on_event: &mut (dyn FnMut(StreamEvent) + Send),
+) -> Result<Flow, ProviderError> {
+    let flow = match kind {
+        ProviderKind::Anthropic => anthropic::on_event(asm, &event.event, &event.data, on_event)?,
+        ProviderKind::Openai => openai::on_event(asm, &event.data, on_event)?,
+    };
+    if let Flow::Done = flow {
+        asm.finished = true;
+    }
+    Ok(flow)
+}
+
+/// The body ended without the protocol's terminator: whole for some servers, cut for others.
+fn ended(kind: ProviderKind, asm: &Assembler) -> Result<(), ProviderError> {
+    match kind {
+        // Some OpenAI-compatible servers omit `[DONE]` after a finish_reason; the reply is whole.
+        ProviderKind::Openai if asm.stop_reason.is_some() => Ok(()),
+        _ => Err(ProviderError::Stream {
+            message: "the connection closed before the reply was complete".into(),
+        }),
+    }
+}
+
+/// Decodes a whole response body that arrived in `chunks` (split anywhere, even inside a
+/// UTF-8 character) exactly as a live stream is decoded: the fuzz targets and replays of
+/// recorded streams use it.
+pub fn assemble_sse(
+    kind: ProviderKind,
+    chunks: Vec<bytes::Bytes>,
+    on_event: &mut (dyn FnMut(StreamEvent) + Send),
+) -> Result<Completion, ProviderError> {
+    use futures_util::FutureExt;
+    let mut asm = Assembler::default();
+    let mut events =
+        futures_util::stream::iter(chunks.into_iter().map(Ok::<_, std::convert::Infallible>)).eventsource();
+    // An in-memory stream is always ready: `now_or_never` never sees a pending poll.
+    while let Some(Some(next)) = events.next().now_or_never() {
+        let event = next.map_err(|e| ProviderError::Stream { message: e.to_string() })?;
+        if let Flow::Done = feed(kind, &mut asm, &event, on_event)? {
+            return asm.finish();
+        }
+    }
+    ended(kind, &asm)?;
+    asm.finish()
 }
 
 impl Assembler {

@@ -105,19 +105,9 @@ impl SessionStore {
             cut_torn_tail(&f, &path, &bytes[complete_len..], complete_len as u64)?;
             loaded.warnings.push(torn_warning(&path, bytes.len() - complete_len));
         }
-        for (n, line) in bytes[..complete_len].split(|&b| b == b'\n').enumerate() {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match serde_json::from_slice::<Message>(line) {
-                Ok(m) => loaded.messages.push(m),
-                Err(e) => loaded.warnings.push(format!(
-                    "{} line {}: skipped an unreadable message ({e}); it stays in the file",
-                    path.display(),
-                    n + 1
-                )),
-            }
-        }
+        let parsed = parse_lines(&bytes[..complete_len], &path);
+        loaded.messages = parsed.messages;
+        loaded.warnings.extend(parsed.warnings);
         for w in &loaded.warnings {
             tracing::warn!("{w}");
         }
@@ -201,6 +191,26 @@ impl SessionStore {
         f.sync_data().map_err(io("sync", &path))?;
         Ok(())
     }
+}
+
+/// The messages of whole transcript lines; an unreadable line is skipped with a warning
+/// naming it (and stays in the file). Never fails: the loader's fuzz target holds it to that.
+pub fn parse_lines(bytes: &[u8], path: &Path) -> Loaded {
+    let mut loaded = Loaded::default();
+    for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Message>(line) {
+            Ok(m) => loaded.messages.push(m),
+            Err(e) => loaded.warnings.push(format!(
+                "{} line {}: skipped an unreadable message ({e}); it stays in the file",
+                path.display(),
+                n + 1
+            )),
+        }
+    }
+    loaded
 }
 
 fn torn_warning(path: &Path, torn_len: usize) -> String {

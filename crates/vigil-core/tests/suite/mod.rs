@@ -8,3 +8,4 @@ mod provider;
 mod runtime;
 mod sessions;
 mod support;
+mod two_writers;

@@ -410,3 +410,47 @@ async fn test_connection_gives_a_verdict() {
         assert!(matches!(bad, Err(ProviderError::Auth { .. })), "{kind:?}");
     }
 }
+
+/// The decoder the fuzz targets drive is the live one: a body cut at every byte, even
+/// inside a UTF-8 character, decodes to the same reply as the whole body.
+#[test]
+fn a_stream_cut_at_every_byte_decodes_like_the_whole_body() {
+    use vigil_core::provider::assemble_sse;
+    let body = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n\
+        event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n\
+        event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Grüße \"}}\n\n\
+        : a comment\n\n\
+        event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"dir\"}}\n\n\
+        event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":4}}\n\n\
+        event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    let whole = assemble_sse(
+        ProviderKind::Anthropic,
+        vec![body.as_bytes().to_vec().into()],
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(whole.text(), "Grüße dir");
+    assert_eq!(whole.stop_reason, vigil_core::protocol::StopReason::EndTurn);
+    let bytes: Vec<bytes::Bytes> = body.bytes().map(|b| vec![b].into()).collect();
+    let mut streamed = String::new();
+    let cut = assemble_sse(ProviderKind::Anthropic, bytes, &mut |e| {
+        if let StreamEvent::TextDelta(t) = e {
+            streamed.push_str(&t)
+        }
+    })
+    .unwrap();
+    assert_eq!(cut, whole);
+    assert_eq!(streamed, "Grüße dir");
+    // Without its terminator the reply is incomplete, and says so.
+    let cut_short = &body[..body.find("event: message_stop").unwrap()];
+    let err = assemble_sse(
+        ProviderKind::Anthropic,
+        vec![cut_short.as_bytes().to_vec().into()],
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("closed before the reply was complete"),
+        "{err}"
+    );
+}
