@@ -2,6 +2,7 @@ mod agent;
 mod crash;
 mod exec;
 mod exec_runtime;
+mod faults;
 mod headless;
 mod heartbeat;
 mod provider;
