@@ -230,3 +230,6 @@ impl DueTasks for Scheduler {
 #[cfg(test)]
 #[path = "scheduler_tests.rs"]
 mod scheduler_tests;
+#[cfg(test)]
+#[path = "simulation_tests.rs"]
+mod simulation_tests;

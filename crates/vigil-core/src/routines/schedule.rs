@@ -23,6 +23,7 @@
 //!
 //! Must never: read the system clock (every function takes `now`), or run anything.
 
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -145,12 +146,32 @@ pub fn local_zone_name() -> String {
         .unwrap_or_else(|| "UTC".into())
 }
 
+/// Parsed specs by (schedule, zone): a tick over a thousand routines must not parse a
+/// thousand cron expressions. Bounded by clearing; entries are pure functions of the key.
+static PARSED: std::sync::OnceLock<std::sync::Mutex<HashMap<(String, String), Result<Spec, String>>>> =
+    std::sync::OnceLock::new();
+/// Entries kept before the memo is cleared.
+const MEMO_LIMIT: usize = 4096;
+
 impl Spec {
     pub fn parse(schedule: Option<&str>, timezone: &str) -> Result<Self, String> {
-        Ok(Self {
-            schedule: parse_schedule(schedule)?,
-            tz: parse_zone(timezone)?,
-        })
+        let key = (schedule.unwrap_or("").trim().to_string(), timezone.trim().to_string());
+        let memo = PARSED.get_or_init(Default::default);
+        if let Some(hit) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return hit.clone();
+        }
+        let parsed = parse_schedule(schedule).and_then(|schedule| {
+            Ok(Self {
+                schedule,
+                tz: parse_zone(timezone)?,
+            })
+        });
+        let mut memo = memo.lock().unwrap_or_else(|e| e.into_inner());
+        if memo.len() >= MEMO_LIMIT {
+            memo.clear();
+        }
+        memo.insert(key, parsed.clone());
+        parsed
     }
 
     /// The first run strictly after `after_ms`; `anchor_ms` anchors intervals. `None` for a
