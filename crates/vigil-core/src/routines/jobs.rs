@@ -293,7 +293,7 @@ impl Scheduler {
             .into_iter()
             .filter(|m| m.session_type == SessionType::Job && m.extra.contains_key("archived_at"))
             .collect();
-        jobs.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+        jobs.sort_by_key(|m| std::cmp::Reverse(m.updated_at));
         let keep_for = self.config().job_retention.as_millis() as i64;
         for (i, m) in jobs.iter().enumerate() {
             let old = now - m.updated_at > keep_for;

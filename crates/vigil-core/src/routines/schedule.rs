@@ -148,8 +148,8 @@ pub fn local_zone_name() -> String {
 
 /// Parsed specs by (schedule, zone): a tick over a thousand routines must not parse a
 /// thousand cron expressions. Bounded by clearing; entries are pure functions of the key.
-static PARSED: std::sync::OnceLock<std::sync::Mutex<HashMap<(String, String), Result<Spec, String>>>> =
-    std::sync::OnceLock::new();
+type Memo = std::sync::Mutex<HashMap<(String, String), Result<Spec, String>>>;
+static PARSED: std::sync::OnceLock<Memo> = std::sync::OnceLock::new();
 /// Entries kept before the memo is cleared.
 const MEMO_LIMIT: usize = 4096;
 
@@ -276,11 +276,11 @@ fn duration_words(d: Duration) -> String {
             format!("{n} {one}s")
         }
     };
-    if s % 86_400 == 0 {
+    if s.is_multiple_of(86_400) {
         unit(s / 86_400, "day")
-    } else if s % 3600 == 0 {
+    } else if s.is_multiple_of(3600) {
         unit(s / 3600, "hour")
-    } else if s % 60 == 0 {
+    } else if s.is_multiple_of(60) {
         unit(s / 60, "minute")
     } else {
         humantime::format_duration(d).to_string()

@@ -202,7 +202,7 @@ async fn a_one_shot_runs_once() {
         .await;
     assert!(r.s.tick().await.claimed.is_empty());
     r.advance_to(T0 + 10 * MIN);
-    assert_eq!(r.s.tick().await.claimed, [once.id.clone()]);
+    assert_eq!(r.s.tick().await.claimed, std::slice::from_ref(&once.id));
     r.s.settle().await;
     r.advance_to(T0 + 50 * HOUR);
     assert!(r.s.tick().await.claimed.is_empty());
@@ -316,14 +316,14 @@ async fn a_crash_mid_run_is_retried_by_the_next_start_never_run_twice() {
         ..FakeHost::default()
     }));
     r.advance_to(T0 + 24 * HOUR);
-    assert_eq!(doomed.tick().await.claimed, [job.id.clone()]);
+    assert_eq!(doomed.tick().await.claimed, std::slice::from_ref(&job.id));
     // The restart (`r.s`, a new instance) recovers it as interrupted and retries after 30 s.
     let t = r.s.tick().await;
     assert_eq!((t.recovered.clone(), t.claimed.clone()), (vec![job.id.clone()], vec![]));
     assert_eq!(r.outcomes(&job.id), [RunOutcome::Interrupted]);
     assert!(r.s.tick().await.claimed.is_empty());
     r.advance_to(T0 + 24 * HOUR + 30_000);
-    assert_eq!(r.s.tick().await.claimed, [job.id.clone()]);
+    assert_eq!(r.s.tick().await.claimed, std::slice::from_ref(&job.id));
     r.s.settle().await;
     assert_eq!(r.host.runs.lock().unwrap().len(), 1);
     let x = r.routine(&job.id);
@@ -357,7 +357,7 @@ async fn a_stuck_run_of_a_live_process_is_cleared_after_its_limit() {
     r.advance_to(T0 + HOUR + 60_000 + 5 * MIN);
     assert!(r.s.tick().await.recovered.is_empty(), "within timeout + grace");
     r.advance_to(T0 + HOUR + 60_000 + 5 * MIN + 1);
-    assert_eq!(r.s.tick().await.recovered, [job.id.clone()]);
+    assert_eq!(r.s.tick().await.recovered, std::slice::from_ref(&job.id));
     assert!(r.routine(&job.id).error_message.unwrap().contains("stuck"));
 }
 
@@ -439,7 +439,7 @@ async fn bad_schedules_in_the_file_are_reported_and_the_rest_keep_running() {
         .await
         .unwrap();
     r.advance_to(T0 + HOUR);
-    assert_eq!(r.s.tick().await.claimed, [good.id.clone()]);
+    assert_eq!(r.s.tick().await.claimed, std::slice::from_ref(&good.id));
     let errors = r.errors();
     assert!(
         errors

@@ -4,6 +4,7 @@ mod exec_runtime;
 mod headless;
 mod heartbeat;
 mod provider;
+mod routines;
 mod runtime;
 mod sessions;
 mod support;
