@@ -7,7 +7,8 @@
 //! - [`schedule`] — cron / interval / one-shot in an IANA zone, DST rules, descriptions.
 //! - [`store`] — the task block: parse (`ok | corrupted | empty`), atomic locked writes,
 //!   `.heartbeat_snapshot.json`.
-//! - [`scheduler`] — the tick (claim before run), the state machine, the single timing loop.
+//! - [`scheduler`] — the tick (claim before run), the single timing loop.
+//! - `state` — the state machine: done / next time / retry with back-off, stale claims.
 //! - `jobs` — isolated job sessions, deterministic tasks, delivery to the mailbox.
 //! - [`edit`] — create / update / delete / run-now / pause, with the tools' validation.
 //! - [`view`] — the editor's view and previews.
@@ -24,6 +25,7 @@ pub mod model;
 pub mod runlog;
 pub mod schedule;
 pub mod scheduler;
+mod state;
 pub mod store;
 pub mod tools;
 pub mod view;
