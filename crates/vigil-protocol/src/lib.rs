@@ -95,7 +95,7 @@ pub enum Op {
     AddRoutine { routine: RoutineDraft },
     /// Change fields of a routine; answered by `routines_changed`.
     UpdateRoutine { id: String, changes: RoutineDraft },
-    /// Delete a routine (its run log stays until the routine id is reused).
+    /// Delete a routine and its run history.
     RemoveRoutine { id: String },
     /// Run a routine now, outside its schedule (its schedule is unchanged).
     RunRoutine { id: String },
