@@ -25,6 +25,8 @@
 //! - [`system_events`] — per-session in-memory queues of "what happened" lines for the next turn.
 //! - [`wake`] — heartbeat wake requests: coalescing, priorities, retry, persisted pending wakes.
 //! - [`heartbeat`] — `HEARTBEAT.md`, preflight, prompts, `HEARTBEAT_OK`, delivery to the mailbox.
+//! - [`routines`] — routines in `HEARTBEAT.md`'s task block: schedules in IANA zones, the one
+//!   scheduler loop (heartbeat interval + routines), claims, job sessions, the routine tools.
 //! - [`workspace`] — the agent's folder and the prompt files read fresh each turn.
 //! - [`clock`] — injected time, so tests never sleep.
 
@@ -35,6 +37,7 @@ pub mod events;
 pub mod exec;
 pub mod heartbeat;
 pub mod provider;
+pub mod routines;
 pub mod runtime;
 pub mod secrets;
 pub mod session;

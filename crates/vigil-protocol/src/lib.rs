@@ -12,12 +12,14 @@
 //! - [`Message`] / [`ContentBlock`] — the transcript: what is stored on disk and shown as history.
 //! - [`settings`] — provider settings and the views the settings pane shows.
 //! - [`heartbeat`] — wake reasons, heartbeat statuses and settings, the background-update card.
+//! - [`routines`] — the routine list, drafts, run history and schedule previews.
 //!
 //! Rules: plain string ids, integer millisecond `ts`/`*_at` timestamps, no logic. TypeScript
 //! types are generated from these with ts-rs into `ui/src/lib/protocol.ts`; the test in
 //! `tests/bindings.rs` fails when the checked-in file drifts from the Rust types.
 
 pub mod heartbeat;
+pub mod routines;
 pub mod settings;
 
 use serde::{Deserialize, Serialize};
@@ -26,6 +28,10 @@ use ts_rs::TS;
 pub use heartbeat::{
     ActiveHours, BackgroundUpdate, HeartbeatSettings, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView,
     WakeReason,
+};
+pub use routines::{
+    ExecutionMode, ParseStatus, RoutineDraft, RoutineRun, RoutineSource, RoutineState, RoutineView, RoutinesView,
+    RunOutcome, SchedulePreview,
 };
 pub use settings::{
     ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings,
@@ -83,6 +89,18 @@ pub enum Op {
         #[ts(as = "Option<WakeReason>", optional)]
         reason: WakeReason,
     },
+    /// Ask for the routine list; answered by `routines_changed`.
+    ListRoutines,
+    /// Create a routine (the user's: `source: manual`); answered by `routines_changed`.
+    AddRoutine { routine: RoutineDraft },
+    /// Change fields of a routine; answered by `routines_changed`.
+    UpdateRoutine { id: String, changes: RoutineDraft },
+    /// Delete a routine and its run history.
+    RemoveRoutine { id: String },
+    /// Run a routine now, outside its schedule (its schedule is unchanged).
+    RunRoutine { id: String },
+    /// Pause (`enabled: false`) or resume a routine.
+    SetRoutineEnabled { id: String, enabled: bool },
 }
 
 /// How the user answered an approval request.
@@ -262,6 +280,8 @@ pub enum Event {
     ProcessOutput { process_id: String, data_b64: String },
     /// A process ended.
     ProcessExited { process: ProcessSummary },
+    /// The routines changed (a run, an edit, the agent's tools, the file edited by hand).
+    RoutinesChanged { routines: RoutinesView },
 }
 
 /// Why the model (or the runtime) ended a turn.
@@ -523,6 +543,16 @@ pub fn typescript_bindings() -> String {
         HeartbeatSettings::decl(&cfg),
         HeartbeatStats::decl(&cfg),
         HeartbeatView::decl(&cfg),
+        ExecutionMode::decl(&cfg),
+        RoutineState::decl(&cfg),
+        RoutineSource::decl(&cfg),
+        ParseStatus::decl(&cfg),
+        RoutineView::decl(&cfg),
+        RoutinesView::decl(&cfg),
+        RoutineDraft::decl(&cfg),
+        RunOutcome::decl(&cfg),
+        RoutineRun::decl(&cfg),
+        SchedulePreview::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from crates/vigil-protocol by `UPDATE_BINDINGS=1 cargo test -p vigil-protocol`.\n// Do not edit by hand.\n\nexport type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;\n",

@@ -3,7 +3,7 @@
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
 
-export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, };
+export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, };
 
 export type Scope = "primary" | "heartbeat" | "job" | "app";
 
@@ -33,7 +33,7 @@ prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, dec
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
-detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, });
+detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, });
 
 export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", id: string, kind: ApprovalKind, 
 /**
@@ -47,7 +47,7 @@ prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, dec
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
-detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, };
+detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, };
 
 export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "policy" | "error";
 
@@ -245,3 +245,75 @@ interval_ms: number | null, last_run_at: number | null, last_reason: WakeReason 
  * Settings problems (an unknown time zone, a bad interval…), for the status view.
  */
 warnings: Array<string>, stats: HeartbeatStats, };
+
+export type ExecutionMode = "inline" | "isolated";
+
+export type RoutineState = "pending" | "running" | "done" | "failed";
+
+export type RoutineSource = "manual" | "chat" | "heartbeat_reflect";
+
+export type ParseStatus = "ok" | "corrupted" | "empty";
+
+export type RoutineView = { id: string, title: string, description: string, 
+/**
+ * A cron expression (5 fields) or an interval (`30m`, `2h`, `1d`); `None` for one-shots.
+ */
+schedule: string | null, 
+/**
+ * The IANA zone the schedule is read in.
+ */
+timezone: string, execution_mode: ExecutionMode, source: RoutineSource, enabled: boolean, state: RoutineState, last_run_at: number | null, next_run_at: number | null, timeout_seconds: number, retry: number, max_retry: number, error_message: string | null, created_at: number, 
+/**
+ * A deterministic kind (`time_reminder`) that runs without the model.
+ */
+kind: string | null, 
+/**
+ * "every weekday at 09:00, Europe/Berlin".
+ */
+schedule_description: string, 
+/**
+ * The next three run times.
+ */
+next_runs: Array<number>, 
+/**
+ * Why this routine cannot run as written (a bad cron expression or zone in the file).
+ */
+problem: string | null, };
+
+export type RoutinesView = { status: ParseStatus, 
+/**
+ * For `corrupted`: what is wrong and where, for the user.
+ */
+error: string | null, routines: Array<RoutineView>, };
+
+export type RoutineDraft = { title?: string, description?: string, 
+/**
+ * Cron (5 fields) or interval; an empty string makes the routine a one-shot.
+ */
+schedule?: string, 
+/**
+ * For a one-shot: when it runs (ms since the epoch).
+ */
+next_run_at?: number, timezone?: string, execution_mode?: ExecutionMode, timeout_seconds?: number, max_retry?: number, enabled?: boolean, kind?: string, 
+/**
+ * Create even if a routine with the same title or task exists.
+ */
+allow_duplicate?: boolean, };
+
+export type RunOutcome = "ok" | "failed" | "timed_out" | "interrupted" | "skipped" | "missed";
+
+export type RoutineRun = { run_id: string, routine_id: string, mode: ExecutionMode, 
+/**
+ * The slot this run was for.
+ */
+due_at: number | null, started_at: number, finished_at: number, outcome: RunOutcome, 
+/**
+ * The job session (`job_<routine>_<run>`) or the heartbeat session.
+ */
+session_id: string | null, summary: string | null, error: string | null, 
+/**
+ * The model was not called (a deterministic task).
+ */
+deterministic: boolean, };
+
+export type SchedulePreview = { description: string, timezone: string, next_runs: Array<number>, };

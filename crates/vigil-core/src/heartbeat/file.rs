@@ -1,7 +1,8 @@
 //! `HEARTBEAT.md`: the checks the user wants run on every heartbeat. Read fresh for every
 //! run. A file with nothing but blank lines, headings, empty list items and comments is
 //! *effectively empty*: interval runs skip the model call (seed 002 §6). A missing file is
-//! not empty: the prompt says "if it exists", and the model decides.
+//! not empty: the prompt says "if it exists", and the model decides. The routines' task block
+//! ([`crate::routines::store`]) is left out: the scheduler hands due routines over itself.
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +50,8 @@ pub fn read(workspace: &Path) -> Result<HeartbeatFile, HeartbeatFileError> {
         return Err(HeartbeatFileError::Binary { path });
     }
     let text = String::from_utf8(bytes).map_err(|_| HeartbeatFileError::Binary { path: path.clone() })?;
+    // The routines' JSON block reaches the model as `## Due Tasks`, not as text to follow.
+    let text = crate::routines::store::strip_block(&text);
     if is_effectively_empty(&text) {
         return Ok(HeartbeatFile::EffectivelyEmpty);
     }

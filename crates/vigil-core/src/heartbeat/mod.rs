@@ -12,7 +12,8 @@
 //! - [`prompts`] — the poll, exec-event and cron prompts, the system-prompt section.
 //! - [`reply`] — `HEARTBEAT_OK` stripping and the suppress/deliver decision.
 //! - `runner` — one run: preflight, the turn, the reply, delivery.
-//! - [`Heartbeat`] (here) — the clonable handle: settings, the interval schedule, status.
+//! - [`Heartbeat`] (here) — the clonable handle: settings, status. The interval's timing is
+//!   owned by the one scheduler loop ([`crate::routines::Scheduler::run`]).
 //!
 //! Must never: read or write the conversation's transcript (results cross over only through
 //! the mailbox); run while a turn runs in the conversation; stop silently (every run or skip
@@ -24,12 +25,13 @@ pub mod prompts;
 pub mod reply;
 mod runner;
 
+pub(crate) use runner::last_reply;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use vigil_protocol::{HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView, StopReason, WakeReason};
 
 pub use config::HeartbeatConfig;
@@ -40,7 +42,7 @@ use crate::clock::Clock;
 use crate::events::Emitter;
 use crate::session::{MetaStore, SessionStore};
 use crate::system_events::SystemEvents;
-use crate::wake::{PendingWake, Wake, WakeHandler, WakeOutcome, WakeStats};
+use crate::wake::{PendingWake, WakeHandler, WakeOutcome, WakeStats};
 
 /// Vigil's one agent; the wake target and the heartbeat session's suffix.
 pub const AGENT: &str = "main";
@@ -81,7 +83,7 @@ pub struct TurnResult {
     pub error: Option<String>,
 }
 
-/// A routine due now, merged into the heartbeat turn as `## Due Tasks` (issue 6 fills it).
+/// A routine due now, merged into the heartbeat turn as `## Due Tasks`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DueTask {
     pub id: String,
@@ -89,9 +91,34 @@ pub struct DueTask {
     pub description: String,
 }
 
-/// The scheduler's seam: which inline routines are due (issue 6).
+/// How the heartbeat run that took due tasks ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DueOutcome {
+    /// The turn ran (its reply was delivered, suppressed or a duplicate).
+    Done(String),
+    /// The turn failed; the routines' retry rules apply.
+    Failed(String),
+    /// The run was skipped for a reason a retry would not fix (quiet hours, disabled, no
+    /// provider).
+    Skipped(String),
+}
+
+/// The scheduler's seam ([`crate::routines`]): which inline routines are due, what became
+/// of them, and what the heartbeat should know about the routines.
 pub trait DueTasks: Send + Sync + 'static {
+    /// Takes the inline routines due now; each is answered once through [`Self::finished`].
     fn due(&self, now_ms: i64) -> Vec<DueTask>;
+    /// How the run that took `tasks` ended.
+    fn finished(&self, _tasks: &[DueTask], _outcome: DueOutcome) {}
+    /// Problems to put in the run's context (a corrupted task block); `Some` makes an
+    /// interval run happen even when `HEARTBEAT.md` is otherwise empty (seed 003 §11.4).
+    fn context(&self) -> Option<String> {
+        None
+    }
+    /// A stable addition to the heartbeat session's system prompt.
+    fn system_section(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What the heartbeat works with, all owned elsewhere.
@@ -119,7 +146,7 @@ struct Shared {
     config: RwLock<HeartbeatConfig>,
     /// `std` lock: bookkeeping only, never held across an await.
     state: Mutex<RunState>,
-    /// Wakes the interval schedule after a settings change.
+    /// Wakes the scheduler loop after a settings change.
     config_changed: Notify,
     due_tasks: RwLock<Option<Arc<dyn DueTasks>>>,
 }
@@ -197,34 +224,19 @@ impl Heartbeat {
         }
     }
 
-    /// The interval schedule: asks `wake` for an `interval` run every `every`, counted from
-    /// when the interval was set, so retries and event-driven runs never move it. Runs until
-    /// `shutdown`.
-    pub async fn run_schedule(self, wake: Wake, shutdown: CancellationToken) {
-        let mut current = None;
-        loop {
-            let interval = Some(self.config()).filter(|c| c.enabled).and_then(|c| c.interval);
-            if interval != current {
-                current = interval;
-                self.state().next_due = interval.map(|i| Instant::now() + i);
-            }
-            let due = self.state().next_due;
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                _ = self.shared.config_changed.notified() => continue,
-                _ = async { match due {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                } } => {
-                    wake.request_wake(WakeReason::Interval, AGENT);
-                    if let (Some(i), Some(d)) = (interval, due) {
-                        // After a long sleep (a suspended laptop) one run, not a burst.
-                        let next = (d + i).max(Instant::now());
-                        self.state().next_due = Some(next);
-                    }
-                }
-            }
-        }
+    /// The interval in force: `None` when disabled or interval runs are off.
+    pub fn interval(&self) -> Option<std::time::Duration> {
+        Some(self.config()).filter(|c| c.enabled).and_then(|c| c.interval)
+    }
+
+    /// The scheduler's record of when the next interval run is due (for the status view).
+    pub fn set_next_due(&self, due: Option<Instant>) {
+        self.state().next_due = due;
+    }
+
+    /// Resolves when the settings change (the scheduler then recomputes the interval).
+    pub async fn config_changed(&self) {
+        self.shared.config_changed.notified().await
     }
 }
 

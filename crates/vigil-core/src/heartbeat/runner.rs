@@ -54,7 +54,13 @@ impl Outcome {
 impl Heartbeat {
     /// Runs (or skips) one wake and records it.
     pub async fn run_once(&self, wake: PendingWake) -> WakeOutcome {
-        let outcome = self.preflight_and_run(&wake).await;
+        let mut taken = Vec::new();
+        let outcome = self.preflight_and_run(&wake, &mut taken).await;
+        if !taken.is_empty() {
+            if let Some(source) = self.due_source() {
+                source.finished(&taken, due_outcome(&outcome));
+            }
+        }
         let busy = outcome.skip == Some(HeartbeatSkip::RequestsInFlight);
         self.record(wake.reason, outcome);
         if busy {
@@ -64,7 +70,12 @@ impl Heartbeat {
         }
     }
 
-    async fn preflight_and_run(&self, wake: &PendingWake) -> Outcome {
+    fn due_source(&self) -> Option<std::sync::Arc<dyn super::DueTasks>> {
+        self.shared.due_tasks.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// `taken` receives the inline routines the run took, answered by the caller.
+    async fn preflight_and_run(&self, wake: &PendingWake, taken: &mut Vec<super::DueTask>) -> Outcome {
         let deps = &self.shared.deps;
         let config = self.config();
         let now = deps.clock.now_ms();
@@ -79,15 +90,12 @@ impl Heartbeat {
         }
         let heartbeat_file = file::read(&deps.workspace);
         let queued = deps.events.peek(PRIMARY_SESSION);
-        let due = self
-            .shared
-            .due_tasks
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .map(|d| d.due(now))
-            .unwrap_or_default();
-        let nothing_else = queued.is_empty() && due.is_empty();
+        let source = self.due_source();
+        let due = source.as_ref().map(|d| d.due(now)).unwrap_or_default();
+        taken.extend(due.iter().cloned());
+        let routine_notes = source.as_ref().and_then(|d| d.context());
+        let routine_section = source.as_ref().and_then(|d| d.system_section());
+        let nothing_else = queued.is_empty() && due.is_empty() && routine_notes.is_none();
         if let Err(e) = &heartbeat_file {
             // Said every time: a broken file must not quietly stop the checks in it.
             self.error(
@@ -122,6 +130,7 @@ impl Heartbeat {
                 .collect();
             sections.push(format!("## Due Tasks\n{}", lines.join("\n")));
         }
+        sections.extend(routine_notes);
         match &heartbeat_file {
             Ok(HeartbeatFile::Tasks(tasks)) => sections.push(format!("## {}\n{tasks}", file::HEARTBEAT_FILE)),
             Err(e) => sections.push(format!("## {}\n(could not be read: {e})", file::HEARTBEAT_FILE)),
@@ -151,7 +160,10 @@ impl Heartbeat {
                 run_id: uuid::Uuid::new_v4().to_string(),
                 text,
                 extras: TurnExtras {
-                    system_section: Some(system_section(&config.prompt)),
+                    system_section: Some(match &routine_section {
+                        Some(extra) => format!("{}\n\n{extra}", system_section(&config.prompt)),
+                        None => system_section(&config.prompt),
+                    }),
                     context_sections: sections,
                     history_limit: Some(HISTORY_LIMIT),
                 },
@@ -337,8 +349,25 @@ impl Heartbeat {
     }
 }
 
+/// What a run's outcome means for the inline routines it took.
+fn due_outcome(outcome: &Outcome) -> super::DueOutcome {
+    use super::DueOutcome;
+    let detail = || outcome.detail.clone().unwrap_or_default();
+    match (outcome.status, outcome.skip) {
+        (HeartbeatStatus::Failed, _) => DueOutcome::Failed(detail()),
+        (HeartbeatStatus::Skipped, Some(HeartbeatSkip::Duplicate)) => DueOutcome::Done("duplicate".into()),
+        (HeartbeatStatus::Skipped, Some(HeartbeatSkip::RequestsInFlight)) => {
+            DueOutcome::Failed("the conversation was busy".into())
+        }
+        (HeartbeatStatus::Skipped, skip) => {
+            DueOutcome::Skipped(skip.map_or("skipped".into(), |s| format!("heartbeat {}", s.as_str())))
+        }
+        (status, _) => DueOutcome::Done(format!("heartbeat {status:?}")),
+    }
+}
+
 /// The text of the last assistant message the run added.
-fn last_reply(messages: Vec<Message>, before: usize) -> String {
+pub(crate) fn last_reply(messages: Vec<Message>, before: usize) -> String {
     messages
         .into_iter()
         .skip(before)

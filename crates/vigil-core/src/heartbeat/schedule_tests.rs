@@ -1,4 +1,4 @@
-//! The interval schedule and the wake loop together, on paused time, with a host that
+//! The interval schedule (timed by the scheduler loop) and the wake loop together, on paused time, with a host that
 //! records turns instead of calling a model.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,7 +10,8 @@ use vigil_protocol::HeartbeatSettings;
 use super::*;
 use crate::clock::ManualClock;
 use crate::events::CollectingSink;
-use crate::wake::WakeConfig;
+use crate::wake::{Wake, WakeConfig};
+use tokio_util::sync::CancellationToken;
 
 #[derive(Default)]
 struct FakeHost {
@@ -68,13 +69,25 @@ async fn intervals_fire_on_schedule_and_a_busy_retry_does_not_move_them() {
         workspace,
     };
     let host = Arc::new(FakeHost::default());
-    let heartbeat = Heartbeat::new(deps, host.clone(), HeartbeatConfig::default());
+    let heartbeat = Heartbeat::new(deps.clone(), host.clone(), HeartbeatConfig::default());
     let shutdown = CancellationToken::new();
     let tasks = TaskTracker::new();
     let wake = Wake::start(WakeConfig::default(), clock, shutdown.clone(), &tasks);
     let _reg = wake.set_handler(Arc::new(heartbeat.clone()));
     let t0 = Instant::now();
-    tasks.spawn(heartbeat.clone().run_schedule(wake.clone(), shutdown.clone()));
+    // The one timing loop: the scheduler, with no routines in the file.
+    let scheduler = crate::routines::Scheduler::new(
+        crate::routines::Deps {
+            store: crate::routines::RoutineStore::new(&deps.workspace, deps.store.locks().clone(), deps.clock.clone()),
+            runlog: crate::routines::RunLog::new(dir.path()),
+            meta: deps.meta.clone(),
+            emitter: deps.emitter.clone(),
+            clock: deps.clock.clone(),
+        },
+        crate::routines::SchedulerConfig::default(),
+    );
+    let timer = crate::routines::IntervalTimer::new(heartbeat.clone(), wake.clone());
+    tasks.spawn(scheduler.run(timer, shutdown.clone()));
     let minutes = |m: u64| Duration::from_secs(m * 60);
 
     tokio::time::sleep(minutes(29)).await;

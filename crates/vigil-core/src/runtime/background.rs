@@ -1,4 +1,4 @@
-//! The runtime's background side: starting the wake loop and the heartbeat schedule, the
+//! The runtime's background side: starting the wake loop and the scheduler loop, the
 //! heartbeat's access to lanes and clients ([`Host`]), and how a conversation turn takes in
 //! what happened meanwhile — the mailbox snapshot and queued system events go into its
 //! context block, and the mailbox is acknowledged only after the turn succeeded.
@@ -14,6 +14,7 @@ use crate::agent::{background_updates, TurnExtras};
 use crate::events::EventSink;
 use crate::heartbeat::{self, HeartbeatConfig, HeartbeatHost, HeartbeatTurn, TurnResult};
 use crate::provider::ModelClient;
+use crate::routines::{IntervalTimer, JobHost, JobOutcome, JobTurn};
 use crate::system_events::{self, SystemEvent, SystemEventKind};
 use crate::wake::{HandlerRegistration, PendingWake, Wake, WakeConfig, WakeOutcome};
 
@@ -76,12 +77,13 @@ impl Runtime {
             return true;
         }
         self.start_processes();
-        let schedule = self
-            .inner
-            .heartbeat
-            .clone()
-            .run_schedule(wake, self.inner.shutdown.clone());
-        self.inner.background.spawn(schedule);
+        // One loop owns all timing: the heartbeat interval and the routines.
+        let scheduler = self.inner.routines.clone();
+        scheduler.set_wake(wake.clone());
+        let timer = IntervalTimer::new(self.inner.heartbeat.clone(), wake);
+        self.inner
+            .background
+            .spawn(scheduler.run(timer, self.inner.shutdown.clone()));
         true
     }
 
@@ -203,21 +205,56 @@ impl Runtime {
 
     /// One heartbeat turn in its own lane, with the heartbeat's model if one is set.
     async fn run_heartbeat_turn(&self, t: HeartbeatTurn) -> TurnResult {
-        let lane = self.lane(&t.session_id);
+        let cancel = self.inner.shutdown.child_token();
+        self.run_background_turn(
+            &t.session_id,
+            &t.run_id,
+            t.text,
+            t.extras,
+            t.model,
+            Scope::Heartbeat,
+            cancel,
+        )
+        .await
+    }
+
+    /// A turn nobody watches (heartbeat, job) in its own lane: never asks for approval;
+    /// `cancel` (or shutdown) stops it.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn run_background_turn(
+        &self,
+        session_id: &str,
+        run_id: &str,
+        text: String,
+        extras: TurnExtras,
+        model: Option<String>,
+        scope: Scope,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> TurnResult {
+        let lane = self.lane(session_id);
         let cancel = {
             let mut state = lane.lock();
             if state.busy {
                 return TurnResult {
                     stop_reason: StopReason::Error,
-                    error: Some(format!("{} is busy", t.session_id)),
+                    error: Some(format!("{session_id} is busy")),
                 };
             }
             state.busy = true;
-            state.cancel = self.inner.shutdown.child_token();
+            // Stopped by its own token or by shutdown, whichever comes first.
+            let token = self.inner.shutdown.child_token();
+            let (outer, inner) = (cancel, token.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = outer.cancelled() => inner.cancel(),
+                    _ = inner.cancelled() => {}
+                }
+            });
+            state.cancel = token;
             state.cancel.clone()
         };
         let base = self.inner.client.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let client = match (base, t.model) {
+        let client = match (base, model) {
             (Some(c), Some(model)) => {
                 let mut config = c.config().clone();
                 config.model = model;
@@ -234,7 +271,7 @@ impl Runtime {
             .inner
             .emitter
             .with_sink(tap.clone())
-            .for_run(&t.session_id, Scope::Heartbeat, &t.run_id);
+            .for_run(session_id, scope, run_id);
         let config = self
             .inner
             .agent_config
@@ -242,16 +279,16 @@ impl Runtime {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let turn = self.turn(
-            &t.session_id,
+            session_id,
             lane.as_ref(),
             client,
             emitter,
             cancel,
             config,
-            t.extras,
+            extras,
             false,
         );
-        let stop_reason = turn.run(t.text).await;
+        let stop_reason = turn.run(text).await;
         {
             let mut state = lane.lock();
             state.busy = false;
@@ -308,5 +345,24 @@ impl HeartbeatHost for Host {
                 error: Some("Vigil is shutting down".into()),
             },
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl JobHost for Host {
+    async fn run_job(&self, job: JobTurn) -> JobOutcome {
+        match self.runtime() {
+            Some(rt) => rt.run_job_turn(job).await,
+            None => JobOutcome {
+                stop_reason: StopReason::Cancelled,
+                reply: String::new(),
+                error: Some("Vigil is shutting down".into()),
+            },
+        }
+    }
+
+    fn notifications(&self) -> bool {
+        self.runtime()
+            .is_none_or(|rt| rt.inner.heartbeat.config().notifications)
     }
 }

@@ -11,6 +11,7 @@
 
 mod background;
 mod processes;
+mod routines;
 
 pub use processes::USER_OWNER;
 
@@ -89,6 +90,8 @@ struct Inner {
     system_events: SystemEvents,
     /// Settings and status of the heartbeat; runs only once background work started.
     heartbeat: Heartbeat,
+    /// Routines and the one timing loop; ticks only once background work started.
+    routines: crate::routines::Scheduler,
     /// The wake loop, once [`Runtime::start_background`] ran.
     wake: OnceLock<background::Started>,
     /// The process registry, started with the background work (it needs a tokio runtime).
@@ -149,6 +152,18 @@ impl Runtime {
         })?;
         let emitter = Emitter::new(sink, clock.clone());
         let system_events = SystemEvents::new();
+        let routines = crate::routines::Scheduler::new(
+            crate::routines::Deps {
+                store: crate::routines::RoutineStore::new(workspace.root(), store.locks().clone(), clock.clone()),
+                runlog: crate::routines::RunLog::new(data_dir),
+                meta: meta.clone(),
+                emitter: emitter.clone(),
+                clock: clock.clone(),
+            },
+            crate::routines::SchedulerConfig::default(),
+        );
+        let mut tools = ToolRegistry::with_builtins();
+        crate::routines::tools::register(&mut tools, &routines);
         let inner = Arc::new_cyclic(|weak| {
             let deps = crate::heartbeat::Deps {
                 store: store.clone(),
@@ -159,6 +174,9 @@ impl Runtime {
                 workspace: workspace.root().to_path_buf(),
             };
             let host = Arc::new(background::Host(weak.clone()));
+            let heartbeat = Heartbeat::new(deps, host, HeartbeatConfig::default());
+            heartbeat.set_due_tasks(Arc::new(routines.clone()));
+            routines.set_host(Arc::new(background::Host(weak.clone())));
             Inner {
                 data_dir: data_dir.to_path_buf(),
                 emitter,
@@ -166,7 +184,7 @@ impl Runtime {
                 store,
                 meta,
                 secrets: Secrets::new(data_dir),
-                tools: ToolRegistry::with_builtins(),
+                tools,
                 approvals,
                 startup_warnings,
                 workspace,
@@ -177,7 +195,8 @@ impl Runtime {
                 background: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
                 system_events,
-                heartbeat: Heartbeat::new(deps, host, HeartbeatConfig::default()),
+                heartbeat,
+                routines,
                 wake: OnceLock::new(),
                 exec: OnceLock::new(),
                 exec_tools: OnceLock::new(),
@@ -258,6 +277,12 @@ impl Runtime {
             }),
             Op::Shutdown => self.inner.shutdown.cancel(),
             Op::Wake { reason } => self.request_wake(reason),
+            Op::ListRoutines => self.routine_op(routines::RoutineOp::List),
+            Op::AddRoutine { routine } => self.routine_op(routines::RoutineOp::Add(routine)),
+            Op::UpdateRoutine { id, changes } => self.routine_op(routines::RoutineOp::Update(id, changes)),
+            Op::RemoveRoutine { id } => self.routine_op(routines::RoutineOp::Remove(id)),
+            Op::RunRoutine { id } => self.routine_op(routines::RoutineOp::Run(id)),
+            Op::SetRoutineEnabled { id, enabled } => self.routine_op(routines::RoutineOp::Enable(id, enabled)),
         }
     }
 

@@ -49,10 +49,9 @@ impl Runtime {
         if self.inner.exec.set(registry.clone()).is_err() {
             return;
         }
-        let _ = self
-            .inner
-            .exec_tools
-            .set(ToolRegistry::with_builtins_and_exec(registry));
+        let mut tools = ToolRegistry::with_builtins_and_exec(registry);
+        crate::routines::tools::register(&mut tools, &self.inner.routines);
+        let _ = self.inner.exec_tools.set(tools);
         let this = self.clone();
         self.inner
             .background

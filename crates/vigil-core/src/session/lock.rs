@@ -422,7 +422,7 @@ fn names_same_file(_file: &File, path: &Path) -> bool {
 }
 
 #[cfg(unix)]
-fn pid_alive(pid: u32) -> bool {
+pub(crate) fn pid_alive(pid: u32) -> bool {
     use rustix::process::{test_kill_process, Pid};
     let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
         return false;
@@ -436,7 +436,7 @@ fn pid_alive(pid: u32) -> bool {
 
 /// Without a cheap liveness probe, only age makes a record stale.
 #[cfg(not(unix))]
-fn pid_alive(_pid: u32) -> bool {
+pub(crate) fn pid_alive(_pid: u32) -> bool {
     true
 }
 

@@ -14,7 +14,7 @@
 
 mod edit;
 mod exec;
-mod files;
+pub(crate) mod files;
 mod path;
 mod process;
 mod read;

@@ -6,6 +6,7 @@ mod faults;
 mod headless;
 mod heartbeat;
 mod provider;
+mod routines;
 mod runtime;
 mod sessions;
 mod support;

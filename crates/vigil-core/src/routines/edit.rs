@@ -1,0 +1,363 @@
+//! Changing routines on purpose — the agent's tools and the editor alike: create (with
+//! validation, defaults, `infer_execution_mode`, duplicate refusal and the soft limit),
+//! update, remove, run now, pause / resume. Every change is one locked write of the task
+//! block, then `routines_changed` and a poke to the scheduler loop.
+//!
+//! Must never: accept a schedule or zone the scheduler could not use; write a routine
+//! without an explicit zone.
+
+use vigil_protocol::{ExecutionMode, RoutineDraft, RoutineSource, RoutineState};
+
+use super::model::{self, Routine, DEFAULT_JOB_TIMEOUT_SECONDS, DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS};
+use super::schedule::{parse_zone, Schedule, Spec};
+use super::scheduler::Scheduler;
+use super::store::{Entry, StoreError};
+
+/// Active routines the agent may have before `routine_add` refuses (seed 003 §14: 20).
+pub const SOFT_LIMIT: usize = 20;
+/// A one-shot may be this far in the past when created (a clock that is a bit ahead).
+const PAST_SLACK_MS: i64 = 60_000;
+
+fn rejected(msg: impl Into<String>) -> StoreError {
+    StoreError::Rejected(msg.into())
+}
+
+/// A lower-case, underscore id from a title (`daily_hn_check`), unique in `taken`.
+fn new_id(title: &str, taken: &[&str]) -> String {
+    let mut slug = String::new();
+    for c in title.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.ends_with('_') && !slug.is_empty() {
+            slug.push('_');
+        }
+        if slug.len() >= 40 {
+            break;
+        }
+    }
+    let slug = slug.trim_end_matches('_').to_string();
+    let base = if slug.is_empty() {
+        format!("routine_{}", super::scheduler::short_id())
+    } else {
+        slug
+    };
+    let mut id = base.clone();
+    let mut n = 2;
+    while taken.contains(&id.as_str()) {
+        id = format!("{base}_{n}");
+        n += 1;
+    }
+    id
+}
+
+fn normalized(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+/// Checks a schedule, zone and one-shot time together; the first run time on success.
+pub fn validate(
+    schedule: Option<&str>,
+    next_run_at: Option<i64>,
+    timezone: &str,
+    now: i64,
+    anchor: i64,
+) -> Result<(Spec, i64), String> {
+    parse_zone(timezone)?;
+    let spec = Spec::parse(schedule, timezone)?;
+    let first = match (&spec.schedule, next_run_at) {
+        (Schedule::Once, None) => {
+            return Err("give a schedule (a cron expression like \"0 9 * * 1-5\" or an interval like \"30m\"), or next_run_at for a one-time routine".into())
+        }
+        (_, Some(t)) if t < now - PAST_SLACK_MS => {
+            return Err(format!(
+                "next_run_at {} is in the past (now is {})",
+                model::iso_string(t),
+                model::iso_string(now)
+            ))
+        }
+        (_, Some(t)) => t,
+        (_, None) => spec
+            .next_after(now, anchor)
+            .ok_or("this cron expression has no future run time")?,
+    };
+    Ok((spec, first))
+}
+
+fn check_kind(kind: Option<&str>) -> Result<(), StoreError> {
+    match kind {
+        None | Some(model::KIND_TIME_REMINDER) => Ok(()),
+        Some(k) => Err(rejected(format!(
+            "unknown kind \"{k}\"; the deterministic kinds are: {}",
+            model::KIND_TIME_REMINDER
+        ))),
+    }
+}
+
+fn find<'a>(entries: &'a mut [Entry], id: &str) -> Result<&'a mut Routine, StoreError> {
+    match entries.iter_mut().find(|e| e.id() == Some(id)) {
+        Some(Entry { routine: Ok(r), .. }) => Ok(r),
+        Some(Entry { routine: Err(p), .. }) => Err(rejected(format!(
+            "routine \"{id}\" cannot be read ({p}); fix it in HEARTBEAT.md or remove it"
+        ))),
+        None => Err(rejected(format!(
+            "there is no routine \"{id}\"; list the routines to see their ids"
+        ))),
+    }
+}
+
+impl Scheduler {
+    /// Creates a routine. `enforce_limit` applies the soft limit (the agent's tools); the
+    /// user's own additions only get a warning. Returns the routine and any warnings.
+    pub async fn create(
+        &self,
+        draft: RoutineDraft,
+        source: RoutineSource,
+        enforce_limit: bool,
+    ) -> Result<(Routine, Vec<String>), StoreError> {
+        let now = self.deps().clock.now_ms();
+        let zone = self.config().default_zone.clone();
+        let title = draft.title.as_deref().map(str::trim).unwrap_or("").to_string();
+        if title.is_empty() {
+            return Err(rejected("a routine needs a title"));
+        }
+        check_kind(draft.kind.as_deref())?;
+        let description = draft.description.clone().unwrap_or_default();
+        let timezone = draft.timezone.clone().filter(|z| !z.trim().is_empty()).unwrap_or(zone);
+        let timeout = match (draft.timeout_seconds, draft.execution_mode) {
+            (Some(t), _) => t,
+            (None, Some(ExecutionMode::Isolated)) => DEFAULT_JOB_TIMEOUT_SECONDS,
+            (None, _) => DEFAULT_TIMEOUT_SECONDS,
+        };
+        if timeout == 0 || timeout > MAX_TIMEOUT_SECONDS {
+            return Err(rejected(format!(
+                "timeout_seconds must be between 1 and {MAX_TIMEOUT_SECONDS}"
+            )));
+        }
+        let mode = draft
+            .execution_mode
+            .unwrap_or_else(|| model::infer_execution_mode(timeout, &description));
+        let schedule = draft.schedule.clone().filter(|s| !s.trim().is_empty());
+        let (_, first) = validate(schedule.as_deref(), draft.next_run_at, &timezone, now, now).map_err(rejected)?;
+        let result = self
+            .deps()
+            .store
+            .update(|entries| {
+                let mut warnings = Vec::new();
+                let active: Vec<&Routine> = entries
+                    .iter()
+                    .filter_map(|e| e.routine.as_ref().ok())
+                    .filter(|r| r.active())
+                    .collect();
+                if !draft.allow_duplicate {
+                    let same = active.iter().find(|r| {
+                        normalized(&r.title) == normalized(&title)
+                            || (!description.trim().is_empty()
+                                && normalized(&r.description) == normalized(&description)
+                                && r.schedule_text() == schedule.as_deref().map(str::trim))
+                    });
+                    if let Some(r) = same {
+                        return Err(rejected(format!(
+                            "a similar routine exists: \"{}\" (id {}, {}); update it instead, or pass allow_duplicate: true",
+                            r.title,
+                            r.id,
+                            r.schedule_text().unwrap_or("one-time")
+                        )));
+                    }
+                }
+                if active.len() >= SOFT_LIMIT {
+                    let msg = format!(
+                        "there are already {} active routines (the soft limit is {SOFT_LIMIT}); remove or pause some first",
+                        active.len()
+                    );
+                    if enforce_limit {
+                        return Err(rejected(msg));
+                    }
+                    warnings.push(msg);
+                }
+                let taken: Vec<&str> = entries.iter().filter_map(|e| e.id()).collect();
+                let mut r = Routine::new(new_id(&title, &taken), title.clone(), now);
+                r.description = description.clone();
+                r.schedule = schedule.clone();
+                r.timezone = Some(timezone.clone());
+                r.execution_mode = mode;
+                r.source = source;
+                r.enabled = draft.enabled.unwrap_or(true);
+                r.next_run_at = Some(first);
+                r.timeout_seconds = timeout;
+                r.max_retry = draft.max_retry.unwrap_or(model::DEFAULT_MAX_RETRY);
+                r.kind = draft.kind.clone();
+                entries.push(Entry::new(r.clone()));
+                Ok((r, warnings))
+            })
+            .await?;
+        self.changed();
+        self.poke();
+        Ok(result)
+    }
+
+    /// Changes the fields `changes` names. A new schedule, zone or time recomputes the next
+    /// run; a finished or failed routine given a new time is pending again.
+    pub async fn update_routine(&self, id: &str, changes: RoutineDraft) -> Result<Routine, StoreError> {
+        let now = self.deps().clock.now_ms();
+        check_kind(changes.kind.as_deref())?;
+        let r = self
+            .deps()
+            .store
+            .update(|entries| {
+                let r = find(entries, id)?;
+                if let Some(t) = changes.title.as_deref().map(str::trim) {
+                    if t.is_empty() {
+                        return Err(rejected("a routine needs a title"));
+                    }
+                    r.title = t.to_string();
+                }
+                if let Some(d) = &changes.description {
+                    r.description = d.clone();
+                }
+                if let Some(m) = changes.execution_mode {
+                    r.execution_mode = m;
+                }
+                if let Some(t) = changes.timeout_seconds {
+                    if t == 0 || t > MAX_TIMEOUT_SECONDS {
+                        return Err(rejected(format!(
+                            "timeout_seconds must be between 1 and {MAX_TIMEOUT_SECONDS}"
+                        )));
+                    }
+                    r.timeout_seconds = t;
+                }
+                if let Some(m) = changes.max_retry {
+                    r.max_retry = m;
+                }
+                if let Some(e) = changes.enabled {
+                    r.enabled = e;
+                }
+                if changes.kind.is_some() {
+                    r.kind = changes.kind.clone().filter(|k| !k.is_empty());
+                }
+                let timing = changes.schedule.is_some() || changes.timezone.is_some() || changes.next_run_at.is_some();
+                if timing {
+                    let schedule = match &changes.schedule {
+                        Some(s) => Some(s.clone()).filter(|s| !s.trim().is_empty()),
+                        None => r.schedule.clone(),
+                    };
+                    let zone = changes.timezone.clone().or(r.timezone.clone()).unwrap_or_default();
+                    let once_at = changes
+                        .next_run_at
+                        .or(if schedule.is_none() { r.next_run_at } else { None });
+                    let anchor = r.created_at.unwrap_or(now);
+                    let (_, first) = validate(schedule.as_deref(), once_at, &zone, now, anchor).map_err(rejected)?;
+                    r.schedule = schedule;
+                    r.timezone = Some(zone);
+                    if r.state != RoutineState::Running {
+                        r.next_run_at = Some(first);
+                        r.retry = 0;
+                        r.due_at = None;
+                        r.error_message = None;
+                        r.state = RoutineState::Pending;
+                    }
+                }
+                Ok(r.clone())
+            })
+            .await?;
+        self.changed();
+        self.poke();
+        Ok(r)
+    }
+
+    /// Deletes a routine (an unreadable one too) and its run log.
+    pub async fn remove(&self, id: &str) -> Result<Option<Routine>, StoreError> {
+        let removed = self
+            .deps()
+            .store
+            .update(|entries| {
+                let i = entries.iter().position(|e| e.id() == Some(id)).ok_or_else(|| {
+                    rejected(format!(
+                        "there is no routine \"{id}\"; list the routines to see their ids"
+                    ))
+                })?;
+                Ok(entries.remove(i).routine.ok())
+            })
+            .await?;
+        self.deps().runlog.remove(id);
+        self.changed();
+        Ok(removed)
+    }
+
+    /// Runs a routine now, outside its schedule (the schedule is unchanged): it becomes
+    /// due, and the next tick — started here — claims it like any other.
+    pub async fn run_now(&self, id: &str) -> Result<(), StoreError> {
+        let now = self.deps().clock.now_ms();
+        self.deps()
+            .store
+            .update(|entries| {
+                let r = find(entries, id)?;
+                if r.state == RoutineState::Running {
+                    return Err(rejected(format!("routine \"{id}\" is running now")));
+                }
+                if !r.enabled {
+                    return Err(rejected(format!("routine \"{id}\" is paused; resume it first")));
+                }
+                r.state = RoutineState::Pending;
+                r.next_run_at = Some(now);
+                r.due_at = Some(now);
+                r.retry = 0;
+                Ok(())
+            })
+            .await?;
+        self.tick().await;
+        Ok(())
+    }
+
+    /// Pauses or resumes. Resuming a recurring routine whose time passed while paused moves
+    /// it to its next time instead of running the missed one.
+    pub async fn set_enabled(&self, id: &str, enabled: bool) -> Result<Routine, StoreError> {
+        let now = self.deps().clock.now_ms();
+        let zone = self.config().default_zone.clone();
+        let r = self
+            .deps()
+            .store
+            .update(|entries| {
+                let r = find(entries, id)?;
+                if enabled && !r.enabled && r.recurring() && r.next_run_at.is_some_and(|t| t <= now) {
+                    let spec =
+                        Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(&zone)).map_err(rejected)?;
+                    r.next_run_at = spec.next_after(now, r.created_at.unwrap_or(now));
+                    r.due_at = None;
+                }
+                r.enabled = enabled;
+                Ok(r.clone())
+            })
+            .await?;
+        self.changed();
+        self.poke();
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_slugs_and_unique() {
+        assert_eq!(new_id("Check Hacker News!", &[]), "check_hacker_news");
+        assert_eq!(new_id("Drink water", &["drink_water"]), "drink_water_2");
+        assert!(new_id("喝水", &[]).starts_with("routine_"));
+    }
+
+    #[test]
+    fn validation_catches_what_the_scheduler_could_not_use() {
+        let now = 1_770_000_000_000;
+        assert!(validate(None, None, "UTC", now, now)
+            .unwrap_err()
+            .contains("give a schedule"));
+        assert!(validate(Some("0 9 * * *"), None, "Mars/Base", now, now)
+            .unwrap_err()
+            .contains("IANA"));
+        assert!(validate(None, Some(now - 3_600_000), "UTC", now, now)
+            .unwrap_err()
+            .contains("in the past"));
+        assert_eq!(validate(None, Some(now + 5), "UTC", now, now).unwrap().1, now + 5);
+        assert_eq!(validate(Some("1h"), None, "UTC", now, now).unwrap().1, now + 3_600_000);
+    }
+}

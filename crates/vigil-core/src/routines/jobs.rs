@@ -1,0 +1,370 @@
+//! Running a claimed routine outside the heartbeat: isolated jobs in their own session
+//! `job_<routine>_<run>` (seed 003 §4.6 Path B) with a timeout, deterministic kinds that
+//! produce their text without the model (falling back to the model path when they cannot),
+//! delivery of the result to the conversation's mailbox with a card and a notification,
+//! and the archive and retention of finished job sessions.
+//!
+//! Must never: run a job whose routine it did not claim; leave a claim without
+//! [`Scheduler::finish`]; let a job's failure reach another routine.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio_util::sync::CancellationToken;
+use vigil_protocol::{BackgroundUpdate, Event, RunOutcome, Scope, Source, StopReason};
+
+use super::model::KIND_TIME_REMINDER;
+use super::scheduler::{Claimed, RunResult, Scheduler};
+use super::{JobOutcome, JobTurn};
+use crate::session::{MailboxEvent, SessionType, PRIMARY_SESSION};
+
+/// How long a timed-out job gets to stop after its cancellation, before it is let go.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+/// Longest card summary / notification body.
+const SUMMARY_CHARS: usize = 160;
+
+/// The job session's addition to the system prompt (seed 003 §4.6 `JobContextStrategy`).
+pub const JOB_SECTION: &str = "## Scheduled job\n\
+You are running a scheduled routine on your own, in a session of its own; nobody is watching this session. \
+Do the task in the next message completely, using tools as needed. Commands that need the user's approval \
+are denied here: find another way or say what the user should do. When you are done, reply with the result: \
+the first line is a one-sentence summary for a notification, details follow.";
+
+/// `job_<routine>_<run>`, with the routine id cut to what a session id allows.
+pub fn job_session_id(routine_id: &str, run_id: &str) -> String {
+    let safe: String = routine_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(80)
+        .collect();
+    format!("job_{safe}_{run_id}")
+}
+
+/// The job's user message.
+fn job_prompt(c: &Claimed) -> String {
+    let r = &c.routine;
+    let task = if r.description.trim().is_empty() {
+        r.title.clone()
+    } else {
+        format!("{}\n\n{}", r.title, r.description)
+    };
+    format!("Scheduled routine \"{}\" is due. The task:\n\n{task}", r.id)
+}
+
+/// The first non-blank line, cut to [`SUMMARY_CHARS`].
+fn summarize(text: &str) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let mut short: String = line.chars().take(SUMMARY_CHARS).collect();
+    if short.len() < line.len() {
+        short.pop();
+        short.push('…');
+    }
+    short
+}
+
+/// The text of a deterministic kind, or why it cannot be made.
+fn deterministic_text(c: &Claimed, now_ms: i64, zone: &str) -> Result<String, String> {
+    let r = &c.routine;
+    match r.kind.as_deref() {
+        Some(KIND_TIME_REMINDER) => {
+            let tz = super::schedule::parse_zone(r.timezone.as_deref().unwrap_or(zone))?;
+            let at = DateTime::<Utc>::from_timestamp_millis(now_ms)
+                .ok_or("the clock is out of range")?
+                .with_timezone(&tz);
+            let what = if r.description.trim().is_empty() || r.description.trim() == r.title.trim() {
+                r.title.trim().to_string()
+            } else {
+                format!("{} — {}", r.title.trim(), r.description.trim())
+            };
+            if what.is_empty() {
+                return Err("the reminder has no text".into());
+            }
+            Ok(format!(
+                "Reminder: {what} (it is {}, {})",
+                at.format("%H:%M"),
+                tz.name()
+            ))
+        }
+        Some(other) => Err(format!("unknown deterministic kind \"{other}\"")),
+        None => Err("no kind".into()),
+    }
+}
+
+impl Scheduler {
+    /// A deterministic run: the text without the model, delivered; on failure the model
+    /// path by the routine's mode, and a log line.
+    pub(super) async fn run_deterministic(&self, c: Claimed) {
+        let now = self.deps().clock.now_ms();
+        match deterministic_text(&c, now, &self.config().default_zone) {
+            Ok(text) => {
+                let session = format!("routine_{}", c.routine.id);
+                let delivered = self.deliver(&session, &c, "reminder", "Vigil: reminder", &text).await;
+                let result = match delivered {
+                    Ok(()) => RunResult::Ok {
+                        summary: Some(summarize(&text)),
+                    },
+                    Err(error) => RunResult::Failed {
+                        outcome: RunOutcome::Failed,
+                        error,
+                    },
+                };
+                self.finish(&c, result, None, true).await;
+            }
+            Err(why) => {
+                tracing::warn!(
+                    "routine {}: the deterministic path failed ({why}); running it through the model instead",
+                    c.routine.id
+                );
+                let mut c = c;
+                c.routine.kind = None;
+                match c.routine.execution_mode {
+                    vigil_protocol::ExecutionMode::Inline => self.queue_inline(vec![c]),
+                    vigil_protocol::ExecutionMode::Isolated => self.run_isolated(c).await,
+                }
+            }
+        }
+    }
+
+    /// An isolated job: its own session, the job prompt, the timeout; the result delivered.
+    pub(super) async fn run_isolated(&self, c: Claimed) {
+        let host = self.shared.host.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(host) = host else {
+            let result = RunResult::Failed {
+                outcome: RunOutcome::Failed,
+                error: "jobs cannot run yet (the runtime has not started its background work)".into(),
+            };
+            return self.finish(&c, result, None, false).await;
+        };
+        let session = job_session_id(&c.routine.id, &c.run_id);
+        let cancel = CancellationToken::new();
+        let turn = JobTurn {
+            session_id: session.clone(),
+            run_id: c.run_id.clone(),
+            text: job_prompt(&c),
+            system_section: JOB_SECTION.into(),
+            cancel: cancel.clone(),
+        };
+        let timeout = Duration::from_secs(c.routine.timeout_seconds.max(1) as u64);
+        let job = host.run_job(turn);
+        tokio::pin!(job);
+        let outcome = tokio::select! {
+            o = &mut job => Some(o),
+            _ = tokio::time::sleep(timeout) => {
+                cancel.cancel();
+                let _ = tokio::time::timeout(STOP_GRACE, &mut job).await;
+                None
+            }
+        };
+        let result = match outcome {
+            None => RunResult::Failed {
+                outcome: RunOutcome::TimedOut,
+                error: format!("timed out after {} s", timeout.as_secs()),
+            },
+            Some(JobOutcome {
+                stop_reason: StopReason::Error | StopReason::Cancelled,
+                error,
+                ..
+            }) => RunResult::Failed {
+                outcome: RunOutcome::Failed,
+                error: error.unwrap_or_else(|| "the job's turn failed".into()),
+            },
+            Some(JobOutcome { reply, .. }) => {
+                let text = if reply.trim().is_empty() {
+                    format!("{} finished (no summary).", c.routine.title)
+                } else {
+                    reply
+                };
+                match self
+                    .deliver(&session, &c, "job_completed", "Vigil: routine finished", &text)
+                    .await
+                {
+                    Ok(()) => RunResult::Ok {
+                        summary: Some(summarize(&text)),
+                    },
+                    Err(error) => RunResult::Failed {
+                        outcome: RunOutcome::Failed,
+                        error,
+                    },
+                }
+            }
+        };
+        if let RunResult::Failed { error, .. } = &result {
+            // Only the last attempt is announced; earlier ones are retried quietly.
+            if c.routine.retry >= c.routine.max_retry {
+                let text = format!("{} failed: {error}", c.routine.title);
+                let _ = self
+                    .deliver(&session, &c, "job_failed", "Vigil: a routine failed", &text)
+                    .await;
+            }
+        }
+        self.finish(&c, result, Some(session.clone()), false).await;
+        self.archive(&session).await;
+    }
+
+    /// Mailbox first (the durable copy), then the card and the notification.
+    async fn deliver(
+        &self,
+        source: &str,
+        c: &Claimed,
+        event_type: &str,
+        title: &str,
+        text: &str,
+    ) -> Result<(), String> {
+        let deps = self.deps();
+        let summary = summarize(text);
+        let event = MailboxEvent {
+            event_id: uuid::Uuid::new_v4().to_string(),
+            source: source.to_string(),
+            detail: (summary != text.trim()).then(|| text.to_string()),
+            summary: summary.clone(),
+            created_at: deps.clock.now_ms(),
+            run_id: Some(c.run_id.clone()),
+            event_type: event_type.into(),
+            priority: 1,
+            dedupe_key: Some(format!("routine:{}:{}", c.routine.id, c.run_id)),
+        };
+        let meta = deps
+            .meta
+            .deposit(PRIMARY_SESSION, event.clone())
+            .await
+            .map_err(|e| format!("could not deliver the result: {e}"))?;
+        let primary = deps.emitter.for_session(PRIMARY_SESSION, Scope::Primary);
+        primary.emit(
+            Source::Scheduler,
+            Event::BackgroundUpdate {
+                update: BackgroundUpdate {
+                    event_id: event.event_id.clone(),
+                    event_type: event.event_type,
+                    source: event.source,
+                    summary: event.summary,
+                    detail: event.detail,
+                    priority: event.priority,
+                    created_at: event.created_at,
+                },
+                unread: meta.mailbox.len() as u32,
+            },
+        );
+        let notify = self
+            .shared
+            .host
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_none_or(|h| h.notifications());
+        if notify {
+            primary.emit(
+                Source::Scheduler,
+                Event::Notification {
+                    title: title.into(),
+                    body: summary,
+                    event_id: Some(event.event_id),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Marks a finished job session archived (seed 003 §12 Phase 2) and applies retention:
+    /// archived job sessions older than the retention time, or beyond the newest
+    /// `job_retention_count`, are deleted.
+    async fn archive(&self, session: &str) {
+        let deps = self.deps();
+        let now = deps.clock.now_ms();
+        if deps.meta.transcripts().exists(session).unwrap_or(false) {
+            let marked = deps
+                .meta
+                .update_atomic_async(session, |m| {
+                    m.extra.insert("archived_at".into(), now.into());
+                })
+                .await;
+            if let Err(e) = marked {
+                tracing::warn!("could not archive job session {session}: {e}");
+            }
+        }
+        let Ok(listed) = deps.meta.list() else { return };
+        let mut jobs: Vec<_> = listed
+            .sessions
+            .into_iter()
+            .filter(|m| m.session_type == SessionType::Job && m.extra.contains_key("archived_at"))
+            .collect();
+        jobs.sort_by_key(|m| std::cmp::Reverse(m.updated_at));
+        let keep_for = self.config().job_retention.as_millis() as i64;
+        for (i, m) in jobs.iter().enumerate() {
+            let old = now - m.updated_at > keep_for;
+            if old || i >= self.config().job_retention_count {
+                if let Err(e) = deps.meta.delete(&m.id) {
+                    tracing::warn!("could not delete old job session {}: {e}", m.id);
+                }
+            }
+        }
+    }
+
+    /// Tells the user, once, about a routine the agent registered on its own (seed 003
+    /// §12 Phase 4).
+    pub(super) async fn announce(&self, r: &super::Routine) {
+        let when = super::view::describe(r, &self.config().default_zone);
+        let text = format!(
+            "I added a routine on my own: \"{}\" ({when}). You can pause or delete it under Routines.",
+            r.title
+        );
+        let c = Claimed {
+            routine: r.clone(),
+            run_id: super::scheduler::short_id(),
+            due_at: 0,
+            started_at: 0,
+        };
+        if let Err(e) = self
+            .deliver(
+                &crate::heartbeat::session_id(crate::heartbeat::AGENT),
+                &c,
+                "routine_added",
+                "Vigil added a routine",
+                &text,
+            )
+            .await
+        {
+            tracing::warn!("could not announce routine {}: {e}", r.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::routines::Routine;
+
+    #[test]
+    fn job_session_ids_are_valid_session_ids() {
+        assert_eq!(job_session_id("daily_hn", "a1b2c3d4"), "job_daily_hn_a1b2c3d4");
+        assert_eq!(job_session_id("héllo wörld", "r"), "job_h_llo_w_rld_r");
+    }
+
+    #[test]
+    fn a_time_reminder_needs_no_model_and_says_the_time() {
+        let mut r = Routine::new("water".into(), "Drink water".into(), 0);
+        r.kind = Some(KIND_TIME_REMINDER.into());
+        r.timezone = Some("Europe/Berlin".into());
+        let c = Claimed {
+            routine: r,
+            run_id: "r".into(),
+            due_at: 0,
+            started_at: 0,
+        };
+        // 2026-02-12T08:00Z is 09:00 in Berlin.
+        assert_eq!(
+            deterministic_text(&c, 1_770_883_200_000, "UTC").unwrap(),
+            "Reminder: Drink water (it is 09:00, Europe/Berlin)"
+        );
+        let mut bad = c.clone();
+        bad.routine.kind = Some("horoscope".into());
+        assert!(deterministic_text(&bad, 0, "UTC")
+            .unwrap_err()
+            .contains("unknown deterministic kind"));
+    }
+}

@@ -1,0 +1,237 @@
+//! # routines
+//!
+//! Owns routines (seed 003 §4.6, §8, §11; seed 004 §5): scheduled work the user or the
+//! agent registers, kept in the JSON task block of `HEARTBEAT.md`, run by one scheduler.
+//!
+//! - [`model`] — the routine (schema v2 + `kind`), v1 defaults, `infer_execution_mode`.
+//! - [`schedule`] — cron / interval / one-shot in an IANA zone, DST rules, descriptions.
+//! - [`store`] — the task block: parse (`ok | corrupted | empty`), atomic locked writes,
+//!   `.heartbeat_snapshot.json`.
+//! - [`scheduler`] — the tick (claim before run), the single timing loop.
+//! - `state` — the state machine: done / next time / retry with back-off, stale claims.
+//! - `jobs` — isolated job sessions, deterministic tasks, delivery to the mailbox.
+//! - [`edit`] — create / update / delete / run-now / pause, with the tools' validation.
+//! - [`view`] — the editor's view and previews.
+//! - [`runlog`] — each routine's bounded run history.
+//! - [`tools`] — `routine_add`, `routine_list`, `routine_update`, `routine_remove`.
+//! - [`IntervalTimer`] (here) — the heartbeat interval, timed by the scheduler's loop.
+//!
+//! Must never: run a routine it has not claimed; write `HEARTBEAT.md` outside [`store`];
+//! read the system clock.
+
+pub mod edit;
+mod jobs;
+pub mod model;
+pub mod runlog;
+pub mod schedule;
+pub mod scheduler;
+mod state;
+pub mod store;
+pub mod tools;
+pub mod view;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use vigil_protocol::{RunOutcome, StopReason, WakeReason};
+
+pub use model::{infer_execution_mode, Routine};
+pub use runlog::RunLog;
+pub use schedule::Spec;
+pub use scheduler::{Claimed, RunResult, Scheduler, SchedulerConfig, TickReport};
+pub use store::{Parsed, RoutineStore, StoreError};
+
+use crate::clock::Clock;
+use crate::events::Emitter;
+use crate::heartbeat::{DueOutcome, DueTask, DueTasks, Heartbeat, AGENT};
+use crate::session::MetaStore;
+use crate::wake::Wake;
+
+/// What routines work with, all owned elsewhere.
+#[derive(Clone)]
+pub struct Deps {
+    pub store: RoutineStore,
+    pub runlog: RunLog,
+    /// The primary session's mailbox (deliveries) and job sessions (archive, retention).
+    pub meta: MetaStore,
+    pub emitter: Emitter,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// What the runtime does for an isolated job: the parts that need its lanes and clients.
+#[async_trait::async_trait]
+pub trait JobHost: Send + Sync + 'static {
+    /// Runs the job's turn (multi-round, with tools, never waiting for approval).
+    async fn run_job(&self, job: JobTurn) -> JobOutcome;
+    /// Whether results raise a native notification.
+    fn notifications(&self) -> bool {
+        true
+    }
+}
+
+/// One job turn, for [`JobHost::run_job`].
+#[derive(Debug, Clone)]
+pub struct JobTurn {
+    /// `job_<routine>_<run>`.
+    pub session_id: String,
+    pub run_id: String,
+    /// The user message: the routine's task.
+    pub text: String,
+    /// Appended to the system prompt: the job instructions.
+    pub system_section: String,
+    /// Cancelled when the job's timeout passes; the turn must end promptly.
+    pub cancel: CancellationToken,
+}
+
+/// How a job turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobOutcome {
+    pub stop_reason: StopReason,
+    /// The last assistant text of the turn.
+    pub reply: String,
+    pub error: Option<String>,
+}
+
+/// The heartbeat's interval, timed by [`Scheduler::run`]: the one loop that owns timing.
+/// Counted from when the interval was set, so retries and event-driven runs never move it;
+/// after a long sleep (a suspended laptop) it fires once, not a burst.
+pub struct IntervalTimer {
+    heartbeat: Heartbeat,
+    wake: Wake,
+    current: Option<Duration>,
+    due: Option<Instant>,
+}
+
+impl IntervalTimer {
+    pub fn new(heartbeat: Heartbeat, wake: Wake) -> Self {
+        Self {
+            heartbeat,
+            wake,
+            current: None,
+            due: None,
+        }
+    }
+
+    fn refresh(&mut self) {
+        let interval = self.heartbeat.interval();
+        if interval != self.current {
+            self.current = interval;
+            self.due = interval.map(|i| Instant::now() + i);
+            self.heartbeat.set_next_due(self.due);
+        }
+    }
+
+    /// Asks for an `interval` run if one is due.
+    pub fn fire_if_due(&mut self) {
+        self.refresh();
+        let (Some(i), Some(d)) = (self.current, self.due) else {
+            return;
+        };
+        let now = Instant::now();
+        if now < d {
+            return;
+        }
+        self.wake.request_wake(WakeReason::Interval, AGENT);
+        let next = if d + i > now { d + i } else { now + i };
+        self.due = Some(next);
+        self.heartbeat.set_next_due(self.due);
+    }
+
+    /// The earlier of the next interval run and `other`.
+    pub fn deadline(&mut self, other: Instant) -> Instant {
+        self.refresh();
+        self.due.map_or(other, |d| d.min(other))
+    }
+
+    pub async fn config_changed(&self) {
+        self.heartbeat.config_changed().await
+    }
+}
+
+/// The heartbeat's instructions for routines (seed 003 §8.3): due tasks first, reflection
+/// only when nothing is due. Byte-stable, so the prompt cache holds.
+pub const HEARTBEAT_ROUTINES_SECTION: &str = "## Routines\n\
+Phase 1 — due tasks: when the message lists `## Due Tasks`, do each one now and report the result briefly.\n\
+Phase 2 — reflection (only when no task is due): look through MEMORY.md and recent context for routines the user \
+asked for that are not registered yet (check with `routine_list` first to avoid duplicates). Register them with \
+`routine_add`; they are marked as yours and announced to the user. If there is nothing, reply HEARTBEAT_OK.\n\
+Rules: routine changes need no confirmation; dangerous operations do. A new routine starts at its next scheduled \
+time, not in this heartbeat. Manage routines with the routine tools, never by editing HEARTBEAT.md.";
+
+impl DueTasks for Scheduler {
+    fn due(&self, _now_ms: i64) -> Vec<DueTask> {
+        let mut q = self.shared.inline.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = std::mem::take(&mut q.waiting);
+        let tasks = taken.iter().map(scheduler::due_task).collect();
+        q.serving.extend(taken);
+        tasks
+    }
+
+    fn finished(&self, tasks: &[DueTask], outcome: DueOutcome) {
+        let runs: Vec<Claimed> = {
+            let mut q = self.shared.inline.lock().unwrap_or_else(|e| e.into_inner());
+            let (mine, rest) = std::mem::take(&mut q.serving)
+                .into_iter()
+                .partition(|c| tasks.iter().any(|t| t.id == c.routine.id));
+            q.serving = rest;
+            mine
+        };
+        let result = match outcome {
+            DueOutcome::Done(summary) => RunResult::Ok { summary: Some(summary) },
+            DueOutcome::Failed(error) => RunResult::Failed {
+                outcome: RunOutcome::Failed,
+                error,
+            },
+            DueOutcome::Skipped(why) => RunResult::Skipped(why),
+        };
+        let session = crate::heartbeat::session_id(AGENT);
+        for c in runs {
+            let this = self.clone();
+            let result = result.clone();
+            let session = session.clone();
+            self.shared
+                .jobs
+                .spawn(async move { this.finish(&c, result, Some(session), false).await });
+        }
+    }
+
+    fn context(&self) -> Option<String> {
+        let state = self.deps().store.read().ok()?;
+        let mut notes = Vec::new();
+        if let Parsed::Corrupted(e) = &state.parsed {
+            notes.push(format!(
+                "The JSON task block in HEARTBEAT.md is corrupted ({e}), so no routine runs. Tell the user, and offer \
+                 to rebuild the routines from {} with routine_add (or from MEMORY.md and the conversation if that \
+                 is missing).",
+                store::SNAPSHOT_FILE
+            ));
+        }
+        for e in state.parsed.entries() {
+            let problem = match &e.routine {
+                Err(p) => Some(p.clone()),
+                Ok(r) => Spec::parse(
+                    r.schedule_text(),
+                    r.timezone.as_deref().unwrap_or(&self.config().default_zone),
+                )
+                .err(),
+            };
+            if let Some(p) = problem {
+                notes.push(format!("Routine \"{}\" cannot run: {p}", e.id().unwrap_or("?")));
+            }
+        }
+        (!notes.is_empty()).then(|| format!("## Routine Problems\n{}", notes.join("\n")))
+    }
+
+    fn system_section(&self) -> Option<String> {
+        Some(HEARTBEAT_ROUTINES_SECTION.to_string())
+    }
+}
+
+#[cfg(test)]
+#[path = "scheduler_tests.rs"]
+mod scheduler_tests;
+#[cfg(test)]
+#[path = "simulation_tests.rs"]
+mod simulation_tests;

@@ -1,0 +1,245 @@
+//! The routine as it is written in `HEARTBEAT.md` (schema v2, seed 003 §11, plus `kind` for
+//! deterministic tasks and three bookkeeping fields the scheduler needs to claim runs
+//! safely), the defaults a v1 task gets, and `infer_execution_mode`.
+//!
+//! Timestamps are ISO-8601 with an offset on disk (seed 003 §11.3) and milliseconds in
+//! memory. Fields this version does not know are kept, so an older Vigil rewriting the
+//! block never erases what a newer one wrote.
+//!
+//! Must never: decide when something runs (that is [`super::schedule`]) or touch a file.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use vigil_protocol::{ExecutionMode, RoutineSource, RoutineState};
+
+/// `timeout_seconds` when a task does not say (short enough that inference says `inline`).
+pub const DEFAULT_TIMEOUT_SECONDS: u32 = 60;
+/// `timeout_seconds` of an isolated routine created without one: a job may use tools.
+pub const DEFAULT_JOB_TIMEOUT_SECONDS: u32 = 600;
+/// `max_retry` when a task does not say (seed 003 §11 example).
+pub const DEFAULT_MAX_RETRY: u32 = 3;
+/// Longest accepted `timeout_seconds` (a day).
+pub const MAX_TIMEOUT_SECONDS: u32 = 24 * 3600;
+/// Deterministic kind: the reminder text and the current time, no model call.
+pub const KIND_TIME_REMINDER: &str = "time_reminder";
+
+/// One task of the JSON block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Routine {
+    pub id: String,
+    pub title: String,
+    #[serde(default)]
+    pub description: String,
+    /// Cron expression or interval; `None` for a one-shot (`next_run_at` only).
+    #[serde(default, skip_serializing_if = "is_none_or_empty")]
+    pub schedule: Option<String>,
+    /// IANA zone; filled with the user's zone when missing (v1), then written explicitly.
+    #[serde(default)]
+    pub timezone: Option<String>,
+    /// Missing in a v1 task means `inline` (seed 003 §13.1 #20).
+    #[serde(default = "inline")]
+    pub execution_mode: ExecutionMode,
+    #[serde(default)]
+    pub source: RoutineSource,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub state: RoutineState,
+    #[serde(default, with = "iso")]
+    pub last_run_at: Option<i64>,
+    #[serde(default, with = "iso")]
+    pub next_run_at: Option<i64>,
+    #[serde(default = "default_timeout")]
+    pub timeout_seconds: u32,
+    #[serde(default)]
+    pub retry: u32,
+    #[serde(default = "default_max_retry")]
+    pub max_retry: u32,
+    #[serde(default)]
+    pub error_message: Option<String>,
+    #[serde(default, with = "iso")]
+    pub created_at: Option<i64>,
+    /// A deterministic task kind (`time_reminder`); `None` runs through the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Who runs it now: `<pid>:<scheduler instance>`, set by the claim (pending → running).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<String>,
+    /// When the running attempt started, for the stuck-run limit.
+    #[serde(default, with = "iso", skip_serializing_if = "Option::is_none")]
+    pub run_started_at: Option<i64>,
+    /// The slot being run or retried (a retry's `next_run_at` is its back-off, not the slot).
+    #[serde(default, with = "iso", skip_serializing_if = "Option::is_none")]
+    pub due_at: Option<i64>,
+    /// A routine the agent registered on its own has been announced to the user.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub announced: bool,
+    /// Fields this version does not know, kept as they were.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+fn is_none_or_empty(s: &Option<String>) -> bool {
+    s.as_deref().is_none_or(|s| s.trim().is_empty())
+}
+
+fn inline() -> ExecutionMode {
+    ExecutionMode::Inline
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_timeout() -> u32 {
+    DEFAULT_TIMEOUT_SECONDS
+}
+
+fn default_max_retry() -> u32 {
+    DEFAULT_MAX_RETRY
+}
+
+impl Routine {
+    /// A new pending routine with every default, stamped `now`.
+    pub fn new(id: String, title: String, now_ms: i64) -> Self {
+        Self {
+            id,
+            title,
+            description: String::new(),
+            schedule: None,
+            timezone: None,
+            execution_mode: ExecutionMode::Inline,
+            source: RoutineSource::Manual,
+            enabled: true,
+            state: RoutineState::Pending,
+            last_run_at: None,
+            next_run_at: None,
+            timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+            retry: 0,
+            max_retry: DEFAULT_MAX_RETRY,
+            error_message: None,
+            created_at: Some(now_ms),
+            kind: None,
+            claimed_by: None,
+            run_started_at: None,
+            due_at: None,
+            announced: false,
+            extra: Default::default(),
+        }
+    }
+
+    /// The schedule text, `None` when empty.
+    pub fn schedule_text(&self) -> Option<&str> {
+        self.schedule.as_deref().map(str::trim).filter(|s| !s.is_empty())
+    }
+
+    /// Whether the routine repeats (has a schedule) rather than running once.
+    pub fn recurring(&self) -> bool {
+        self.schedule_text().is_some()
+    }
+
+    /// Active: counts against the soft limit and is considered for duplicates.
+    pub fn active(&self) -> bool {
+        self.enabled && !matches!(self.state, RoutineState::Done | RoutineState::Failed)
+    }
+}
+
+/// The framework's guess when the agent gave no mode (seed 003 §4.6): long timeouts and
+/// long instructions need a job of their own.
+pub fn infer_execution_mode(timeout_seconds: u32, description: &str) -> ExecutionMode {
+    if timeout_seconds > 60 || description.chars().count() > 200 {
+        ExecutionMode::Isolated
+    } else {
+        ExecutionMode::Inline
+    }
+}
+
+/// `2026-02-12T09:00:00+00:00` for a millisecond time.
+pub fn iso_string(ms: i64) -> String {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::AutoSi, false))
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// Parses ISO-8601 with an offset (`Z` or `+01:00`); a bare number is milliseconds.
+pub fn parse_iso(s: &str) -> Result<i64, String> {
+    let s = s.trim();
+    if let Ok(ms) = s.parse::<i64>() {
+        return Ok(ms);
+    }
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.timestamp_millis())
+        .map_err(|e| format!("\"{s}\" is not an ISO-8601 time with an offset (like 2026-02-12T09:00:00+00:00): {e}"))
+}
+
+/// Optional ISO-8601 times as strings on disk, milliseconds in memory.
+mod iso {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(v: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(ms) => s.serialize_str(&iso_string(*ms)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            S(String),
+            N(i64),
+        }
+        match Option::<Raw>::deserialize(d)? {
+            None => Ok(None),
+            Some(Raw::N(ms)) => Ok(Some(ms)),
+            Some(Raw::S(s)) if s.trim().is_empty() => Ok(None),
+            Some(Raw::S(s)) => parse_iso(&s).map(Some).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_v1_task_gets_v2_defaults() {
+        let r: Routine = serde_json::from_value(json!({
+            "id": "water", "title": "Drink water", "schedule": "1h",
+            "next_run_at": "2026-02-12T09:00:00+00:00", "state": "pending"
+        }))
+        .unwrap();
+        assert_eq!(r.execution_mode, ExecutionMode::Inline);
+        assert_eq!(r.source, RoutineSource::Manual);
+        assert!(r.enabled);
+        assert_eq!(r.timezone, None);
+        assert_eq!(r.description, "");
+        assert_eq!((r.timeout_seconds, r.retry, r.max_retry), (60, 0, 3));
+        assert_eq!(r.next_run_at, Some(1_770_886_800_000));
+    }
+
+    #[test]
+    fn unknown_fields_survive_a_round_trip_and_times_are_iso() {
+        let v = json!({
+            "id": "a", "title": "A", "description": "", "timezone": "UTC", "execution_mode": "isolated",
+            "source": "chat", "enabled": true, "state": "pending", "last_run_at": null,
+            "next_run_at": "2026-02-12T09:00:00+00:00", "timeout_seconds": 120, "retry": 0,
+            "max_retry": 3, "error_message": null, "created_at": "2026-02-11T14:30:00+00:00",
+            "future_field": {"x": 1}
+        });
+        let r: Routine = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(r.extra["future_field"], json!({"x": 1}));
+        let back = serde_json::to_value(&r).unwrap();
+        assert_eq!(back, v);
+    }
+
+    #[test]
+    fn inference_follows_the_seed() {
+        assert_eq!(infer_execution_mode(61, "x"), ExecutionMode::Isolated);
+        assert_eq!(infer_execution_mode(60, "x"), ExecutionMode::Inline);
+        assert_eq!(infer_execution_mode(30, &"y".repeat(201)), ExecutionMode::Isolated);
+        assert_eq!(infer_execution_mode(30, &"y".repeat(200)), ExecutionMode::Inline);
+    }
+}

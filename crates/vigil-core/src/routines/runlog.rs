@@ -1,0 +1,127 @@
+//! Each routine's run history: `<data>/routines/runs/<id>.jsonl`, one [`RoutineRun`] per
+//! line, appended whole; bounded to the latest [`KEEP`] runs (trimmed with an atomic
+//! rewrite once it holds twice that).
+//!
+//! Must never: let a history grow without bound, or fail a run because its log could not
+//! be written (that is logged and the run goes on).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use vigil_protocol::RoutineRun;
+
+use crate::tools::files::write_atomic;
+
+/// Runs kept per routine.
+pub const KEEP: usize = 50;
+
+/// The run logs of one data directory; cheap to clone.
+#[derive(Clone)]
+pub struct RunLog {
+    dir: PathBuf,
+    /// `std` lock: serialises appends and trims in this process; never held across an await.
+    lock: Arc<Mutex<()>>,
+}
+
+impl RunLog {
+    pub fn new(data_dir: &Path) -> Self {
+        Self {
+            dir: data_dir.join("routines").join("runs"),
+            lock: Arc::default(),
+        }
+    }
+
+    fn file(&self, routine_id: &str) -> PathBuf {
+        let safe: String = routine_id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(100)
+            .collect();
+        self.dir.join(format!("{safe}.jsonl"))
+    }
+
+    /// Appends one run.
+    pub fn record(&self, run: &RoutineRun) {
+        if let Err(e) = self.try_record(run) {
+            tracing::warn!("could not write the run log of routine {}: {e}", run.routine_id);
+        }
+    }
+
+    fn try_record(&self, run: &RoutineRun) -> std::io::Result<()> {
+        let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        std::fs::create_dir_all(&self.dir)?;
+        let path = self.file(&run.routine_id);
+        let mut line = serde_json::to_string(run).map_err(std::io::Error::other)?;
+        line.push('\n');
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+        f.write_all(line.as_bytes())?;
+        drop(f);
+        let text = std::fs::read_to_string(&path)?;
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        if lines.len() >= 2 * KEEP {
+            let mut kept = lines[lines.len() - KEEP..].join("\n");
+            kept.push('\n');
+            write_atomic(&path, kept.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// The latest runs, oldest first (at most [`KEEP`]); unreadable lines are skipped.
+    pub fn history(&self, routine_id: &str) -> Vec<RoutineRun> {
+        let Ok(text) = std::fs::read_to_string(self.file(routine_id)) else {
+            return vec![];
+        };
+        let runs: Vec<RoutineRun> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        runs[runs.len().saturating_sub(KEEP)..].to_vec()
+    }
+
+    /// Forgets a routine's history.
+    pub fn remove(&self, routine_id: &str) {
+        let _ = std::fs::remove_file(self.file(routine_id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vigil_protocol::{ExecutionMode, RunOutcome};
+
+    fn run(i: i64) -> RoutineRun {
+        RoutineRun {
+            run_id: format!("r{i}"),
+            routine_id: "water".into(),
+            mode: ExecutionMode::Inline,
+            due_at: Some(i),
+            started_at: i,
+            finished_at: i,
+            outcome: RunOutcome::Ok,
+            session_id: None,
+            summary: None,
+            error: None,
+            deterministic: false,
+        }
+    }
+
+    #[test]
+    fn the_history_is_bounded_and_keeps_the_latest() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RunLog::new(dir.path());
+        for i in 0..(3 * KEEP as i64) {
+            log.record(&run(i));
+        }
+        let h = log.history("water");
+        assert_eq!(h.len(), KEEP);
+        assert_eq!(h.last().unwrap().run_id, format!("r{}", 3 * KEEP - 1));
+        let lines = std::fs::read_to_string(log.file("water")).unwrap().lines().count();
+        assert!(lines < 2 * KEEP, "{lines}");
+        log.remove("water");
+        assert!(log.history("water").is_empty());
+    }
+}

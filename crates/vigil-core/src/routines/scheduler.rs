@@ -1,0 +1,597 @@
+//! The scheduler (seed 003 §4.6): one [`Scheduler::tick`] decides everything that is due,
+//! and [`Scheduler::run`] is the single loop that owns all timing — the heartbeat interval
+//! and the routines.
+//!
+//! A tick reads the task block (a `stat` when it did not change), and only when something
+//! needs doing takes the lock and, in one write: fills v1 defaults, recovers runs left
+//! `running` by a crashed or stuck run, skips runs too late to be useful, and **claims**
+//! every due routine (pending → running, stamped with this instance) before anything runs,
+//! so two ticks — in this process or another — never start the same run. Claimed routines
+//! are then split: `inline` ones wait for one heartbeat turn (`## Due Tasks`, through the
+//! wake loop's coalescing), `isolated` ones start a job each, deterministic kinds run
+//! without the model. [`Scheduler::finish`] moves a run to done / back to pending with the
+//! next time / into a retry with back-off.
+//!
+//! ## Decisions
+//! - **Catch-up**: a run missed while Vigil was not running (or the machine slept) runs
+//!   once when it wakes — the routine's `next_run_at` is one time, however many slots
+//!   passed — if it is at most [`SchedulerConfig::catch_up_limit`] (24 h) late; later than
+//!   that it is recorded as `missed` and the routine moves to its next time (a one-shot
+//!   fails with that reason).
+//! - **Crash mid-run**: a `running` claim by an earlier instance of this process, or by a
+//!   process that no longer exists, counts as a failed attempt (`interrupted`) at once; a
+//!   claim by a live process is cleared when older than the routine's timeout plus
+//!   [`SchedulerConfig::stuck_grace`]. Either way the retry rules apply; the run is never
+//!   started twice at the same time.
+//! - **Retries**: back-off 30 s, 1 min, 5 min, 15 min, 60 min (OpenClaw's cron) up to
+//!   `max_retry`; then a recurring routine gives up on that slot and waits for its next
+//!   one, a one-shot becomes `failed`.
+//!
+//! Must never: read the system clock (only the injected [`Clock`]); let one routine's
+//! failure stop the loop or the others; start a run it has not claimed.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio_util::task::TaskTracker;
+use vigil_protocol::{ErrorKind, Event, ExecutionMode, RoutineRun, RoutineSource, RoutineState, RunOutcome, Source};
+
+use super::model::Routine;
+use super::schedule::Spec;
+use super::state::{apply_failure, apply_success, release, run_entry, stale_claim};
+use super::store::{Parsed, StoreError};
+use super::Deps;
+use crate::heartbeat::DueTask;
+use crate::wake::Wake;
+
+/// Timings and limits; [`Default`] is what Vigil uses.
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    /// How late a missed run may be and still run (see the module docs).
+    pub catch_up_limit: Duration,
+    /// A live claim older than timeout + this is cleared as stuck.
+    pub stuck_grace: Duration,
+    /// Retry back-off by attempt; the last value repeats.
+    pub backoff: Vec<Duration>,
+    /// The longest the loop sleeps without looking (a hand edit, a clock jump after sleep).
+    pub max_nap: Duration,
+    /// The zone written into routines that have none.
+    pub default_zone: String,
+    /// Finished job sessions are kept this long …
+    pub job_retention: Duration,
+    /// … and at most this many.
+    pub job_retention_count: usize,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        let m = |n: u64| Duration::from_secs(60 * n);
+        Self {
+            catch_up_limit: m(24 * 60),
+            stuck_grace: m(5),
+            backoff: vec![Duration::from_secs(30), m(1), m(5), m(15), m(60)],
+            max_nap: Duration::from_secs(30),
+            default_zone: super::schedule::local_zone_name(),
+            job_retention: m(7 * 24 * 60),
+            job_retention_count: 50,
+        }
+    }
+}
+
+/// A run this instance claimed.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub routine: Routine,
+    pub run_id: String,
+    /// The slot (the `next_run_at` that was due).
+    pub due_at: i64,
+    pub started_at: i64,
+}
+
+/// How a run ended, for [`Scheduler::finish`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunResult {
+    Ok {
+        summary: Option<String>,
+    },
+    Failed {
+        outcome: RunOutcome,
+        error: String,
+    },
+    /// An inline run the heartbeat could not take for a reason a retry would not fix.
+    Skipped(String),
+}
+
+/// What one tick did, for tests and the benchmark.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TickReport {
+    pub claimed: Vec<String>,
+    pub recovered: Vec<String>,
+    pub missed: Vec<String>,
+    /// The task block is corrupted (reported, nothing ran).
+    pub corrupted: bool,
+    /// The earliest `next_run_at` of a pending routine after the tick.
+    pub next_due: Option<i64>,
+}
+
+/// The clonable handle to the scheduler.
+#[derive(Clone)]
+pub struct Scheduler {
+    pub(super) shared: Arc<Shared>,
+}
+
+pub(super) struct Shared {
+    pub(super) deps: Deps,
+    pub(super) config: SchedulerConfig,
+    /// `<pid>:<random>`: written into claims; a claim with our pid but another instance is
+    /// a previous incarnation's (a restart), hence interrupted.
+    pub(super) instance: String,
+    pub(super) host: RwLock<Option<Arc<dyn super::JobHost>>>,
+    pub(super) wake: RwLock<Option<Wake>>,
+    /// Jobs and deterministic runs in flight.
+    pub(super) jobs: TaskTracker,
+    /// `std` lock: ids this instance is running; never held across an await.
+    pub(super) in_flight: Mutex<HashSet<String>>,
+    /// `std` lock: inline runs claimed, waiting for (or in) a heartbeat turn.
+    pub(super) inline: Mutex<InlineQueue>,
+    /// Wakes the loop (a routine changed, a run finished).
+    pub(super) poke: Notify,
+    /// `std` lock: problems already reported, so each is said once per change.
+    reported: Mutex<HashMap<String, String>>,
+    /// `std` lock: the routines whose schedule cannot be used, per file version.
+    problems: Mutex<(usize, HashMap<String, String>)>,
+}
+
+#[derive(Default)]
+pub(super) struct InlineQueue {
+    pub(super) waiting: Vec<Claimed>,
+    pub(super) serving: Vec<Claimed>,
+}
+
+impl Scheduler {
+    pub fn new(deps: Deps, config: SchedulerConfig) -> Self {
+        let uuid = uuid::Uuid::new_v4().simple().to_string();
+        Self {
+            shared: Arc::new(Shared {
+                instance: format!("{}:{}", std::process::id(), &uuid[..8]),
+                deps,
+                config,
+                host: RwLock::new(None),
+                wake: RwLock::new(None),
+                jobs: TaskTracker::new(),
+                in_flight: Mutex::new(HashSet::new()),
+                inline: Mutex::new(InlineQueue::default()),
+                poke: Notify::new(),
+                reported: Mutex::new(HashMap::new()),
+                problems: Mutex::new((0, HashMap::new())),
+            }),
+        }
+    }
+
+    pub fn deps(&self) -> &Deps {
+        &self.shared.deps
+    }
+
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.shared.config
+    }
+
+    /// Who runs isolated jobs (the runtime).
+    pub fn set_host(&self, host: Arc<dyn super::JobHost>) {
+        *self.shared.host.write().unwrap_or_else(|e| e.into_inner()) = Some(host);
+    }
+
+    /// The wake loop inline runs go through.
+    pub fn set_wake(&self, wake: Wake) {
+        *self.shared.wake.write().unwrap_or_else(|e| e.into_inner()) = Some(wake);
+    }
+
+    /// Asks the loop to tick now (after an edit).
+    pub fn poke(&self) {
+        self.shared.poke.notify_one();
+    }
+
+    /// Waits until every job and deterministic run started so far has finished.
+    pub async fn settle(&self) {
+        self.shared.jobs.close();
+        self.shared.jobs.wait().await;
+        self.shared.jobs.reopen();
+    }
+
+    fn now(&self) -> i64 {
+        self.shared.deps.clock.now_ms()
+    }
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        let b = &self.shared.config.backoff;
+        let i = (attempt.max(1) as usize - 1).min(b.len().saturating_sub(1));
+        b.get(i).copied().unwrap_or(Duration::from_secs(60))
+    }
+
+    /// Why each routine of this file version cannot be scheduled (bad cron or zone).
+    /// Computed once per file version, so a tick on an unchanged file parses nothing.
+    fn problems(&self, parsed: &Parsed, key: usize) -> HashMap<String, String> {
+        let mut cache = self.shared.problems.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.0 != key {
+            let zone = &self.shared.config.default_zone;
+            let mut problems = HashMap::new();
+            for e in parsed.entries() {
+                match &e.routine {
+                    Ok(r) => {
+                        if let Err(p) = Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(zone)) {
+                            problems.insert(r.id.clone(), p);
+                        }
+                    }
+                    Err(p) => {
+                        problems.insert(e.id().unwrap_or("?").to_string(), p.clone());
+                    }
+                }
+            }
+            *cache = (key, problems);
+        }
+        cache.1.clone()
+    }
+
+    /// One scheduling decision at the clock's now. Never fails: problems are reported as
+    /// events and in the routines' `error_message`, and the other routines go on.
+    pub async fn tick(&self) -> TickReport {
+        let now = self.now();
+        let mut report = TickReport::default();
+        let state = match self.shared.deps.store.read() {
+            Ok(s) => s,
+            Err(e) => {
+                self.report_once("file", format!("Routines could not be read: {e}"));
+                return report;
+            }
+        };
+        if let Parsed::Corrupted(e) = &state.parsed {
+            report.corrupted = true;
+            self.report_once(
+                "file",
+                format!("The task block in HEARTBEAT.md is corrupted ({e}); no routine runs until it is fixed or restored from the snapshot."),
+            );
+            return report;
+        }
+        self.shared
+            .reported
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove("file");
+        let problems = self.problems(&state.parsed, Arc::as_ptr(&state) as usize);
+        let in_flight = self.shared.in_flight.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut work = false;
+        for e in state.parsed.entries() {
+            let Ok(r) = &e.routine else { continue };
+            if let Some(p) = problems.get(&r.id) {
+                work |= r.error_message.as_deref() != Some(p.as_str());
+                continue;
+            }
+            work |= r.timezone.is_none()
+                || r.created_at.is_none()
+                || (r.source == RoutineSource::HeartbeatReflect && !r.announced)
+                || (r.state == RoutineState::Running && !in_flight.contains(&r.id))
+                || (r.enabled && r.state == RoutineState::Pending && r.next_run_at.is_none_or(|t| t <= now));
+        }
+        for (id, p) in &problems {
+            self.report_once(id, format!("Routine \"{id}\" cannot run: {p}"));
+        }
+        if work {
+            match self.claim(now, &problems, &mut report).await {
+                Ok((claimed, announce)) => {
+                    self.dispatch(claimed);
+                    for r in announce {
+                        self.announce(&r).await;
+                    }
+                    self.changed();
+                }
+                Err(e) => self.report_once("claim", format!("Routines could not be updated: {e}")),
+            }
+        }
+        report.next_due = self.next_due();
+        report
+    }
+
+    /// The earliest `next_run_at` of a pending, enabled routine (from the cached file).
+    pub fn next_due(&self) -> Option<i64> {
+        let state = self.shared.deps.store.read().ok()?;
+        state
+            .parsed
+            .entries()
+            .iter()
+            .filter_map(|e| e.routine.as_ref().ok())
+            .filter(|r| r.enabled && r.state == RoutineState::Pending)
+            .filter_map(|r| r.next_run_at)
+            .min()
+    }
+
+    /// The locked part of a tick: normalise, recover, skip, claim — one write.
+    async fn claim(
+        &self,
+        now: i64,
+        problems: &HashMap<String, String>,
+        report: &mut TickReport,
+    ) -> Result<(Vec<Claimed>, Vec<Routine>), StoreError> {
+        let zone = self.shared.config.default_zone.clone();
+        let instance = self.shared.instance.clone();
+        let limit = self.shared.config.catch_up_limit.as_millis() as i64;
+        let grace = self.shared.config.stuck_grace.as_millis() as i64;
+        let mut runs = Vec::new();
+        let result = self
+            .shared
+            .deps
+            .store
+            .update(|entries| {
+                // Read and extended under the file lock, so a concurrent tick of this
+                // instance sees this one's claims as in flight, never as stale.
+                let mut in_flight = self.shared.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+                let mut claimed = Vec::new();
+                let mut announce = Vec::new();
+                for e in entries.iter_mut() {
+                    let Ok(r) = &mut e.routine else { continue };
+                    if r.timezone.is_none() {
+                        r.timezone = Some(zone.clone());
+                    }
+                    if r.created_at.is_none() {
+                        r.created_at = Some(now);
+                    }
+                    if let Some(p) = problems.get(&r.id) {
+                        r.error_message = Some(p.clone());
+                        continue;
+                    }
+                    let Ok(spec) = Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(&zone)) else {
+                        continue;
+                    };
+                    if r.source == RoutineSource::HeartbeatReflect && !r.announced {
+                        r.announced = true;
+                        announce.push(r.clone());
+                    }
+                    if r.state == RoutineState::Running && !in_flight.contains(&r.id) {
+                        let why = stale_claim(r, &instance, now, grace);
+                        if let Some(why) = why {
+                            report.recovered.push(r.id.clone());
+                            runs.push(run_entry(r, RunOutcome::Interrupted, now, Some(why.clone())));
+                            apply_failure(r, &spec, now, why, self.backoff(r.retry + 1));
+                        }
+                    }
+                    if !r.enabled || r.state != RoutineState::Pending {
+                        continue;
+                    }
+                    let anchor = r.created_at.unwrap_or(now);
+                    let Some(due) = r.next_run_at else {
+                        match spec.next_after(now, anchor) {
+                            Some(next) => r.next_run_at = Some(next),
+                            None => {
+                                r.state = RoutineState::Failed;
+                                r.error_message = Some("a one-shot routine needs next_run_at".into());
+                            }
+                        }
+                        continue;
+                    };
+                    if due > now {
+                        continue;
+                    }
+                    if now - due > limit {
+                        report.missed.push(r.id.clone());
+                        let why = format!(
+                            "missed: it was due at {} and Vigil was not running until {}",
+                            super::model::iso_string(due),
+                            super::model::iso_string(now)
+                        );
+                        runs.push(run_entry(r, RunOutcome::Missed, now, Some(why.clone())));
+                        r.due_at = None;
+                        r.retry = 0;
+                        match spec.next_after(now, anchor) {
+                            Some(next) if r.recurring() => r.next_run_at = Some(next),
+                            _ => {
+                                r.state = RoutineState::Failed;
+                                r.next_run_at = None;
+                                r.error_message = Some(why);
+                            }
+                        }
+                        continue;
+                    }
+                    r.state = RoutineState::Running;
+                    r.claimed_by = Some(instance.clone());
+                    r.run_started_at = Some(now);
+                    let slot = *r.due_at.get_or_insert(due);
+                    report.claimed.push(r.id.clone());
+                    in_flight.insert(r.id.clone());
+                    claimed.push(Claimed {
+                        routine: r.clone(),
+                        run_id: short_id(),
+                        due_at: slot,
+                        started_at: now,
+                    });
+                }
+                Ok((claimed, announce))
+            })
+            .await;
+        for run in &runs {
+            self.shared.deps.runlog.record(run);
+        }
+        result
+    }
+
+    /// Moves a claimed run to its next state (seed 003 §11: done / pending with the next
+    /// time / retry), records it in the run log, and releases it.
+    pub async fn finish(&self, claimed: &Claimed, result: RunResult, session_id: Option<String>, deterministic: bool) {
+        let now = self.now();
+        let zone = self.shared.config.default_zone.clone();
+        let instance = self.shared.instance.clone();
+        let id = claimed.routine.id.clone();
+        let backoff = self.backoff(claimed.routine.retry + 1);
+        let outcome = self
+            .shared
+            .deps
+            .store
+            .update(|entries| {
+                let Some(r) = entries
+                    .iter_mut()
+                    .filter_map(|e| e.routine.as_mut().ok())
+                    .find(|r| r.id == id)
+                else {
+                    return Ok(false);
+                };
+                if r.claimed_by.as_deref() != Some(instance.as_str()) || r.state != RoutineState::Running {
+                    // Someone recovered it meanwhile (stuck limit); their decision stands.
+                    return Ok(false);
+                }
+                let spec = Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(&zone));
+                match (&result, spec) {
+                    (RunResult::Ok { .. }, Ok(spec)) => apply_success(r, &spec, now),
+                    (RunResult::Failed { error, .. }, Ok(spec)) => apply_failure(r, &spec, now, error.clone(), backoff),
+                    (RunResult::Skipped(why), Ok(spec)) => {
+                        release(r);
+                        r.due_at = None;
+                        match spec.next_after(now, r.created_at.unwrap_or(now)) {
+                            Some(next) => r.next_run_at = Some(next),
+                            // A one-shot waits a while for the heartbeat to be able to take it.
+                            None => r.next_run_at = Some(now + 15 * 60_000),
+                        }
+                        r.error_message = Some(format!("skipped: {why}"));
+                    }
+                    (_, Err(p)) => {
+                        release(r);
+                        r.error_message = Some(p);
+                    }
+                }
+                Ok(true)
+            })
+            .await;
+        self.shared
+            .in_flight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        if let Err(e) = &outcome {
+            self.report_once(
+                "finish",
+                format!("The result of routine \"{id}\" could not be saved: {e}"),
+            );
+        }
+        let (outcome, summary, error) = match result {
+            RunResult::Ok { summary } => (RunOutcome::Ok, summary, None),
+            RunResult::Failed { outcome, error } => (outcome, None, Some(error)),
+            RunResult::Skipped(why) => (RunOutcome::Skipped, None, Some(why)),
+        };
+        self.shared.deps.runlog.record(&RoutineRun {
+            run_id: claimed.run_id.clone(),
+            routine_id: id,
+            mode: claimed.routine.execution_mode,
+            due_at: Some(claimed.due_at),
+            started_at: claimed.started_at,
+            finished_at: now,
+            outcome,
+            session_id,
+            summary,
+            error,
+            deterministic,
+        });
+        self.changed();
+        self.poke();
+    }
+
+    /// Starts what a tick claimed.
+    fn dispatch(&self, claimed: Vec<Claimed>) {
+        let mut inline = Vec::new();
+        for c in claimed {
+            if c.routine.kind.is_some() {
+                let this = self.clone();
+                self.shared.jobs.spawn(async move { this.run_deterministic(c).await });
+            } else if c.routine.execution_mode == ExecutionMode::Inline {
+                inline.push(c);
+            } else {
+                let this = self.clone();
+                self.shared.jobs.spawn(async move { this.run_isolated(c).await });
+            }
+        }
+        if !inline.is_empty() {
+            self.queue_inline(inline);
+        }
+    }
+
+    /// Hands inline runs to the next heartbeat turn, through the wake loop.
+    pub(super) fn queue_inline(&self, runs: Vec<Claimed>) {
+        self.shared
+            .inline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .waiting
+            .extend(runs);
+        match self.shared.wake.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            Some(w) => w.request_wake(vigil_protocol::WakeReason::Cron, crate::heartbeat::AGENT),
+            None => tracing::debug!("inline routines wait: no wake loop yet"),
+        }
+    }
+
+    /// Inline runs waiting for a heartbeat (for the heartbeat seam and tests).
+    pub fn inline_waiting(&self) -> Vec<DueTask> {
+        let q = self.shared.inline.lock().unwrap_or_else(|e| e.into_inner());
+        q.waiting.iter().map(due_task).collect()
+    }
+
+    pub(super) fn report_once(&self, key: &str, message: String) {
+        let mut reported = self.shared.reported.lock().unwrap_or_else(|e| e.into_inner());
+        if reported.get(key) == Some(&message) {
+            return;
+        }
+        reported.insert(key.to_string(), message.clone());
+        drop(reported);
+        tracing::warn!("{message}");
+        self.shared.deps.emitter.emit(
+            Source::Scheduler,
+            Event::Error {
+                kind: ErrorKind::Storage,
+                message,
+            },
+        );
+    }
+
+    /// Emits `routines_changed`.
+    pub fn changed(&self) {
+        let view = super::view::routines_view(self, self.now());
+        self.shared
+            .deps
+            .emitter
+            .emit(Source::Scheduler, Event::RoutinesChanged { routines: view });
+    }
+
+    /// The single loop that owns all timing: the heartbeat's interval (through `interval`)
+    /// and the routines. Sleeps until the earlier of the two (at most `max_nap`, so a hand
+    /// edit or a wall-clock jump after the machine slept is seen promptly), and ticks.
+    pub async fn run(self, mut interval: super::IntervalTimer, shutdown: tokio_util::sync::CancellationToken) {
+        loop {
+            let report = self.tick().await;
+            interval.fire_if_due();
+            let now = self.now();
+            let nap = self.shared.config.max_nap;
+            let routine_wait = report
+                .next_due
+                .map(|t| Duration::from_millis((t - now).max(0) as u64))
+                .unwrap_or(nap)
+                .min(nap);
+            let deadline = interval.deadline(tokio::time::Instant::now() + routine_wait);
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.shared.poke.notified() => {}
+                _ = interval.config_changed() => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+}
+
+pub(super) fn due_task(c: &Claimed) -> DueTask {
+    DueTask {
+        id: c.routine.id.clone(),
+        title: c.routine.title.clone(),
+        description: c.routine.description.clone(),
+    }
+}
+
+/// 8 hex characters.
+pub(super) fn short_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
+}

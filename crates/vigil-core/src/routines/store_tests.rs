@@ -1,0 +1,133 @@
+//! The task block: ok / corrupted / empty, the user's text kept around every write,
+//! unreadable tasks kept verbatim, no write over corruption, the snapshot.
+
+use super::*;
+use crate::clock::ManualClock;
+
+const HEAD: &str = "# My checks\n\n- if the disk is over 80 %, tell me\n\n";
+const TAIL: &str = "\n## Notes\nkeep this line exactly  \n";
+
+fn file(json: &str) -> String {
+    format!("{HEAD}## Tasks\n\n```json\n{json}\n```\n{TAIL}")
+}
+
+fn store(dir: &Path) -> RoutineStore {
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(0));
+    std::fs::create_dir_all(dir.join("sessions")).unwrap();
+    RoutineStore::new(dir, SessionLocks::with_defaults(&dir.join("sessions")), clock)
+}
+
+#[test]
+fn parse_results_are_classified() {
+    assert_eq!(parse(""), Parsed::Empty);
+    assert_eq!(parse("# HEARTBEAT.md\n- check the disk\n"), Parsed::Empty);
+    // A JSON block elsewhere is not the task block.
+    assert_eq!(parse("## Notes\n```json\n{}\n```\n"), Parsed::Empty);
+    match parse(&file("{\"version\": 2, \"tasks\": [")) {
+        Parsed::Corrupted(e) => assert!(e.contains("invalid JSON at line"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    match parse(&format!("{HEAD}## Tasks\n```json\n{{\"tasks\": []}}\n")) {
+        Parsed::Corrupted(e) => assert!(e.contains("no closing"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(parse(&file("[1, 2]")), Parsed::Corrupted(_)));
+    assert!(matches!(parse(&file("{\"tasks\": 3}")), Parsed::Corrupted(_)));
+    let ok = parse(&file(r#"{"version": 1, "tasks": [{"id": "a", "title": "A"}]}"#));
+    assert_eq!(ok.entries().len(), 1);
+    assert_eq!(ok.entries()[0].routine.as_ref().unwrap().title, "A");
+}
+
+#[test]
+fn unreadable_tasks_carry_their_problem_and_duplicates_are_flagged() {
+    let p = parse(&file(
+        r#"{"tasks": [{"id": "a", "title": "A", "enabled": "yes"}, {"id": "b", "title": "B"}, {"id": "b", "title": "B2"}]}"#,
+    ));
+    let e = p.entries();
+    assert!(e[0].routine.as_ref().unwrap_err().contains("task 1 cannot be read"));
+    assert_eq!(e[0].id(), Some("a"));
+    assert!(e[1].routine.is_ok());
+    assert!(e[2].routine.as_ref().unwrap_err().contains("repeats the id"));
+}
+
+#[tokio::test]
+async fn writes_keep_the_users_text_and_unreadable_tasks_verbatim() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let bad = r#"{"id": "x", "title": 5}"#;
+    std::fs::write(
+        s.path(),
+        file(&format!(r#"{{"version": 2, "tasks": [{bad}], "owner": "me"}}"#)),
+    )
+    .unwrap();
+    s.update(|entries| {
+        entries.push(Entry::new(Routine::new("water".into(), "Drink water".into(), 0)));
+        Ok(())
+    })
+    .await
+    .unwrap();
+    let text = std::fs::read_to_string(s.path()).unwrap();
+    assert!(
+        text.starts_with(&format!("{HEAD}## Tasks\n\n```json\n{{\n  \"version\": 2,")),
+        "{text}"
+    );
+    assert!(text.ends_with(&format!("\n```\n{TAIL}")), "{text}");
+    let Parsed::Ok { entries, extra } = parse(&text) else {
+        panic!("{text}")
+    };
+    assert_eq!(entries[0].raw, serde_json::from_str::<Value>(bad).unwrap());
+    assert_eq!(entries[1].id(), Some("water"));
+    assert_eq!(extra["owner"], "me");
+    // The snapshot holds the same list.
+    let snap: Value = serde_json::from_str(&std::fs::read_to_string(s.snapshot_path()).unwrap()).unwrap();
+    assert_eq!(snap["tasks"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_file_without_a_block_gets_one_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    std::fs::write(s.path(), "- check the disk").unwrap();
+    s.update(|e| {
+        e.push(Entry::new(Routine::new("a".into(), "A".into(), 0)));
+        Ok(())
+    })
+    .await
+    .unwrap();
+    let text = std::fs::read_to_string(s.path()).unwrap();
+    assert!(text.starts_with("- check the disk\n\n## Tasks\n"), "{text}");
+    assert_eq!(parse(&text).entries().len(), 1);
+    assert_eq!(
+        strip_block(&text).trim(),
+        "- check the disk\n\n## Tasks\n\n<!-- Routines: edit with care, or ask Vigil. Times are ISO-8601. -->".trim()
+    );
+}
+
+#[tokio::test]
+async fn a_corrupted_block_is_never_written_over_and_can_be_restored_on_purpose() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    std::fs::write(s.path(), file(r#"{"tasks": [{"id": "a", "title": "A"}]}"#)).unwrap();
+    assert!(matches!(s.read().unwrap().parsed, Parsed::Ok { .. }));
+    let broken = file(r#"{"tasks": [{"id": "a", "title": "A"},]}"#);
+    std::fs::write(s.path(), &broken).unwrap();
+    assert!(matches!(s.read().unwrap().parsed, Parsed::Corrupted(_)));
+    let err = s.update(|_| Ok(())).await.unwrap_err();
+    assert!(matches!(err, StoreError::Corrupted(_)), "{err}");
+    assert_eq!(std::fs::read_to_string(s.path()).unwrap(), broken);
+    assert_eq!(s.restore_snapshot().await.unwrap(), 1);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("HEARTBEAT.md.corrupt")).unwrap(),
+        broken
+    );
+    let text = std::fs::read_to_string(s.path()).unwrap();
+    assert!(text.starts_with(HEAD) && text.ends_with(TAIL), "{text}");
+    assert_eq!(s.read().unwrap().parsed.entries()[0].id(), Some("a"));
+}
+
+#[test]
+fn the_heartbeat_copy_leaves_the_block_out() {
+    let text = file(r#"{"tasks": []}"#);
+    assert_eq!(strip_block(&text), format!("{HEAD}## Tasks\n\n{TAIL}"));
+    assert_eq!(strip_block("- a\n"), "- a\n");
+}

@@ -1,0 +1,246 @@
+//! The agent's routine tools (seed 003 §8.2): `routine_add`, `routine_list`,
+//! `routine_update`, `routine_remove`. A bad schedule or zone, a duplicate, or the soft
+//! limit comes back as a tool error the model can correct. A routine added from the
+//! heartbeat session is the agent's own idea: `source: heartbeat_reflect`, announced once.
+//!
+//! Must never: bypass the validation of [`super::edit`].
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::json;
+use vigil_protocol::{ExecutionMode, RoutineDraft, RoutineSource};
+
+use super::model::parse_iso;
+use super::scheduler::Scheduler;
+use super::view::routine_view;
+use crate::provider::ToolSpec;
+use crate::tools::{parse_args, Tool, ToolContext, ToolOutput, ToolRegistry};
+
+/// Registers the four routine tools over `scheduler`.
+pub fn register(registry: &mut ToolRegistry, scheduler: &Scheduler) {
+    for kind in [Kind::Add, Kind::List, Kind::Update, Kind::Remove] {
+        registry.register(Arc::new(RoutineTool {
+            kind,
+            scheduler: scheduler.clone(),
+        }));
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Add,
+    List,
+    Update,
+    Remove,
+}
+
+struct RoutineTool {
+    kind: Kind,
+    scheduler: Scheduler,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Fields {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    schedule: Option<String>,
+    #[serde(default)]
+    next_run_at: Option<String>,
+    #[serde(default)]
+    timezone: Option<String>,
+    #[serde(default)]
+    execution_mode: Option<ExecutionMode>,
+    #[serde(default)]
+    timeout_seconds: Option<u32>,
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    allow_duplicate: Option<bool>,
+    #[serde(default)]
+    include_disabled: Option<bool>,
+}
+
+impl Fields {
+    fn draft(&self) -> Result<RoutineDraft, ToolOutput> {
+        let next_run_at = match self.next_run_at.as_deref().filter(|s| !s.trim().is_empty()) {
+            Some(s) => Some(parse_iso(s).map_err(|e| ToolOutput::error(format!("`next_run_at`: {e}")))?),
+            None => None,
+        };
+        Ok(RoutineDraft {
+            title: self.title.clone(),
+            description: self.description.clone(),
+            schedule: self.schedule.clone(),
+            next_run_at,
+            timezone: self.timezone.clone(),
+            execution_mode: self.execution_mode,
+            timeout_seconds: self.timeout_seconds,
+            max_retry: None,
+            enabled: self.enabled,
+            kind: self.kind.clone(),
+            allow_duplicate: self.allow_duplicate.unwrap_or(false),
+        })
+    }
+}
+
+fn props(kind: Kind) -> serde_json::Value {
+    let mut p = json!({
+        "title": {"type": "string", "description": "Short name, e.g. \"Drink water\"."},
+        "description": {"type": "string", "description": "What to do each time, as an instruction to yourself."},
+        "schedule": {"type": "string", "description": "A 5-field cron expression in `timezone` (\"0 9 * * 1-5\" = weekdays 09:00; weekday 0 = Sunday) or an interval (\"30m\", \"2h\", \"1d\"). Omit for a one-time routine."},
+        "next_run_at": {"type": "string", "description": "ISO-8601 time with offset: when a one-time routine runs (or a recurring one first runs)."},
+        "timezone": {"type": "string", "description": "IANA zone the schedule is read in, e.g. \"Europe/Berlin\". Default: the user's zone."},
+        "execution_mode": {"type": "string", "enum": ["inline", "isolated"], "description": "inline: light, runs inside the heartbeat (reminders, quick checks). isolated: its own session with tools (fetching, multi-step work). Default: inferred."},
+        "timeout_seconds": {"type": "integer", "minimum": 1, "description": "Longest a run may take."},
+        "kind": {"type": "string", "enum": ["time_reminder"], "description": "time_reminder: a plain reminder delivered without calling the model."}
+    });
+    match kind {
+        Kind::Add => {
+            p["allow_duplicate"] = json!({"type": "boolean", "description": "Add even if a similar routine exists."});
+        }
+        Kind::Update => {
+            p["id"] = json!({"type": "string", "description": "The routine's id (from routine_list)."});
+            p["enabled"] = json!({"type": "boolean", "description": "false pauses, true resumes."});
+        }
+        Kind::List => {
+            return json!({"include_disabled": {"type": "boolean", "description": "Also list paused, finished and failed routines."}})
+        }
+        Kind::Remove => {
+            return json!({"id": {"type": "string", "description": "The routine's id (from routine_list)."}})
+        }
+    }
+    p
+}
+
+#[async_trait::async_trait]
+impl Tool for RoutineTool {
+    fn spec(&self) -> ToolSpec {
+        let (name, description, required) = match self.kind {
+            Kind::Add => (
+                "routine_add",
+                "Register a routine: something to do on a schedule (cron or interval) or once at a time. Check \
+                 routine_list first to avoid duplicates. A new routine starts at its next scheduled time.",
+                vec!["title"],
+            ),
+            Kind::List => (
+                "routine_list",
+                "List the routines with their schedules, next runs and states.",
+                vec![],
+            ),
+            Kind::Update => (
+                "routine_update",
+                "Change a routine: any of its fields; `enabled: false` pauses it.",
+                vec!["id"],
+            ),
+            Kind::Remove => ("routine_remove", "Delete a routine.", vec!["id"]),
+        };
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters: json!({
+                "type": "object",
+                "properties": props(self.kind),
+                "required": required,
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput {
+        let f: Fields = match parse_args(&self.spec(), input) {
+            Ok(f) => f,
+            Err(out) => return out,
+        };
+        let s = &self.scheduler;
+        let zone = s.config().default_zone.clone();
+        let now = s.deps().clock.now_ms();
+        let line = |r: &super::Routine| {
+            let v = routine_view(r, &zone, now);
+            let next = v
+                .next_run_at
+                .map(super::model::iso_string)
+                .unwrap_or_else(|| "none".into());
+            format!(
+                "{} — \"{}\": {} ({:?}, {:?}, next run {next})",
+                v.id, v.title, v.schedule_description, v.execution_mode, v.state
+            )
+        };
+        match self.kind {
+            Kind::Add => {
+                let draft = match f.draft() {
+                    Ok(d) => d,
+                    Err(out) => return out,
+                };
+                let source = if ctx.owner.starts_with("heartbeat") {
+                    RoutineSource::HeartbeatReflect
+                } else {
+                    RoutineSource::Chat
+                };
+                match s.create(draft, source, true).await {
+                    Ok((r, _)) => ToolOutput::ok(format!("Added routine {}", line(&r))),
+                    Err(e) => ToolOutput::error(format!("Could not add the routine: {e}")),
+                }
+            }
+            Kind::List => {
+                let view = s.view();
+                let all = f.include_disabled.unwrap_or(false);
+                let mut lines: Vec<String> = view
+                    .routines
+                    .iter()
+                    .filter(|v| all || (v.enabled && v.problem.is_none()) || v.problem.is_some())
+                    .map(|v| {
+                        let next = v
+                            .next_run_at
+                            .map(super::model::iso_string)
+                            .unwrap_or_else(|| "none".into());
+                        let mut l = format!(
+                            "{} — \"{}\": {} ({:?}, {:?}, next run {next})",
+                            v.id, v.title, v.schedule_description, v.execution_mode, v.state
+                        );
+                        if let Some(p) = v.problem.as_ref().or(v.error_message.as_ref()) {
+                            l.push_str(&format!(" — problem: {p}"));
+                        }
+                        l
+                    })
+                    .collect();
+                if let Some(e) = view.error {
+                    lines.insert(0, format!("The task block in HEARTBEAT.md is corrupted: {e}"));
+                }
+                if lines.is_empty() {
+                    lines.push("No routines.".into());
+                }
+                ToolOutput::ok(lines.join("\n"))
+            }
+            Kind::Update => {
+                let Some(id) = f.id.clone() else {
+                    return ToolOutput::error("`id` is required; use routine_list to find it.");
+                };
+                let draft = match f.draft() {
+                    Ok(d) => d,
+                    Err(out) => return out,
+                };
+                match s.update_routine(&id, draft).await {
+                    Ok(r) => ToolOutput::ok(format!("Updated routine {}", line(&r))),
+                    Err(e) => ToolOutput::error(format!("Could not update the routine: {e}")),
+                }
+            }
+            Kind::Remove => {
+                let Some(id) = f.id.clone() else {
+                    return ToolOutput::error("`id` is required; use routine_list to find it.");
+                };
+                match s.remove(&id).await {
+                    Ok(_) => ToolOutput::ok(format!("Removed routine {id}.")),
+                    Err(e) => ToolOutput::error(format!("Could not remove the routine: {e}")),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! The runtime's side of routines: the scheduler's access to lanes and clients for isolated
+//! jobs, the core API the routine editor uses (list, create, update, delete, run now, pause,
+//! history, schedule preview), and the routine ops of the protocol.
+
+use vigil_protocol::{
+    ErrorKind, Event, RoutineDraft, RoutineRun, RoutineSource, RoutineView, RoutinesView, SchedulePreview, Scope,
+    Source,
+};
+
+use super::Runtime;
+use crate::agent::TurnExtras;
+use crate::routines::view::routine_view;
+use crate::routines::{JobOutcome, JobTurn, Scheduler, StoreError};
+
+impl Runtime {
+    /// The scheduler (routines, claims, the timing loop).
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.inner.routines
+    }
+
+    /// The routine list and the state of `HEARTBEAT.md`'s task block.
+    pub fn routines(&self) -> RoutinesView {
+        self.inner.routines.view()
+    }
+
+    fn routine_view(&self, r: &crate::routines::Routine) -> RoutineView {
+        routine_view(r, &self.inner.routines.config().default_zone, self.inner.clock.now_ms())
+    }
+
+    /// Creates a routine as the user's (`source: manual`). Over the soft limit it is still
+    /// created, with a warning.
+    pub async fn add_routine(&self, draft: RoutineDraft) -> Result<(RoutineView, Vec<String>), StoreError> {
+        let (r, warnings) = self.inner.routines.create(draft, RoutineSource::Manual, false).await?;
+        Ok((self.routine_view(&r), warnings))
+    }
+
+    pub async fn update_routine(&self, id: &str, changes: RoutineDraft) -> Result<RoutineView, StoreError> {
+        let r = self.inner.routines.update_routine(id, changes).await?;
+        Ok(self.routine_view(&r))
+    }
+
+    pub async fn remove_routine(&self, id: &str) -> Result<(), StoreError> {
+        self.inner.routines.remove(id).await.map(|_| ())
+    }
+
+    /// Runs a routine now; its schedule is unchanged.
+    pub async fn run_routine_now(&self, id: &str) -> Result<(), StoreError> {
+        self.inner.routines.run_now(id).await
+    }
+
+    /// Pauses (`false`) or resumes (`true`).
+    pub async fn set_routine_enabled(&self, id: &str, enabled: bool) -> Result<RoutineView, StoreError> {
+        let r = self.inner.routines.set_enabled(id, enabled).await?;
+        Ok(self.routine_view(&r))
+    }
+
+    /// The routine's latest runs (bounded), oldest first.
+    pub fn routine_history(&self, id: &str) -> Vec<RoutineRun> {
+        self.inner.routines.history(id)
+    }
+
+    /// "every weekday at 09:00, Europe/Berlin" and the next three runs, or why the schedule
+    /// cannot be used (the same validation as the agent's tools).
+    pub fn preview_schedule(
+        &self,
+        schedule: Option<&str>,
+        next_run_at: Option<i64>,
+        timezone: Option<&str>,
+    ) -> Result<SchedulePreview, String> {
+        self.inner.routines.preview(schedule, next_run_at, timezone)
+    }
+
+    /// Replaces a corrupted task block with `.heartbeat_snapshot.json` (the broken file is
+    /// kept as `HEARTBEAT.md.corrupt`); returns how many routines came back.
+    pub async fn restore_routines_from_snapshot(&self) -> Result<usize, StoreError> {
+        let n = self.inner.routines.deps().store.restore_snapshot().await?;
+        self.inner.routines.changed();
+        self.inner.routines.poke();
+        Ok(n)
+    }
+
+    /// The protocol's routine ops: answered by `routines_changed`, or an `error`.
+    pub(super) fn routine_op(&self, op: RoutineOp) {
+        let this = self.clone();
+        self.inner.tasks.spawn(async move {
+            let done = match op {
+                RoutineOp::List => Ok(()),
+                RoutineOp::Add(d) => this.add_routine(d).await.map(|(_, warnings)| {
+                    for w in warnings {
+                        this.report(ErrorKind::InvalidOp, w);
+                    }
+                }),
+                RoutineOp::Update(id, d) => this.update_routine(&id, d).await.map(|_| ()),
+                RoutineOp::Remove(id) => this.remove_routine(&id).await,
+                RoutineOp::Run(id) => this.run_routine_now(&id).await,
+                RoutineOp::Enable(id, on) => this.set_routine_enabled(&id, on).await.map(|_| ()),
+            };
+            match done {
+                Ok(()) => this.inner.emitter.emit(
+                    Source::Scheduler,
+                    Event::RoutinesChanged {
+                        routines: this.routines(),
+                    },
+                ),
+                Err(e) => this.report(ErrorKind::InvalidOp, e.to_string()),
+            }
+        });
+    }
+
+    /// One job turn in its own lane (`job_<routine>_<run>`), never asking for approval.
+    pub(super) async fn run_job_turn(&self, job: JobTurn) -> JobOutcome {
+        let extras = TurnExtras {
+            system_section: Some(job.system_section),
+            ..TurnExtras::default()
+        };
+        let before = self
+            .inner
+            .store
+            .load(&job.session_id)
+            .map(|l| l.messages.len())
+            .unwrap_or(0);
+        let result = self
+            .run_background_turn(
+                &job.session_id,
+                &job.run_id,
+                job.text,
+                extras,
+                None,
+                Scope::Job,
+                job.cancel,
+            )
+            .await;
+        let reply = self
+            .inner
+            .store
+            .load(&job.session_id)
+            .map(|l| crate::heartbeat::last_reply(l.messages, before))
+            .unwrap_or_default();
+        JobOutcome {
+            stop_reason: result.stop_reason,
+            reply,
+            error: result.error,
+        }
+    }
+}
+
+/// A routine op from the protocol.
+pub(super) enum RoutineOp {
+    List,
+    Add(RoutineDraft),
+    Update(String, RoutineDraft),
+    Remove(String),
+    Run(String),
+    Enable(String, bool),
+}

@@ -1,0 +1,216 @@
+//! Routines through the runtime against the fake provider: the agent registers a routine
+//! in a chat and it fires as a job whose result reaches the notification and the chat;
+//! inline routines due together share one heartbeat turn; a user turn, a heartbeat and a
+//! job run at the same time without waiting for each other.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use vigil_core::clock::ManualClock;
+use vigil_core::protocol::{Event, EventEnvelope, ExecutionMode, Op, ProviderKind, RoutineDraft, WakeReason};
+use vigil_core::Runtime;
+use vigil_fake_llm::{FakeLlm, Script, Step};
+
+use super::support::*;
+
+const START_MS: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+
+async fn rig(script: Script) -> (Runtime, Events, ManualClock, FakeLlm, tempfile::TempDir) {
+    let fake = FakeLlm::start(script).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let clock = ManualClock::new(START_MS);
+    let rt = Runtime::new(dir.path(), Arc::new(clock.clone()), Arc::new(ChannelSink(tx))).unwrap();
+    rt.set_client(Some(client(config(&fake, ProviderKind::Openai), &clock)));
+    (rt, rx, clock, fake, dir)
+}
+
+/// Events until `done` says stop (10 s at most).
+async fn until(rx: &mut Events, mut done: impl FnMut(&[EventEnvelope]) -> bool) -> Vec<EventEnvelope> {
+    let mut out = Vec::new();
+    while !done(&out) {
+        let e = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("events in time")
+            .expect("runtime alive");
+        out.push(e);
+    }
+    out
+}
+
+fn request_text(fake: &FakeLlm, i: usize) -> String {
+    fake.requests()[i].body.to_string()
+}
+
+#[tokio::test]
+async fn a_routine_registered_in_chat_fires_and_its_result_reaches_the_notification_and_the_chat() {
+    let due = "2026-01-01T00:00:03+00:00";
+    let (rt, mut rx, clock, fake, _dir) = rig(Script::steps(vec![
+        Step::tool_call(
+            "c1",
+            "routine_add",
+            serde_json::json!({"title": "Stretch", "description": "Remind me to stand up and stretch.",
+                "next_run_at": due, "execution_mode": "isolated", "timezone": "Europe/Berlin"}),
+        ),
+        Step::text("I'll remind you in a few seconds."),
+        Step::text("Time to stand up and stretch!"),
+        Step::text("You stretched, good."),
+    ]))
+    .await;
+    rt.start_background();
+    rt.submit(Op::UserMessage {
+        text: "remind me to stretch in 3 seconds".into(),
+        session_id: None,
+    });
+    let events = until_finished(&mut rx).await;
+    let added = events.iter().any(|e| {
+        matches!(e, Event::ToolCallFinished { name, is_error: false, content, .. }
+            if name == "routine_add" && content.contains("stretch"))
+    });
+    assert!(added, "{events:?}");
+    let view = rt.routines();
+    assert_eq!(view.routines.len(), 1);
+    assert_eq!(view.routines[0].timezone, "Europe/Berlin");
+    assert_eq!(view.routines[0].execution_mode, ExecutionMode::Isolated);
+    assert_eq!(format!("{:?}", view.routines[0].source), "Chat");
+
+    clock.advance(Duration::from_secs(4));
+    rt.scheduler().tick().await;
+    rt.scheduler().settle().await;
+    let events = until(&mut rx, |seen| {
+        seen.iter().any(|e| matches!(e.event, Event::Notification { .. }))
+    })
+    .await;
+    let card = events.iter().find_map(|e| match &e.event {
+        Event::BackgroundUpdate { update, .. } => Some(update.clone()),
+        _ => None,
+    });
+    let card = card.expect("a background update card");
+    assert_eq!(card.event_type, "job_completed");
+    assert_eq!(card.summary, "Time to stand up and stretch!");
+    assert!(card.source.starts_with("job_stretch_"), "{}", card.source);
+    let note = events.iter().find_map(|e| match &e.event {
+        Event::Notification { body, .. } => Some(body.clone()),
+        _ => None,
+    });
+    assert_eq!(note.as_deref(), Some("Time to stand up and stretch!"));
+    // The job ran in its own session with the job instructions.
+    assert!(request_text(&fake, 2).contains("Scheduled job"));
+    assert!(!request_text(&fake, 2).contains("remind me to stretch in 3 seconds"));
+    let history = rt.routine_history(&view.routines[0].id);
+    assert_eq!(history.len(), 1);
+    assert_eq!(
+        rt.routines().routines[0].state,
+        vigil_core::protocol::RoutineState::Done
+    );
+
+    // The next chat turn reads it from the mailbox.
+    rt.submit(Op::UserMessage {
+        text: "did I miss anything?".into(),
+        session_id: None,
+    });
+    until_finished(&mut rx).await;
+    assert!(request_text(&fake, 3).contains("Time to stand up and stretch!"));
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn inline_routines_due_together_share_one_heartbeat_turn() {
+    let (rt, mut rx, clock, fake, _dir) = rig(Script::steps(vec![Step::text(
+        "Drink some water and stretch your legs.",
+    )]))
+    .await;
+    for (title, schedule) in [("Drink water", "30m"), ("Stretch", "*/30 * * * *")] {
+        rt.add_routine(RoutineDraft {
+            title: Some(title.into()),
+            description: Some(format!("Remind the user: {title}")),
+            schedule: Some(schedule.into()),
+            execution_mode: Some(ExecutionMode::Inline),
+            ..RoutineDraft::default()
+        })
+        .await
+        .unwrap();
+    }
+    clock.advance(Duration::from_secs(30 * 60));
+    assert_eq!(rt.scheduler().tick().await.claimed.len(), 2);
+    rt.heartbeat_once(WakeReason::Cron).await;
+    rt.scheduler().settle().await;
+    assert_eq!(fake.requests().len(), 1, "one turn for both");
+    let body = request_text(&fake, 0);
+    assert!(body.contains("## Due Tasks"), "{body}");
+    assert!(
+        body.contains("[drink_water] Drink water") && body.contains("[stretch] Stretch"),
+        "{body}"
+    );
+    // The JSON block itself is not handed to the model as instructions.
+    assert!(!body.contains("\\\"version\\\": 2"), "{body}");
+    for r in rt.routines().routines {
+        assert_eq!(r.last_run_at, Some(START_MS + 30 * 60_000), "{}", r.id);
+        assert_eq!(r.next_run_at, Some(START_MS + 60 * 60_000), "{}", r.id);
+    }
+    let events: Vec<EventEnvelope> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    assert!(events.iter().any(|e| matches!(e.event, Event::RoutinesChanged { .. })));
+}
+
+#[tokio::test]
+async fn a_user_turn_a_heartbeat_and_a_job_run_at_the_same_time() {
+    // Every reply streams for about a second.
+    let slow = Step::text("working on it, step by step, slowly")
+        .with_chunk_chars(3)
+        .with_delay_ms(80);
+    let (rt, mut rx, clock, _fake, _dir) = rig(Script::steps(vec![]).with_fallback(slow)).await;
+    rt.start_background();
+    rt.add_routine(RoutineDraft {
+        title: Some("Long job".into()),
+        schedule: Some("1h".into()),
+        execution_mode: Some(ExecutionMode::Isolated),
+        ..RoutineDraft::default()
+    })
+    .await
+    .unwrap();
+    clock.advance(Duration::from_secs(3600));
+    let started = std::time::Instant::now();
+    rt.scheduler().tick().await;
+    let hb = {
+        let rt = rt.clone();
+        tokio::spawn(async move { rt.heartbeat_once(WakeReason::Manual).await })
+    };
+    let is_start = |e: &EventEnvelope, prefix: &str| {
+        matches!(e.event, Event::TurnStarted { .. }) && e.session_id.as_deref().is_some_and(|s| s.starts_with(prefix))
+    };
+    let mut events = until(&mut rx, |seen| {
+        seen.iter().any(|e| is_start(e, "job_")) && seen.iter().any(|e| is_start(e, "heartbeat_"))
+    })
+    .await;
+    rt.submit(Op::UserMessage {
+        text: "hello while you work".into(),
+        session_id: None,
+    });
+    events.extend(
+        until(&mut rx, |seen| {
+            seen.iter()
+                .filter(|e| matches!(e.event, Event::TurnFinished { .. }))
+                .count()
+                >= 3
+        })
+        .await,
+    );
+    hb.await.unwrap();
+    rt.scheduler().settle().await;
+    let elapsed = started.elapsed();
+    let order: Vec<(bool, String)> = events
+        .iter()
+        .filter_map(|e| match e.event {
+            Event::TurnStarted { .. } => Some((true, e.session_id.clone().unwrap_or_default())),
+            Event::TurnFinished { .. } => Some((false, e.session_id.clone().unwrap_or_default())),
+            _ => None,
+        })
+        .collect();
+    let first_finish = order.iter().position(|(start, _)| !start).unwrap();
+    assert_eq!(first_finish, 3, "all three started before any finished: {order:?}");
+    let sessions: Vec<&str> = order[..3].iter().map(|(_, s)| s.as_str()).collect();
+    assert!(sessions.contains(&"main"), "{sessions:?}");
+    // Three one-second turns one after another would take three seconds.
+    assert!(elapsed < Duration::from_millis(2500), "{elapsed:?}");
+    rt.shutdown().await;
+}

@@ -1,0 +1,191 @@
+//! Routines on the wire: the routine list the editor shows ([`RoutinesView`], [`RoutineView`]),
+//! what a user or script sends to create or change one ([`RoutineDraft`]), each routine's
+//! run history ([`RoutineRun`]), and the schedule preview ([`SchedulePreview`]).
+//!
+//! Routines live in the JSON task block of `HEARTBEAT.md` (seed 003 §11); these types are
+//! the UI's view of them, with integer millisecond timestamps like every other wire type.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// Where a routine runs (seed 003 §4.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionMode {
+    /// Inside the heartbeat turn (light, skippable when the conversation is busy).
+    Inline,
+    /// In a job session of its own (heavy; claimed before it runs, never skipped).
+    Isolated,
+}
+
+/// Where a routine is in its life (seed 003 §11: pending → running → done/failed;
+/// recurring routines go back to pending with their next time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutineState {
+    #[default]
+    Pending,
+    Running,
+    /// A one-shot routine that ran.
+    Done,
+    /// Retries used up (one-shot), or a schedule that cannot be computed.
+    Failed,
+}
+
+/// Who registered a routine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutineSource {
+    /// The user, in the editor or by editing `HEARTBEAT.md`.
+    #[default]
+    Manual,
+    /// The agent, asked in the conversation.
+    Chat,
+    /// The agent on its own, during a heartbeat (announced to the user once).
+    HeartbeatReflect,
+}
+
+/// The state of the task block in `HEARTBEAT.md` (seed 003 §11.4 `ParseResult`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ParseStatus {
+    Ok,
+    /// The block is there but is not valid JSON (or not a task list); nothing in it runs
+    /// and nothing overwrites it until it is fixed.
+    Corrupted,
+    /// No task block (a plain-text `HEARTBEAT.md`, or none at all).
+    Empty,
+}
+
+/// One routine, as the editor shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct RoutineView {
+    pub id: String,
+    pub title: String,
+    pub description: String,
+    /// A cron expression (5 fields) or an interval (`30m`, `2h`, `1d`); `None` for one-shots.
+    pub schedule: Option<String>,
+    /// The IANA zone the schedule is read in.
+    pub timezone: String,
+    pub execution_mode: ExecutionMode,
+    pub source: RoutineSource,
+    pub enabled: bool,
+    pub state: RoutineState,
+    #[ts(type = "number | null")]
+    pub last_run_at: Option<i64>,
+    #[ts(type = "number | null")]
+    pub next_run_at: Option<i64>,
+    pub timeout_seconds: u32,
+    pub retry: u32,
+    pub max_retry: u32,
+    pub error_message: Option<String>,
+    #[ts(type = "number")]
+    pub created_at: i64,
+    /// A deterministic kind (`time_reminder`) that runs without the model.
+    pub kind: Option<String>,
+    /// "every weekday at 09:00, Europe/Berlin".
+    pub schedule_description: String,
+    /// The next three run times.
+    #[ts(type = "Array<number>")]
+    pub next_runs: Vec<i64>,
+    /// Why this routine cannot run as written (a bad cron expression or zone in the file).
+    pub problem: Option<String>,
+}
+
+/// The routine list and the state of the file it comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct RoutinesView {
+    pub status: ParseStatus,
+    /// For `corrupted`: what is wrong and where, for the user.
+    pub error: Option<String>,
+    pub routines: Vec<RoutineView>,
+}
+
+/// What a user (or script) sends to create a routine, or the fields to change in one.
+/// Absent fields keep their value (update) or get defaults (create).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(default)]
+pub struct RoutineDraft {
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Cron (5 fields) or interval; an empty string makes the routine a one-shot.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// For a one-shot: when it runs (ms since the epoch).
+    #[ts(optional, type = "number")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_run_at: Option<i64>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution_mode: Option<ExecutionMode>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u32>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_retry: Option<u32>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Create even if a routine with the same title or task exists.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[ts(optional, as = "Option<bool>")]
+    pub allow_duplicate: bool,
+}
+
+/// How one run of a routine ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    Ok,
+    Failed,
+    TimedOut,
+    /// Vigil stopped (crashed, was killed) while it ran; the rules decide retry or failure.
+    Interrupted,
+    /// An inline run the heartbeat could not take (quiet hours, disabled, no provider).
+    Skipped,
+    /// Due longer ago than is still useful (after a long downtime); not run.
+    Missed,
+}
+
+/// One entry of a routine's run log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct RoutineRun {
+    pub run_id: String,
+    pub routine_id: String,
+    pub mode: ExecutionMode,
+    /// The slot this run was for.
+    #[ts(type = "number | null")]
+    pub due_at: Option<i64>,
+    #[ts(type = "number")]
+    pub started_at: i64,
+    #[ts(type = "number")]
+    pub finished_at: i64,
+    pub outcome: RunOutcome,
+    /// The job session (`job_<routine>_<run>`) or the heartbeat session.
+    pub session_id: Option<String>,
+    pub summary: Option<String>,
+    pub error: Option<String>,
+    /// The model was not called (a deterministic task).
+    pub deterministic: bool,
+}
+
+/// A schedule described and previewed, with the same validation the agent's tools use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct SchedulePreview {
+    pub description: String,
+    pub timezone: String,
+    #[ts(type = "Array<number>")]
+    pub next_runs: Vec<i64>,
+}
