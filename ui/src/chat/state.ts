@@ -566,6 +566,9 @@ export function applyEvent(state: ChatState, event: EventEnvelope): ChatState {
       // Not transcript messages: kept across session switches by `heartbeat/`, whose
       // cards the view places among these items by time.
       return s;
+    case 'routines_changed':
+      // The routines pane's business.
+      return s;
   }
 }
 
