@@ -9,7 +9,7 @@ RUN_PKGS := xvfb xauth dbus dbus-x11 dunst libnotify-bin
 TEST_PKGS := webkit2gtk-driver imagemagick x11-apps xdotool procps
 
 TAURI_DRIVER_VERSION := 2.1.0
-CARGO_FUZZ_VERSION := 0.13.1
+CARGO_FUZZ_VERSION := 0.13.2
 FUZZ_TARGETS := sse transcript
 # Seconds per fuzz target: a short run in `make test`, `make fuzz-long` for the real thing.
 FUZZ_SECONDS ?= 15
@@ -70,12 +70,7 @@ crash:
 ## Fuzzing (nightly, from the machine's toolchain): every target for FUZZ_SECONDS each.
 fuzz:
 	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked --version $(CARGO_FUZZ_VERSION)
-	@cd fuzz && for t in $(FUZZ_TARGETS); do \
-	  mkdir -p corpus/$$t; dict=""; [ -f dicts/$$t.dict ] && dict="-dict=dicts/$$t.dict"; \
-	  echo "fuzz $$t: $(FUZZ_SECONDS) s"; \
-	  cargo +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECONDS) $$dict -print_final_stats=1 2>&1 \
-	    | grep -E '^(stat::number_of_executed_units|==|SUMMARY|Done)|panicked|Failing input' ; \
-	  test $${PIPESTATUS[0]} -eq 0 || exit 1; done
+	@scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 ## The long fuzz run reported in issue notes: an hour per target.
 fuzz-long:

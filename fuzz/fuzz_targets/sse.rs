@@ -1,6 +1,7 @@
 //! Provider streams, both protocols: arbitrary bytes cut into arbitrary chunks never panic
 //! the decoder, decode the same however they are cut, and a decoded reply holds exactly the
-//! text that was streamed to the user.
+//! text that was streamed to the user: every piece of it, nothing more (a server that
+//! interleaves two text blocks may see them saved block by block).
 //!
 //! Input: byte 0 picks the protocol (even: Anthropic, odd: OpenAI), byte 1 the longest
 //! chunk (chunks cycle through 1..=it; 0 means one chunk), the rest is the response body.
@@ -11,14 +12,19 @@ use vigil_core::protocol::ProviderKind;
 use vigil_core::provider::{assemble_sse, StreamEvent};
 
 fn decode(kind: ProviderKind, chunks: Vec<bytes::Bytes>) -> String {
-    let mut streamed = String::new();
+    let mut pieces = Vec::new();
     let result = assemble_sse(kind, chunks, &mut |e| {
         if let StreamEvent::TextDelta(t) = e {
-            streamed.push_str(&t);
+            pieces.push(t);
         }
     });
+    let streamed = pieces.concat();
     if let Ok(done) = &result {
-        assert_eq!(done.text(), streamed, "the reply differs from what was streamed");
+        let saved = done.text();
+        assert_eq!(saved.len(), streamed.len(), "saved {saved:?}, streamed {streamed:?}");
+        for p in &pieces {
+            assert!(saved.contains(p.as_str()), "{p:?} was streamed but not saved in {saved:?}");
+        }
     }
     format!("{result:?} streamed {streamed:?}")
 }

@@ -28,6 +28,23 @@ enum Partial {
     Tool { id: String, name: String, args: String },
 }
 
+impl Partial {
+    fn thinking() -> Self {
+        Partial::Thinking {
+            text: String::new(),
+            signature: None,
+        }
+    }
+
+    fn tool() -> Self {
+        Partial::Tool {
+            id: String::new(),
+            name: String::new(),
+            args: String::new(),
+        }
+    }
+}
+
 /// The key under which arguments that were not a JSON object are kept.
 pub const INVALID_ARGUMENTS: &str = "_invalid_arguments";
 
@@ -58,17 +75,23 @@ impl Completion {
 }
 
 impl Assembler {
-    fn slot(&mut self, key: &str, make: impl FnOnce() -> Partial) -> &mut Partial {
-        let index = match self.by_key.get(key) {
-            Some(&i) => i,
-            None => {
-                self.blocks.push(make());
-                let i = self.blocks.len() - 1;
-                self.by_key.insert(key.to_string(), i);
-                i
+    /// The block under `key`, made by `make` if there is none. A delta of another kind under
+    /// a key already in use (a confused or hostile server: text for a thinking block's index)
+    /// gets a block of its own, so nothing that was streamed to the user is missing from the
+    /// saved reply. Found by the `sse` fuzz target.
+    fn slot(&mut self, key: &str, make: fn() -> Partial) -> &mut Partial {
+        let fresh = make();
+        let kind = std::mem::discriminant(&fresh);
+        let mut key = key.to_string();
+        while let Some(&i) = self.by_key.get(&key) {
+            if std::mem::discriminant(&self.blocks[i]) == kind {
+                return &mut self.blocks[i];
             }
-        };
-        &mut self.blocks[index]
+            key.push('\u{1f}');
+        }
+        self.blocks.push(fresh);
+        self.by_key.insert(key, self.blocks.len() - 1);
+        self.blocks.last_mut().expect("just pushed")
     }
 
     /// Starts (or continues) a text block under `key`.
@@ -79,33 +102,20 @@ impl Assembler {
     }
 
     pub fn thinking(&mut self, key: &str, delta: &str) {
-        let slot = self.slot(key, || Partial::Thinking {
-            text: String::new(),
-            signature: None,
-        });
-        if let Partial::Thinking { text, .. } = slot {
+        if let Partial::Thinking { text, .. } = self.slot(key, Partial::thinking) {
             text.push_str(delta);
         }
     }
 
     pub fn signature(&mut self, key: &str, delta: &str) {
-        let slot = self.slot(key, || Partial::Thinking {
-            text: String::new(),
-            signature: None,
-        });
-        if let Partial::Thinking { signature, .. } = slot {
+        if let Partial::Thinking { signature, .. } = self.slot(key, Partial::thinking) {
             signature.get_or_insert_with(String::new).push_str(delta);
         }
     }
 
     /// Starts a tool call, or fills in its id/name when they arrive late.
     pub fn tool_start(&mut self, key: &str, id: Option<&str>, name: Option<&str>) {
-        let slot = self.slot(key, || Partial::Tool {
-            id: String::new(),
-            name: String::new(),
-            args: String::new(),
-        });
-        if let Partial::Tool { id: i, name: n, .. } = slot {
+        if let Partial::Tool { id: i, name: n, .. } = self.slot(key, Partial::tool) {
             if let Some(id) = id.filter(|s| !s.is_empty()) {
                 *i = id.to_string();
             }
@@ -116,8 +126,7 @@ impl Assembler {
     }
 
     pub fn tool_args(&mut self, key: &str, delta: &str) {
-        self.tool_start(key, None, None);
-        if let Some(Partial::Tool { args, .. }) = self.by_key.get(key).map(|&i| &mut self.blocks[i]) {
+        if let Partial::Tool { args, .. } = self.slot(key, Partial::tool) {
             args.push_str(delta);
         }
     }
@@ -222,6 +231,20 @@ mod tests {
             ]
         );
         assert_eq!(c.stop_reason, StopReason::ToolUse);
+    }
+
+    /// Regression (sse fuzz target): text for an index that holds a thinking block was shown
+    /// to the user but missing from the saved reply.
+    #[test]
+    fn a_delta_of_another_kind_under_a_used_key_is_kept_in_a_block_of_its_own() {
+        let mut a = Assembler::default();
+        a.thinking("0", "hmm");
+        a.text("0", "Hello ");
+        a.text("1", "world");
+        a.text("0", "again");
+        let c = a.finish().unwrap();
+        assert_eq!(c.text(), "Hello againworld");
+        assert!(matches!(&c.content[0], ContentBlock::Thinking { thinking, .. } if thinking == "hmm"));
     }
 
     #[test]
