@@ -12,12 +12,14 @@
 //! - [`Message`] / [`ContentBlock`] — the transcript: what is stored on disk and shown as history.
 //! - [`settings`] — provider settings and the views the settings pane shows.
 //! - [`heartbeat`] — wake reasons, heartbeat statuses and settings, the background-update card.
+//! - [`preferences`] — the desktop app's own preferences (close to tray, start at login, theme).
 //!
 //! Rules: plain string ids, integer millisecond `ts`/`*_at` timestamps, no logic. TypeScript
 //! types are generated from these with ts-rs into `ui/src/lib/protocol.ts`; the test in
 //! `tests/bindings.rs` fails when the checked-in file drifts from the Rust types.
 
 pub mod heartbeat;
+pub mod preferences;
 pub mod settings;
 
 use serde::{Deserialize, Serialize};
@@ -27,6 +29,7 @@ pub use heartbeat::{
     ActiveHours, BackgroundUpdate, HeartbeatSettings, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView,
     WakeReason,
 };
+pub use preferences::{DesktopSettings, DesktopSettingsView, Theme};
 pub use settings::{
     ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings,
     SettingsView,
@@ -253,6 +256,8 @@ pub enum Event {
     BackgroundUpdate { update: BackgroundUpdate, unread: u32 },
     /// A turn read these background updates (they left the mailbox): clear their badge.
     BackgroundUpdatesRead { event_ids: Vec<String> },
+    /// Background activity was paused or resumed (heartbeat runs skip while paused).
+    BackgroundPaused { paused: bool },
     /// A message was durably appended to the session transcript.
     MessageAppended { message: Message },
     /// A process started (by the agent's `exec` or from the panel).
@@ -523,6 +528,9 @@ pub fn typescript_bindings() -> String {
         HeartbeatSettings::decl(&cfg),
         HeartbeatStats::decl(&cfg),
         HeartbeatView::decl(&cfg),
+        Theme::decl(&cfg),
+        DesktopSettings::decl(&cfg),
+        DesktopSettingsView::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from crates/vigil-protocol by `UPDATE_BINDINGS=1 cargo test -p vigil-protocol`.\n// Do not edit by hand.\n\nexport type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;\n",
