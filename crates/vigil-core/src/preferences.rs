@@ -112,7 +112,9 @@ mod tests {
 
     #[test]
     fn a_hand_edited_field_of_the_wrong_type_falls_back_alone_and_is_named() {
-        let view = from_value(Some(&json!({"close_to_tray": "no", "start_at_login": true, "theme": "purple"})));
+        let view = from_value(Some(
+            &json!({"close_to_tray": "no", "start_at_login": true, "theme": "purple"}),
+        ));
         assert_eq!(
             view.settings,
             DesktopSettings {

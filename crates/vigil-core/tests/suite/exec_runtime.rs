@@ -199,9 +199,16 @@ async fn running_processes_are_what_quitting_would_kill() {
     let dir = tempfile::tempdir().unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let clock = vigil_core::clock::ManualClock::new(1_700_000_000_000);
-    let rt = vigil_core::Runtime::new(dir.path(), std::sync::Arc::new(clock), std::sync::Arc::new(ChannelSink(tx)))
-        .unwrap();
-    assert!(rt.running_processes().await.is_empty(), "nothing before the registry starts");
+    let rt = vigil_core::Runtime::new(
+        dir.path(),
+        std::sync::Arc::new(clock),
+        std::sync::Arc::new(ChannelSink(tx)),
+    )
+    .unwrap();
+    assert!(
+        rt.running_processes().await.is_empty(),
+        "nothing before the registry starts"
+    );
     assert!(rt.start_background());
     for command in ["sleep 30", "true"] {
         rt.submit(Op::StartProcess {

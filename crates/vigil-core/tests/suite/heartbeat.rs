@@ -640,13 +640,21 @@ async fn paused_background_activity_skips_every_run_and_keeps_what_it_would_have
     r.rt.set_paused(true);
     r.rt.set_paused(true);
     let paused: Vec<Event> = r.events().into_iter().map(|e| e.event).collect();
-    assert_eq!(paused, [Event::BackgroundPaused { paused: true }], "one event per change");
+    assert_eq!(
+        paused,
+        [Event::BackgroundPaused { paused: true }],
+        "one event per change"
+    );
     let skipped = (HeartbeatStatus::Skipped, Some(HeartbeatSkip::Paused));
     for reason in [WakeReason::Interval, WakeReason::ExecEvent, WakeReason::Manual] {
         assert_eq!(r.beat(reason).await, skipped, "{reason:?} is skipped while paused");
     }
     assert_eq!(r.fake.requests().len(), 0, "no model call while paused");
-    assert_eq!(r.rt.system_events().peek(PRIMARY_SESSION).len(), 1, "the exec event waits");
+    assert_eq!(
+        r.rt.system_events().peek(PRIMARY_SESSION).len(),
+        1,
+        "the exec event waits"
+    );
     let view = r.rt.heartbeat_view();
     assert!(view.paused);
     assert_eq!(view.last_skip_reason, Some(HeartbeatSkip::Paused));
