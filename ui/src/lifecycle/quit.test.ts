@@ -23,6 +23,7 @@ describe('quit prompt', () => {
   it('names one process in the singular', () => {
     expect(quitQuestion([proc('cargo build')])).toEqual({
       title: '1 process is running',
+      body: 'Quitting Vigil kills it. Cancel to keep it running; Vigil stays open.',
       lines: ['cargo build'],
       confirm: 'Kill it and quit',
     });
@@ -33,6 +34,7 @@ describe('quit prompt', () => {
     const q = quitQuestion([proc('a'), proc('b\nsecond line'), proc('c'), proc('d'), proc(long), proc('f'), proc('g')]);
     expect(q.title).toBe('7 processes are running');
     expect(q.confirm).toBe('Kill them and quit');
+    expect(q.body).toBe('Quitting Vigil kills them. Cancel to keep them running; Vigil stays open.');
     expect(q.lines).toHaveLength(6);
     expect(q.lines[1]).toBe('b');
     expect(q.lines[4]).toHaveLength(60);

@@ -9,6 +9,8 @@ const COMMAND_CHARS = 60;
 export interface QuitQuestion {
   /** "2 processes are running". */
   title: string;
+  /** What quitting does to them, and how to keep them. */
+  body: string;
   /** The commands, then "…and N more". */
   lines: string[];
   confirm: string;
@@ -24,5 +26,11 @@ export function quitQuestion(processes: ProcessSummary[]): QuitQuestion {
   const title = n === 1 ? '1 process is running' : `${n} processes are running`;
   const lines = processes.slice(0, LISTED).map((p) => shorten(p.command));
   if (n > LISTED) lines.push(`…and ${n - LISTED} more`);
-  return { title, lines, confirm: n === 1 ? 'Kill it and quit' : 'Kill them and quit' };
+  const them = n === 1 ? 'it' : 'them';
+  return {
+    title,
+    body: `Quitting Vigil kills ${them}. Cancel to keep ${them} running; Vigil stays open.`,
+    lines,
+    confirm: `Kill ${them} and quit`,
+  };
 }
