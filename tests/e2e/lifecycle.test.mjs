@@ -170,6 +170,10 @@ test('the preferences survive a restart, and with nothing running closing quits 
   await waitFor('the app to exit without asking', async () => appPids().length === 0, 15000);
   const logs = fs.readdirSync(path.join(h.dataDir, 'logs'));
   assert.ok(logs.some((f) => /^vigil\..*\.log$/.test(f)), `a log file: ${logs}`);
+  const logText = logs.map((f) => fs.readFileSync(path.join(h.dataDir, 'logs', f), 'utf8')).join('');
+  assert.match(logText, /Vigil started/);
+  assert.match(logText, /a second launch was redirected/);
+  assert.ok(!logText.includes('sk-e2e'), 'no API key in the log');
   await quit(driver);
   driver = null;
 });
