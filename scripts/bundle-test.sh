@@ -15,7 +15,7 @@ if [ "${1:-}" != "--inside" ]; then
   apt-get install -y --no-install-recommends "$deb" >/tmp/vigil-bundle-install.log 2>&1 \
     || { cat /tmp/vigil-bundle-install.log >&2; exit 1; }
   echo "== package contents"
-  dpkg -L vigil | grep -E '^/usr/(bin|share/applications|share/icons)/' | grep -vE '/$' | sed 's/^/  /'
+  dpkg -L vigil | while read -r f; do [ -f "$f" ] && echo "  $f"; done
   test -x /usr/bin/vigil
   desktop=$(dpkg -L vigil | grep '\.desktop$' | head -1)
   grep -q '^Exec=vigil' "$desktop" || { echo "the desktop entry does not start vigil" >&2; cat "$desktop" >&2; exit 1; }
