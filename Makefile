@@ -6,7 +6,7 @@ SHELL := /bin/bash
 BUILD_PKGS := build-essential pkg-config file curl libssl-dev libxdo-dev libwebkit2gtk-4.1-dev \
   libgtk-3-dev libsoup-3.0-dev librsvg2-dev libayatana-appindicator3-dev libdbus-1-dev
 RUN_PKGS := xvfb xauth dbus dbus-x11 dunst libnotify-bin
-TEST_PKGS := webkit2gtk-driver imagemagick x11-apps xdotool procps
+TEST_PKGS := webkit2gtk-driver imagemagick x11-apps xdotool procps python3
 
 TAURI_DRIVER_VERSION := 2.1.0
 CARGO_FUZZ_VERSION := 0.13.2
@@ -15,7 +15,7 @@ FUZZ_TARGETS := sse transcript
 FUZZ_SECONDS ?= 15
 APP_BIN := target/debug/vigil
 
-.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench crash fuzz fuzz-long
+.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench crash fuzz fuzz-long bundle bundle-test test-app
 
 ## Install what is missing, build the UI and the app, open the Vigil window.
 run: deps-run ui app
@@ -24,7 +24,7 @@ run: deps-run ui app
 	  exec xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- ./$(APP_BIN); fi
 
 ## Install what is missing and run every test: unit, integration, UI, end-to-end.
-test: deps-test fmt-check test-core check-core-boundary test-ui ui app test-e2e
+test: deps-test fmt-check test-core check-core-boundary test-ui ui app test-app test-e2e
 
 deps-run:
 	@scripts/apt-install-missing.sh $(BUILD_PKGS) $(RUN_PKGS)
@@ -56,6 +56,10 @@ fmt-check:
 test-core:
 	cargo test -p vigil-protocol -p vigil-core -p vigil-fake-llm
 
+# The desktop shell's own unit tests (the tray's menu); the same features as `app`.
+test-app:
+	cargo test -p vigil --features custom-protocol --lib
+
 check-core-boundary:
 	@scripts/check-core-boundary.sh
 
@@ -75,6 +79,17 @@ fuzz:
 ## The long fuzz run reported in issue notes: an hour per target.
 fuzz-long:
 	$(MAKE) fuzz FUZZ_SECONDS=3600
+
+## The installable .deb (release build through the Tauri bundler; nothing is downloaded),
+## in $(CARGO_TARGET_DIR or target)/release/bundle/deb/.
+bundle: deps-run ui
+	TAURI_APP_PATH=src-tauri npx tauri build --bundles deb --ci
+	@ls -l $${CARGO_TARGET_DIR:-target}/release/bundle/deb/*.deb
+
+## Installs that .deb on this machine, starts the installed Vigil under Xvfb and checks that
+## its window comes up; prints the .deb's size. Not part of `make test` (a release build).
+bundle-test: bundle deps-test
+	scripts/bundle-test.sh
 
 ## Benchmarks: each prints a ratio against a baseline measured in the same run.
 bench:

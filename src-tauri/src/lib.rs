@@ -4,9 +4,22 @@
 //! from IPC, emits every event to the window as `vigil://event`, turns `notification`
 //! events into native notifications, and keeps provider settings in tauri-plugin-store.
 //! No runtime logic lives here; errors are mapped to one `{ code, message }` shape.
+//!
+//! ## Layout
+//!
+//! - `commands` — the IPC commands over the runtime (chat, settings, heartbeat, processes).
+//! - `notify` — native notifications that bring the window forward at their item.
+//! - `tray` — the tray icon and its menu.
+//! - `lifecycle` — close to tray, quit (asking while processes run), second launches.
+//! - `preferences` — the desktop preferences: close to tray, start at login, theme.
+//! - `logs` — stderr plus a rotating log file.
 
 mod commands;
+mod lifecycle;
+mod logs;
 mod notify;
+mod preferences;
+mod tray;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,6 +40,12 @@ impl EventSink for WindowSink {
     fn emit(&self, envelope: EventEnvelope) {
         if let Event::Notification { title, body, event_id } = &envelope.event {
             notify::show(&self.0, title, body, event_id.clone());
+        }
+        if matches!(
+            envelope.event,
+            Event::ProcessStarted { .. } | Event::ProcessExited { .. } | Event::BackgroundPaused { .. }
+        ) {
+            tray::refresh(&self.0);
         }
         if let Err(e) = self.0.emit(EVENT_NAME, &envelope) {
             tracing::warn!("could not send an event to the window: {e}");
@@ -50,14 +69,34 @@ fn data_dir(app: &tauri::App) -> Result<PathBuf, Box<dyn std::error::Error>> {
     Ok(app.path().app_data_dir()?)
 }
 
+/// Window position and size, kept in the data directory when it is overridden (tests,
+/// scripts); otherwise in the platform's app config directory. Visibility is not restored:
+/// whether the window shows at start is [`lifecycle::first_show`]'s decision.
+fn window_state_plugin() -> tauri::plugin::TauriPlugin<tauri::Wry> {
+    use tauri_plugin_window_state::StateFlags;
+    let mut builder =
+        tauri_plugin_window_state::Builder::new().with_state_flags(StateFlags::all() - StateFlags::VISIBLE);
+    if let Some(dir) = std::env::var_os("VIGIL_DATA_DIR") {
+        // The plugin joins this to its directory; an absolute path replaces it.
+        builder = builder.with_filename(PathBuf::from(dir).join("window-state.json").to_string_lossy());
+    }
+    builder.build()
+}
+
 pub fn run() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("VIGIL_LOG").unwrap_or_else(|_| "info".into()))
-        .init();
     let result = tauri::Builder::default()
+        // First: a second launch must hand over before anything else starts.
+        .plugin(tauri_plugin_single_instance::init(lifecycle::on_second_instance))
+        .plugin(
+            tauri_plugin_autostart::Builder::new()
+                .args([lifecycle::BACKGROUND_ARG])
+                .build(),
+        )
+        .plugin(window_state_plugin())
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_store::Builder::new().build())
         .setup(|app| {
+            logs::init(logs::dir(app).as_deref());
             let dir = data_dir(app)?;
             std::fs::create_dir_all(&dir)?;
             let clock: Arc<dyn Clock> = Arc::new(SystemClock);
@@ -82,6 +121,14 @@ pub fn run() {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .extend(hb_warnings);
+            app.manage(lifecycle::Lifecycle {
+                close_to_tray: std::sync::atomic::AtomicBool::new(true),
+            });
+            preferences::restore(app.handle(), vigil_core::preferences::load(&dir));
+            if let Err(e) = tray::create(app.handle()) {
+                tracing::warn!("no tray icon: {e}");
+            }
+            lifecycle::first_show(app.handle());
             // The heartbeat's wake loop lives on the async runtime.
             let runtime = state.runtime.clone();
             tauri::async_runtime::spawn(async move {
@@ -106,7 +153,12 @@ pub fn run() {
             commands::get_approvals,
             commands::set_approval_policy,
             commands::forget_approval,
+            preferences::get_desktop_settings,
+            preferences::save_desktop_settings,
+            lifecycle::quit,
+            lifecycle::set_attention,
         ])
+        .on_window_event(lifecycle::on_window_event)
         .build(tauri::generate_context!());
     let app = match result {
         Ok(app) => app,

@@ -20,6 +20,7 @@
 //!   - [`session::lock`] — the per-session lock: in-process mutex + `flock`, stale holders reclaimed.
 //!   - [`session::repair`] — closes broken tool-call chains before a history is sent.
 //! - [`settings`] — stored settings + environment overrides → a provider config.
+//! - [`preferences`] — the desktop app's preferences (close to tray, login, theme), read leniently.
 //! - [`secrets`] — API keys in the OS keyring, or a user-only file when there is none.
 //! - [`events`] — stamping events into envelopes and handing them to a sink.
 //! - [`system_events`] — per-session in-memory queues of "what happened" lines for the next turn.
@@ -36,6 +37,7 @@ pub mod clock;
 pub mod events;
 pub mod exec;
 pub mod heartbeat;
+pub mod preferences;
 pub mod provider;
 pub mod routines;
 pub mod runtime;

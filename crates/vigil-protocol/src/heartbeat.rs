@@ -85,6 +85,8 @@ pub enum HeartbeatSkip {
     Duplicate,
     /// No provider is configured.
     NoProvider,
+    /// The user paused background activity (the tray's "Pause background activity").
+    Paused,
 }
 
 impl HeartbeatSkip {
@@ -97,6 +99,7 @@ impl HeartbeatSkip {
             HeartbeatSkip::HeartbeatFileError => "heartbeat-file-error",
             HeartbeatSkip::Duplicate => "duplicate",
             HeartbeatSkip::NoProvider => "no-provider",
+            HeartbeatSkip::Paused => "paused",
         }
     }
 }
@@ -244,6 +247,8 @@ pub struct HeartbeatView {
     /// Settings problems (an unknown time zone, a bad interval…), for the status view.
     pub warnings: Vec<String>,
     pub stats: HeartbeatStats,
+    /// Background activity is paused: every run is skipped (`paused`) until resumed.
+    pub paused: bool,
 }
 
 #[cfg(test)]

@@ -13,12 +13,14 @@
 //! - [`settings`] — provider settings and the views the settings pane shows.
 //! - [`heartbeat`] — wake reasons, heartbeat statuses and settings, the background-update card.
 //! - [`routines`] — the routine list, drafts, run history and schedule previews.
+//! - [`preferences`] — the desktop app's own preferences (close to tray, start at login, theme).
 //!
 //! Rules: plain string ids, integer millisecond `ts`/`*_at` timestamps, no logic. TypeScript
 //! types are generated from these with ts-rs into `ui/src/lib/protocol.ts`; the test in
 //! `tests/bindings.rs` fails when the checked-in file drifts from the Rust types.
 
 pub mod heartbeat;
+pub mod preferences;
 pub mod routines;
 pub mod settings;
 
@@ -29,6 +31,7 @@ pub use heartbeat::{
     ActiveHours, BackgroundUpdate, HeartbeatSettings, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView,
     WakeReason,
 };
+pub use preferences::{DesktopSettings, DesktopSettingsView, Theme};
 pub use routines::{
     ExecutionMode, ParseStatus, RoutineDraft, RoutineRun, RoutineSource, RoutineState, RoutineView, RoutinesView,
     RunOutcome, SchedulePreview,
@@ -271,6 +274,8 @@ pub enum Event {
     BackgroundUpdate { update: BackgroundUpdate, unread: u32 },
     /// A turn read these background updates (they left the mailbox): clear their badge.
     BackgroundUpdatesRead { event_ids: Vec<String> },
+    /// Background activity was paused or resumed (heartbeat runs skip while paused).
+    BackgroundPaused { paused: bool },
     /// A message was durably appended to the session transcript.
     MessageAppended { message: Message },
     /// A process started (by the agent's `exec` or from the panel).
@@ -553,6 +558,9 @@ pub fn typescript_bindings() -> String {
         RunOutcome::decl(&cfg),
         RoutineRun::decl(&cfg),
         SchedulePreview::decl(&cfg),
+        Theme::decl(&cfg),
+        DesktopSettings::decl(&cfg),
+        DesktopSettingsView::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from crates/vigil-protocol by `UPDATE_BINDINGS=1 cargo test -p vigil-protocol`.\n// Do not edit by hand.\n\nexport type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;\n",

@@ -554,6 +554,7 @@ export function applyEvent(state: ChatState, event: EventEnvelope): ChatState {
       // The Rust side raises native notifications itself.
       return s;
     case 'heartbeat':
+    case 'background_paused':
       // The status bar's business (`heartbeat/`); heartbeat runs have their own session.
       return s;
     case 'process_started':

@@ -19,6 +19,11 @@ export class HeartbeatStore {
     let unlisten: ipc.Unlisten = () => {};
     try {
       unlisten = await ipc.onEvent((event) => {
+        if (event.type === 'background_paused') {
+          if (this.view) this.view = { ...this.view, paused: event.paused };
+          void this.refresh();
+          return;
+        }
         if (event.type !== 'heartbeat') return;
         this.view = withHeartbeatEvent(this.view, event);
         void this.refresh();

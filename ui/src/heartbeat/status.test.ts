@@ -20,6 +20,7 @@ function view(patch: Partial<HeartbeatView> = {}): HeartbeatView {
     next_run_at: at(13, 0),
     warnings: [],
     stats: { runs: 3, sent: 1, suppressed: 2, failed: 0, skipped: {}, wakes_requested: 5, wakes_coalesced: 1 },
+    paused: false,
     ...patch,
   };
 }
@@ -59,6 +60,15 @@ describe('heartbeat status line', () => {
   it('says off when turned off, whatever ran before', () => {
     const off = view({ settings: { ...view().settings, enabled: false }, next_run_at: null });
     expect(short(off)).toEqual({ state: 'off', text: 'Heartbeat: off' });
+  });
+
+  it('says paused while background activity is paused from the tray, and off wins over it', () => {
+    expect(short(view({ paused: true, last_status: 'skipped', last_skip_reason: 'paused' }))).toEqual({
+      state: 'paused',
+      text: 'Heartbeat: paused',
+    });
+    const off = view({ settings: { ...view().settings, enabled: false }, paused: true });
+    expect(short(off).state).toBe('off');
   });
 
   it('covers no run yet, no interval, and no view', () => {

@@ -24,6 +24,7 @@ export const SKIP_SHORT: Record<HeartbeatSkip, string> = {
   'heartbeat-file-error': 'HEARTBEAT.md unreadable',
   duplicate: 'duplicate',
   'no-provider': 'no provider',
+  paused: 'paused',
 };
 
 /** Longer, for the details. */
@@ -35,6 +36,7 @@ export const SKIP_LONG: Record<HeartbeatSkip, string> = {
   'heartbeat-file-error': 'HEARTBEAT.md could not be read',
   duplicate: 'the same text was delivered within the last 24 hours',
   'no-provider': 'no provider is configured',
+  paused: 'background activity is paused (tray menu)',
 };
 
 export const REASON_LABEL: Record<WakeReason, string> = {
@@ -56,7 +58,7 @@ export const STATUS_LABEL: Record<HeartbeatStatus, string> = {
 };
 
 /** `data-status` of the indicator: the last run's status, or why there is none. */
-export type IndicatorState = HeartbeatStatus | 'off' | 'none' | 'unavailable';
+export type IndicatorState = HeartbeatStatus | 'off' | 'paused' | 'none' | 'unavailable';
 
 export interface StatusLine {
   state: IndicatorState;
@@ -97,6 +99,7 @@ function lastWords(view: HeartbeatView): string {
 export function statusLine(view: HeartbeatView | null, error: string | null, clock: Clock = (ms) => clockTime(ms)): StatusLine {
   if (!view) return error ? line('unavailable', 'unavailable') : line('none', '…');
   if (!view.settings.enabled) return line('off', 'off');
+  if (view.paused) return line('paused', 'paused');
   const next = view.next_run_at !== null ? `next ${clock(view.next_run_at)}` : view.interval_ms === null ? 'no interval' : '';
   let last = '';
   if (view.last_status === 'failed') {

@@ -15,6 +15,8 @@ import type {
   ApprovalsView,
   CommandError,
   ConnectionVerdict,
+  DesktopSettings,
+  DesktopSettingsView,
   EventEnvelope,
   HeartbeatSettings,
   HeartbeatView,
@@ -169,6 +171,40 @@ export function listProcesses(): Promise<ProcessSummary[]> {
 /** A process's kept raw terminal bytes, base64, to replay them in the panel's terminal. */
 export function processOutput(processId: string): Promise<string> {
   return call('process_output', { processId });
+}
+
+/** The desktop preferences (close to tray, start at login, theme) and problems reading them. */
+export function getDesktopSettings(): Promise<DesktopSettingsView> {
+  return call('get_desktop_settings');
+}
+
+/** Saves and applies at once; rejects (`autostart`) when the login item cannot be changed. */
+export function saveDesktopSettings(settings: DesktopSettings): Promise<DesktopSettingsView> {
+  return call('save_desktop_settings', { settings });
+}
+
+/** The quit prompt's confirm: the app kills its processes and exits. */
+export function quitApp(): Promise<void> {
+  return call('quit');
+}
+
+/** Tells the tray whether something needs the user (it shows a badge on its icon). */
+export function setAttention(needed: boolean): Promise<void> {
+  return call('set_attention', { needed });
+}
+
+/** Quitting was asked for (tray Quit, or closing the window) while these processes run. */
+export interface QuitRequest {
+  processes: ProcessSummary[];
+}
+
+/** The event the shell emits to ask the window to confirm quitting. */
+export const QUIT_EVENT = 'vigil://quit-requested';
+
+/** Subscribes to quit requests; outside Tauri (the mock) there are none. */
+export async function onQuitRequested(handler: (request: QuitRequest) => void): Promise<Unlisten> {
+  if (!inTauri()) return () => {};
+  return listen<QuitRequest>(QUIT_EVENT, (e) => handler(e.payload));
 }
 
 /** Where a clicked native notification leads (the shell brings the window forward first). */

@@ -110,6 +110,7 @@ export function createMockHeartbeat(variant: string, emit: Emit, primaryBusy: ()
       next_run_at: settings.enabled && interval() !== null ? nextAt : null,
       warnings: problems(settings),
       stats: { ...stats, skipped: { ...stats.skipped } },
+      paused: false,
     };
   }
 

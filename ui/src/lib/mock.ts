@@ -16,6 +16,7 @@ import type {
   ApprovalDecision,
   ApprovalKind,
   ApprovalPolicy,
+  DesktopSettings,
   Event,
   HeartbeatSettings,
   EventEnvelope,
@@ -49,6 +50,7 @@ export function createMockBackend(variant: string): Backend {
     max_tokens: 8192,
   };
   let keySet = variant !== 'empty';
+  let desktop: DesktopSettings = { close_to_tray: true, start_at_login: false, theme: 'system' };
 
   const view = (): SettingsView => ({
     provider,
@@ -443,6 +445,13 @@ export function createMockBackend(variant: string): Backend {
     notify: (args) => {
       console.info('[mock] notification', args);
     },
+    get_desktop_settings: () => ({ settings: desktop, warnings: [] }),
+    save_desktop_settings: (args) => {
+      desktop = args.settings as DesktopSettings;
+      return { settings: desktop, warnings: [] };
+    },
+    set_attention: () => undefined,
+    quit: () => undefined,
   };
 
   return {

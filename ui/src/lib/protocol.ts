@@ -33,7 +33,7 @@ prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, dec
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
-detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, });
+detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, });
 
 export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", id: string, kind: ApprovalKind, 
 /**
@@ -47,7 +47,7 @@ prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, dec
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
-detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, };
+detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, };
 
 export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "policy" | "error";
 
@@ -165,7 +165,7 @@ export type WakeReason = "interval" | "exec-event" | "cron" | "wake" | "hook" | 
 
 export type HeartbeatStatus = "ok-token" | "ok-empty" | "sent" | "skipped" | "failed";
 
-export type HeartbeatSkip = "disabled" | "quiet-hours" | "requests-in-flight" | "empty-heartbeat-file" | "heartbeat-file-error" | "duplicate" | "no-provider";
+export type HeartbeatSkip = "disabled" | "quiet-hours" | "requests-in-flight" | "empty-heartbeat-file" | "heartbeat-file-error" | "duplicate" | "no-provider" | "paused";
 
 export type BackgroundUpdate = { event_id: string, 
 /**
@@ -244,7 +244,11 @@ interval_ms: number | null, last_run_at: number | null, last_reason: WakeReason 
 /**
  * Settings problems (an unknown time zone, a bad interval…), for the status view.
  */
-warnings: Array<string>, stats: HeartbeatStats, };
+warnings: Array<string>, stats: HeartbeatStats, 
+/**
+ * Background activity is paused: every run is skipped (`paused`) until resumed.
+ */
+paused: boolean, };
 
 export type ExecutionMode = "inline" | "isolated";
 
@@ -317,3 +321,22 @@ session_id: string | null, summary: string | null, error: string | null,
 deterministic: boolean, };
 
 export type SchedulePreview = { description: string, timezone: string, next_runs: Array<number>, };
+
+export type Theme = "system" | "light" | "dark";
+
+export type DesktopSettings = { 
+/**
+ * Closing the window hides it to the tray and background work goes on; off, closing
+ * the window quits (asking first when processes run).
+ */
+close_to_tray: boolean, 
+/**
+ * Start Vigil (hidden, in the tray) when the user logs in.
+ */
+start_at_login: boolean, theme: Theme, };
+
+export type DesktopSettingsView = { settings: DesktopSettings, 
+/**
+ * A hand-edited entry with a wrong type, a login item that could not be written…
+ */
+warnings: Array<string>, };

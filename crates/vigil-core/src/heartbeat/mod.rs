@@ -28,6 +28,7 @@ mod runner;
 pub(crate) use runner::last_reply;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::Notify;
@@ -149,6 +150,9 @@ struct Shared {
     /// Wakes the scheduler loop after a settings change.
     config_changed: Notify,
     due_tasks: RwLock<Option<Arc<dyn DueTasks>>>,
+    /// The user paused background activity: every run is skipped (`paused`) until resumed.
+    /// The schedule keeps its rhythm, so resuming needs no rescheduling.
+    paused: AtomicBool,
 }
 
 #[derive(Default)]
@@ -172,6 +176,7 @@ impl Heartbeat {
                 state: Mutex::new(RunState::default()),
                 config_changed: Notify::new(),
                 due_tasks: RwLock::new(None),
+                paused: AtomicBool::new(false),
             }),
         }
     }
@@ -191,6 +196,15 @@ impl Heartbeat {
         }
         *self.shared.config.write().unwrap_or_else(|e| e.into_inner()) = config;
         self.shared.config_changed.notify_one();
+    }
+
+    /// Pauses (or resumes) every run, event-driven ones included; returns whether it changed.
+    pub fn set_paused(&self, paused: bool) -> bool {
+        self.shared.paused.swap(paused, Ordering::SeqCst) != paused
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.shared.paused.load(Ordering::SeqCst)
     }
 
     /// Registers the source of due inline routines (the scheduler, issue 6).
@@ -221,6 +235,7 @@ impl Heartbeat {
             next_run_at: next_run_at.filter(|_| config.enabled),
             warnings: config.warnings,
             stats,
+            paused: self.is_paused(),
         }
     }
 

@@ -1,4 +1,4 @@
-//! One heartbeat run: preflight in OpenClaw's order (enabled → active hours → conversation
+//! One heartbeat run: preflight in OpenClaw's order (enabled → paused (Vigil's) → active hours → conversation
 //! busy → `HEARTBEAT.md` effectively empty, which skips `interval` runs only), the turn in the
 //! heartbeat session, the reply decision, and delivery: mailbox deposit, card, notification.
 
@@ -81,6 +81,12 @@ impl Heartbeat {
         let now = deps.clock.now_ms();
         if !config.enabled {
             return Outcome::skipped(HeartbeatSkip::Disabled, None);
+        }
+        if self.is_paused() {
+            return Outcome::skipped(
+                HeartbeatSkip::Paused,
+                Some("Background activity is paused; resume it from the tray menu.".into()),
+            );
         }
         if !config.is_active_at(now) {
             return Outcome::skipped(HeartbeatSkip::QuietHours, None);

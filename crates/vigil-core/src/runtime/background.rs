@@ -131,6 +131,25 @@ impl Runtime {
         warnings
     }
 
+    /// Pauses or resumes background activity: while paused every heartbeat run (interval,
+    /// exec exits, manual wakes) is skipped with the reason `paused`, and what it would have
+    /// read (queued system events, the mailbox) stays for later. Running processes and
+    /// conversation turns are not touched. Emits `background_paused` when it changes.
+    /// Routines, once they exist, must also check [`Self::is_paused`].
+    pub fn set_paused(&self, paused: bool) {
+        if self.inner.heartbeat.set_paused(paused) {
+            tracing::info!(paused, "background activity paused or resumed");
+            self.inner
+                .emitter
+                .emit(Source::System, Event::BackgroundPaused { paused });
+        }
+    }
+
+    /// Whether background activity is paused (see [`Self::set_paused`]).
+    pub fn is_paused(&self) -> bool {
+        self.inner.heartbeat.is_paused()
+    }
+
     /// The status view: last run, next run, settings problems, counters.
     pub fn heartbeat_view(&self) -> HeartbeatView {
         let stats = self.inner.wake.get().map(|s| s.wake.stats()).unwrap_or_default();

@@ -80,6 +80,20 @@ impl Runtime {
         }
     }
 
+    /// The processes still running: what quitting would kill (the quit prompt, the tray).
+    pub async fn running_processes(&self) -> Vec<ProcessSummary> {
+        match self.processes() {
+            Some(r) => r
+                .list_all()
+                .await
+                .iter()
+                .filter(|p| p.state == crate::exec::ProcessState::Running)
+                .map(summary)
+                .collect(),
+            None => vec![],
+        }
+    }
+
     /// The raw terminal bytes kept for a process (base64), so the panel can replay it.
     pub async fn process_output(&self, process_id: &str) -> Result<String, String> {
         let registry = self.processes().ok_or("Processes are not running yet.")?;

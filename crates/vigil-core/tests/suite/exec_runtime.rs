@@ -193,3 +193,38 @@ async fn files_outside_the_workspace_follow_the_approval_policy() {
     assert!(sent.contains("The user denied changing"), "{sent}");
     assert!(!outside.path().join("new.txt").exists());
 }
+
+#[tokio::test]
+async fn running_processes_are_what_quitting_would_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let clock = vigil_core::clock::ManualClock::new(1_700_000_000_000);
+    let rt = vigil_core::Runtime::new(
+        dir.path(),
+        std::sync::Arc::new(clock),
+        std::sync::Arc::new(ChannelSink(tx)),
+    )
+    .unwrap();
+    assert!(
+        rt.running_processes().await.is_empty(),
+        "nothing before the registry starts"
+    );
+    assert!(rt.start_background());
+    for command in ["sleep 30", "true"] {
+        rt.submit(Op::StartProcess {
+            command: command.into(),
+            cwd: None,
+        });
+    }
+    next_matching(&mut rx, |e| match e {
+        Event::ProcessExited { process } if process.command == "true" => Some(()),
+        _ => None,
+    })
+    .await;
+    let running = rt.running_processes().await;
+    assert_eq!(running.len(), 1, "{running:?}");
+    assert_eq!(running[0].command, "sleep 30");
+    assert_eq!(rt.list_processes().await.len(), 2);
+    rt.shutdown().await;
+    assert!(rt.running_processes().await.is_empty(), "shutdown killed it");
+}

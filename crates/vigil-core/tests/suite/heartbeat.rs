@@ -626,3 +626,45 @@ fn outside_a_tokio_runtime_the_heartbeat_refuses_to_start_instead_of_panicking()
     assert!(!rt.start_background());
     rt.request_wake(WakeReason::Manual); // dropped with a log line, not a panic
 }
+
+#[tokio::test]
+async fn paused_background_activity_skips_every_run_and_keeps_what_it_would_have_read() {
+    let mut r = rig(vec![Step::text("Disk is at 91 %.")]).await;
+    r.tasks("- tell me when disk usage is over 80 %\n");
+    r.rt.enqueue_system_event(
+        PRIMARY_SESSION,
+        "Exec completed (abc123, code 0) :: done",
+        SystemEventKind::ExecFinished,
+    );
+    assert!(!r.rt.is_paused());
+    r.rt.set_paused(true);
+    r.rt.set_paused(true);
+    let paused: Vec<Event> = r.events().into_iter().map(|e| e.event).collect();
+    assert_eq!(
+        paused,
+        [Event::BackgroundPaused { paused: true }],
+        "one event per change"
+    );
+    let skipped = (HeartbeatStatus::Skipped, Some(HeartbeatSkip::Paused));
+    for reason in [WakeReason::Interval, WakeReason::ExecEvent, WakeReason::Manual] {
+        assert_eq!(r.beat(reason).await, skipped, "{reason:?} is skipped while paused");
+    }
+    assert_eq!(r.fake.requests().len(), 0, "no model call while paused");
+    assert_eq!(
+        r.rt.system_events().peek(PRIMARY_SESSION).len(),
+        1,
+        "the exec event waits"
+    );
+    let view = r.rt.heartbeat_view();
+    assert!(view.paused);
+    assert_eq!(view.last_skip_reason, Some(HeartbeatSkip::Paused));
+    assert!(view.last_detail.unwrap().contains("paused"));
+    assert_eq!(view.stats.skipped["paused"], 3);
+
+    r.rt.set_paused(false);
+    assert!(!r.rt.heartbeat_view().paused);
+    let resumed = r.events();
+    assert!(matches!(resumed[0].event, Event::BackgroundPaused { paused: false }));
+    assert_eq!(r.beat(WakeReason::Interval).await.0, HeartbeatStatus::Sent);
+    assert!(last_user(&r.fake.requests()[0]).contains("Exec completed (abc123, code 0) :: done"));
+}

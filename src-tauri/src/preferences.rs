@@ -1,0 +1,97 @@
+//! The desktop preferences (close to tray, start at login, theme): thin adapters between
+//! the settings pane, the store's `desktop` entry, the login item
+//! (tauri-plugin-autostart) and [`crate::lifecycle`]. Reading a hand-edited entry is
+//! core's job ([`vigil_core::preferences`]); the theme is applied by the window.
+
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+use tauri::{AppHandle, Manager, State};
+use tauri_plugin_autostart::ManagerExt as _;
+use tauri_plugin_store::StoreExt as _;
+use vigil_core::preferences::DESKTOP_KEY;
+use vigil_core::protocol::{CommandError, DesktopSettings, DesktopSettingsView};
+
+use crate::lifecycle::Lifecycle;
+use crate::AppState;
+
+/// The preferences in force and the problems found reading them.
+pub struct Preferences(pub Mutex<DesktopSettingsView>);
+
+fn error(code: &str, message: impl std::fmt::Display) -> CommandError {
+    CommandError {
+        code: code.to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// Applies stored preferences at start-up: close behaviour, and the login item if the
+/// user asked for one (re-written, so it points at this binary after a reinstall).
+pub fn restore(app: &AppHandle, view: DesktopSettingsView) {
+    let mut view = view;
+    app.state::<Lifecycle>()
+        .close_to_tray
+        .store(view.settings.close_to_tray, Ordering::SeqCst);
+    if view.settings.start_at_login {
+        if let Err(e) = app.autolaunch().enable() {
+            view.warnings
+                .push(format!("Vigil could not add itself to the login items: {e}"));
+        }
+    }
+    for w in &view.warnings {
+        tracing::warn!("{w}");
+    }
+    app.manage(Preferences(Mutex::new(view)));
+}
+
+fn current(app: &AppHandle, prefs: &Preferences) -> DesktopSettingsView {
+    let mut view = prefs.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    // The login item is the truth: the user may have removed it elsewhere.
+    if let Ok(enabled) = app.autolaunch().is_enabled() {
+        view.settings.start_at_login = enabled;
+    }
+    view
+}
+
+#[tauri::command]
+pub async fn get_desktop_settings(
+    app: AppHandle,
+    prefs: State<'_, Preferences>,
+) -> Result<DesktopSettingsView, CommandError> {
+    Ok(current(&app, &prefs))
+}
+
+/// Saves and applies at once: the login item first (if the desktop refuses it, nothing is
+/// saved), then the store, then the close behaviour.
+#[tauri::command]
+pub async fn save_desktop_settings(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    prefs: State<'_, Preferences>,
+    settings: DesktopSettings,
+) -> Result<DesktopSettingsView, CommandError> {
+    let autolaunch = app.autolaunch();
+    let enabled = autolaunch.is_enabled().unwrap_or(false);
+    if settings.start_at_login != enabled {
+        let done = if settings.start_at_login {
+            autolaunch.enable()
+        } else {
+            autolaunch.disable()
+        };
+        done.map_err(|e| error("autostart", format!("Could not change the login items: {e}")))?;
+    }
+    let store = app.store(&state.settings_path).map_err(|e| error("storage", e))?;
+    store.set(
+        DESKTOP_KEY,
+        serde_json::to_value(&settings).map_err(|e| error("storage", e))?,
+    );
+    store.save().map_err(|e| error("storage", e))?;
+    app.state::<Lifecycle>()
+        .close_to_tray
+        .store(settings.close_to_tray, Ordering::SeqCst);
+    *prefs.0.lock().unwrap_or_else(|e| e.into_inner()) = DesktopSettingsView {
+        settings,
+        warnings: vec![],
+    };
+    Ok(current(&app, &prefs))
+}

@@ -1,0 +1,270 @@
+//! The tray icon: what runs, the next routine, pause, open, quit; and the icon's "something
+//! needs you" state (unread background updates or an approval waiting, as the window
+//! reports them). The menu is rebuilt from a [`TrayModel`] whenever processes start or
+//! exit, background activity is paused or resumed, or the attention state changes.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tauri::image::Image;
+use tauri::menu::{CheckMenuItem, Menu, MenuEvent, MenuItem, PredefinedMenuItem};
+use tauri::tray::{TrayIcon, TrayIconBuilder};
+use tauri::{AppHandle, Manager, Wry};
+use vigil_core::protocol::ProcessSummary;
+use vigil_core::Runtime;
+
+use crate::AppState;
+
+const TRAY_ID: &str = "main";
+const ICON: Image<'static> = tauri::include_image!("../icons/tray.png");
+const ICON_ATTENTION: Image<'static> = tauri::include_image!("../icons/tray-attention.png");
+/// Processes listed by name in the menu; the rest are counted.
+const LISTED: usize = 5;
+/// Longest command shown in a menu line.
+const COMMAND_CHARS: usize = 40;
+
+/// Menu item ids.
+pub const PAUSE: &str = "pause";
+pub const OPEN: &str = "open";
+pub const QUIT: &str = "quit";
+
+/// What the tray shows, decided apart from the menu toolkit so it can be tested.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrayModel {
+    /// "2 processes running" / "No processes running".
+    pub processes: String,
+    /// One line per listed process, then "…and N more".
+    pub process_lines: Vec<String>,
+    pub next_routine: String,
+    pub paused: bool,
+    pub attention: bool,
+    pub tooltip: String,
+}
+
+impl TrayModel {
+    pub fn new(running: &[ProcessSummary], next_routine: String, paused: bool, attention: bool) -> Self {
+        let processes = match running.len() {
+            0 => "No processes running".to_string(),
+            1 => "1 process running".to_string(),
+            n => format!("{n} processes running"),
+        };
+        let mut process_lines: Vec<String> = running
+            .iter()
+            .take(LISTED)
+            .map(|p| format!("  {}", shorten(&p.command)))
+            .collect();
+        if running.len() > LISTED {
+            process_lines.push(format!("  …and {} more", running.len() - LISTED));
+        }
+        let mut tooltip = format!("Vigil — {}", processes.to_lowercase());
+        if paused {
+            tooltip.push_str(", background activity paused");
+        }
+        if attention {
+            tooltip.push_str(", something needs you");
+        }
+        Self {
+            processes,
+            process_lines,
+            next_routine,
+            paused,
+            attention,
+            tooltip,
+        }
+    }
+}
+
+fn shorten(command: &str) -> String {
+    let line = command.lines().next().unwrap_or_default().trim();
+    if line.chars().count() <= COMMAND_CHARS {
+        return line.to_string();
+    }
+    let mut s: String = line.chars().take(COMMAND_CHARS - 1).collect();
+    s.push('…');
+    s
+}
+
+/// HOOK(routines): the next routine's line. Shows "No routines" until the routines core API
+/// exists; then ask the runtime for the next enabled routine and its time, e.g.
+/// "Next: Disk check at 09:00".
+pub fn next_routine_line(_runtime: &Runtime) -> String {
+    "No routines".to_string()
+}
+
+/// The tray's shell-side state.
+pub struct TrayState {
+    icon: TrayIcon<Wry>,
+    /// The window's last report: unread background updates or an approval waiting.
+    attention: AtomicBool,
+    /// A refresh is queued; more changes meanwhile ride along with it.
+    refresh_queued: AtomicBool,
+}
+
+/// Creates the tray icon. Where the desktop has no tray (no StatusNotifier host) it is
+/// simply not shown; the window and a second launch still reach the app.
+pub fn create(app: &AppHandle) -> tauri::Result<()> {
+    let model = TrayModel::new(&[], next_routine_line(&app.state::<AppState>().runtime), false, false);
+    let icon = TrayIconBuilder::with_id(TRAY_ID)
+        .icon(ICON)
+        .tooltip(&model.tooltip)
+        .menu(&menu(app, &model)?)
+        .show_menu_on_left_click(true)
+        .on_menu_event(on_menu_event)
+        .build(app)?;
+    app.manage(TrayState {
+        icon,
+        attention: AtomicBool::new(false),
+        refresh_queued: AtomicBool::new(false),
+    });
+    Ok(())
+}
+
+fn menu(app: &AppHandle, model: &TrayModel) -> tauri::Result<Menu<Wry>> {
+    let menu = Menu::new(app)?;
+    menu.append(&MenuItem::with_id(
+        app,
+        "processes",
+        &model.processes,
+        false,
+        None::<&str>,
+    )?)?;
+    for (i, line) in model.process_lines.iter().enumerate() {
+        menu.append(&MenuItem::with_id(
+            app,
+            format!("process-{i}"),
+            line,
+            false,
+            None::<&str>,
+        )?)?;
+    }
+    menu.append(&MenuItem::with_id(
+        app,
+        "routine",
+        &model.next_routine,
+        false,
+        None::<&str>,
+    )?)?;
+    menu.append(&PredefinedMenuItem::separator(app)?)?;
+    menu.append(&CheckMenuItem::with_id(
+        app,
+        PAUSE,
+        "Pause background activity",
+        true,
+        model.paused,
+        None::<&str>,
+    )?)?;
+    menu.append(&PredefinedMenuItem::separator(app)?)?;
+    menu.append(&MenuItem::with_id(app, OPEN, "Open Vigil", true, None::<&str>)?)?;
+    menu.append(&MenuItem::with_id(app, QUIT, "Quit", true, None::<&str>)?)?;
+    Ok(menu)
+}
+
+fn on_menu_event(app: &AppHandle, event: MenuEvent) {
+    match event.id().as_ref() {
+        OPEN => crate::lifecycle::show_main(app),
+        QUIT => crate::lifecycle::request_quit(app),
+        PAUSE => {
+            let runtime = &app.state::<AppState>().runtime;
+            runtime.set_paused(!runtime.is_paused());
+            // The menu follows through the `background_paused` event.
+        }
+        _ => {}
+    }
+}
+
+/// Records the window's attention state and refreshes the tray if it changed.
+pub fn set_attention(app: &AppHandle, needed: bool) {
+    let Some(state) = app.try_state::<TrayState>() else {
+        return;
+    };
+    if state.attention.swap(needed, Ordering::SeqCst) != needed {
+        refresh(app);
+    }
+}
+
+/// Rebuilds menu, tooltip and icon from the runtime's state, soon (coalesced: a burst of
+/// process events makes one refresh).
+pub fn refresh(app: &AppHandle) {
+    let Some(state) = app.try_state::<TrayState>() else {
+        return;
+    };
+    if state.refresh_queued.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        let state = app.state::<TrayState>();
+        state.refresh_queued.store(false, Ordering::SeqCst);
+        let runtime = app.state::<AppState>().runtime.clone();
+        let model = TrayModel::new(
+            &runtime.running_processes().await,
+            next_routine_line(&runtime),
+            runtime.is_paused(),
+            state.attention.load(Ordering::SeqCst),
+        );
+        if let Err(e) = apply(&app, &state.icon, &model) {
+            tracing::warn!("could not update the tray: {e}");
+        }
+    });
+}
+
+fn apply(app: &AppHandle, icon: &TrayIcon<Wry>, model: &TrayModel) -> tauri::Result<()> {
+    icon.set_menu(Some(menu(app, model)?))?;
+    icon.set_tooltip(Some(&model.tooltip))?;
+    icon.set_icon(Some(if model.attention { ICON_ATTENTION } else { ICON }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn process(command: &str) -> ProcessSummary {
+        ProcessSummary {
+            id: "p".into(),
+            owner: "user".into(),
+            command: command.into(),
+            cwd: "/".into(),
+            pid: Some(1),
+            state: "running".into(),
+            started_at: 0,
+            ended_at: None,
+            exit_code: None,
+            signal: None,
+            background: true,
+            pty: true,
+        }
+    }
+
+    #[test]
+    fn nothing_running() {
+        assert_eq!(
+            TrayModel::new(&[], "No routines".into(), false, false),
+            TrayModel {
+                processes: "No processes running".into(),
+                process_lines: vec![],
+                next_routine: "No routines".into(),
+                paused: false,
+                attention: false,
+                tooltip: "Vigil — no processes running".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn running_processes_are_counted_and_named_and_long_lists_cut() {
+        let one = TrayModel::new(&[process("cargo build")], "No routines".into(), true, true);
+        assert_eq!(one.processes, "1 process running");
+        assert_eq!(one.process_lines, ["  cargo build"]);
+        assert_eq!(
+            one.tooltip,
+            "Vigil — 1 process running, background activity paused, something needs you"
+        );
+        let long = "x".repeat(100);
+        let many: Vec<ProcessSummary> = ["a", "b", "c", "d", &long, "f", "g"].into_iter().map(process).collect();
+        let model = TrayModel::new(&many, "No routines".into(), false, false);
+        assert_eq!(model.processes, "7 processes running");
+        assert_eq!(model.process_lines.len(), 6);
+        assert_eq!(model.process_lines[4], format!("  {}…", "x".repeat(39)));
+        assert_eq!(model.process_lines[5], "  …and 2 more");
+    }
+}
