@@ -7,7 +7,8 @@
 //!
 //! ## Layout
 //!
-//! - `commands` — the IPC commands over the runtime (chat, settings, heartbeat, processes).
+//! - `commands` — the IPC commands over the runtime (chat, settings, heartbeat, processes,
+//!   routines).
 //! - `notify` — native notifications that bring the window forward at their item.
 //! - `tray` — the tray icon and its menu.
 //! - `lifecycle` — close to tray, quit (asking while processes run), second launches.
@@ -43,7 +44,10 @@ impl EventSink for WindowSink {
         }
         if matches!(
             envelope.event,
-            Event::ProcessStarted { .. } | Event::ProcessExited { .. } | Event::BackgroundPaused { .. }
+            Event::ProcessStarted { .. }
+                | Event::ProcessExited { .. }
+                | Event::BackgroundPaused { .. }
+                | Event::RoutinesChanged { .. }
         ) {
             tray::refresh(&self.0);
         }
@@ -153,6 +157,15 @@ pub fn run() {
             commands::get_approvals,
             commands::set_approval_policy,
             commands::forget_approval,
+            commands::list_routines,
+            commands::add_routine,
+            commands::update_routine,
+            commands::remove_routine,
+            commands::run_routine_now,
+            commands::set_routine_enabled,
+            commands::routine_history,
+            commands::preview_schedule,
+            commands::restore_routines,
             preferences::get_desktop_settings,
             preferences::save_desktop_settings,
             lifecycle::quit,

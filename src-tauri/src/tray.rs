@@ -83,11 +83,9 @@ fn shorten(command: &str) -> String {
     s
 }
 
-/// HOOK(routines): the next routine's line. Shows "No routines" until the routines core API
-/// exists; then ask the runtime for the next enabled routine and its time, e.g.
-/// "Next: Disk check at 09:00".
-pub fn next_routine_line(_runtime: &Runtime) -> String {
-    "No routines".to_string()
+/// The next routine's line, e.g. "Next: Disk check at 09:00" (the runtime decides).
+pub fn next_routine_line(runtime: &Runtime) -> String {
+    runtime.next_routine_line()
 }
 
 /// The tray's shell-side state.

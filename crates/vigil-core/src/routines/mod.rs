@@ -69,6 +69,11 @@ pub trait JobHost: Send + Sync + 'static {
     fn notifications(&self) -> bool {
         true
     }
+    /// Whether the user paused background activity (the tray): nothing is claimed or run
+    /// meanwhile; what fell due runs once on resume, by the catch-up rule.
+    fn paused(&self) -> bool {
+        false
+    }
 }
 
 /// One job turn, for [`JobHost::run_job`].

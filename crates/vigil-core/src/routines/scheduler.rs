@@ -112,6 +112,8 @@ pub struct TickReport {
     pub missed: Vec<String>,
     /// The task block is corrupted (reported, nothing ran).
     pub corrupted: bool,
+    /// Background activity is paused (nothing claimed).
+    pub paused: bool,
     /// The earliest `next_run_at` of a pending routine after the tick.
     pub next_due: Option<i64>,
 }
@@ -259,6 +261,12 @@ impl Scheduler {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove("file");
+        let host = self.shared.host.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if host.is_some_and(|h| h.paused()) {
+            report.paused = true;
+            report.next_due = self.next_due();
+            return report;
+        }
         let problems = self.problems(&state.parsed, Arc::as_ptr(&state) as usize);
         let in_flight = self.shared.in_flight.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut work = false;

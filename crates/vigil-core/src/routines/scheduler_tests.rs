@@ -23,12 +23,18 @@ pub(super) struct FakeHost {
     pub fail_next: AtomicU32,
     pub hang: bool,
     pub gate: Option<Arc<Semaphore>>,
+    /// Background activity paused (the tray).
+    pub paused: std::sync::atomic::AtomicBool,
 }
 
 use std::sync::Mutex;
 
 #[async_trait::async_trait]
 impl JobHost for FakeHost {
+    fn paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst)
+    }
+
     async fn run_job(&self, job: JobTurn) -> JobOutcome {
         if self.hang {
             job.cancel.cancelled().await;
@@ -189,6 +195,23 @@ async fn an_isolated_run_is_claimed_once_under_two_concurrent_ticks() {
     assert_eq!(meta.mailbox.len(), 1);
     assert_eq!(meta.mailbox[0].event_type, "job_completed");
     assert!(meta.mailbox[0].source.starts_with("job_fetch_news_"));
+}
+
+#[tokio::test]
+async fn while_paused_nothing_runs_and_on_resume_what_fell_due_runs_once() {
+    let r = rig(FakeHost::default());
+    let job = r.add(draft("Fetch news", Some("1h"), ExecutionMode::Isolated)).await;
+    r.host.paused.store(true, Ordering::SeqCst);
+    r.advance_to(T0 + 3 * HOUR + MIN);
+    let t = r.s.tick().await;
+    assert!(t.paused && t.claimed.is_empty(), "{t:?}");
+    assert_eq!(r.routine(&job.id).state, RoutineState::Pending);
+    r.host.paused.store(false, Ordering::SeqCst);
+    assert_eq!(r.s.tick().await.claimed, std::slice::from_ref(&job.id));
+    r.s.settle().await;
+    assert!(r.s.tick().await.claimed.is_empty(), "three missed slots, one run");
+    assert_eq!(r.host.runs.lock().unwrap().len(), 1);
+    assert_eq!(r.routine(&job.id).next_run_at, Some(T0 + 4 * HOUR));
 }
 
 #[tokio::test]

@@ -150,3 +150,80 @@ impl Scheduler {
         preview(schedule, next_run_at, zone, self.deps().clock.now_ms())
     }
 }
+
+/// The tray's line about what runs next, in `zone` (the user's): "Next: Disk check at 09:15"
+/// today, "Next: Disk check Tue 09:15" within a week, else with the date.
+pub fn next_routine_line(routines: &[RoutineView], now_ms: i64, zone: &str) -> String {
+    use chrono::TimeZone;
+    if routines.is_empty() {
+        return "No routines".into();
+    }
+    let next = routines
+        .iter()
+        .filter(|r| r.enabled && r.problem.is_none())
+        .filter_map(|r| Some((r.next_runs.first().copied().or(r.next_run_at)?, r)))
+        .min_by_key(|(at, _)| *at);
+    let Some((at, r)) = next else {
+        return "No routine scheduled".into();
+    };
+    let tz: chrono_tz::Tz = zone.parse().unwrap_or(chrono_tz::UTC);
+    let (Some(when), Some(now)) = (
+        tz.timestamp_millis_opt(at).single(),
+        tz.timestamp_millis_opt(now_ms).single(),
+    ) else {
+        return format!("Next: {}", r.title);
+    };
+    let days = (when.date_naive() - now.date_naive()).num_days();
+    let time = match days {
+        ..=0 => when.format("at %H:%M").to_string(),
+        1..=6 => when.format("%a %H:%M").to_string(),
+        _ => when.format("%b %-d, %H:%M").to_string(),
+    };
+    format!("Next: {} {time}", r.title)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(title: &str, enabled: bool, next: Option<i64>) -> RoutineView {
+        RoutineView {
+            id: title.to_lowercase(),
+            title: title.into(),
+            enabled,
+            next_run_at: next,
+            next_runs: next.into_iter().collect(),
+            ..serde_json::from_value(serde_json::json!({
+                "id": "x", "title": "x", "description": "", "timezone": "UTC", "execution_mode": "inline",
+                "source": "manual", "enabled": true, "state": "pending", "timeout_seconds": 60, "retry": 0,
+                "max_retry": 3, "created_at": 0, "schedule_description": "", "next_runs": []
+            }))
+            .unwrap()
+        }
+    }
+
+    #[test]
+    fn the_tray_names_the_next_enabled_routine_in_the_users_zone() {
+        // 2026-11-22 08:00 UTC, a Sunday.
+        let now = 1_795_334_400_000;
+        let hour = 3_600_000;
+        assert_eq!(next_routine_line(&[], now, "UTC"), "No routines");
+        let paused = view("Paused", false, Some(now + hour));
+        assert_eq!(
+            next_routine_line(std::slice::from_ref(&paused), now, "UTC"),
+            "No routine scheduled"
+        );
+        let rs = [
+            paused,
+            view("Water", true, Some(now + 2 * hour)),
+            view("Report", true, Some(now + 30 * hour)),
+        ];
+        assert_eq!(next_routine_line(&rs, now, "UTC"), "Next: Water at 10:00");
+        assert_eq!(next_routine_line(&rs, now, "Europe/Berlin"), "Next: Water at 11:00");
+        assert_eq!(next_routine_line(&rs[2..], now, "UTC"), "Next: Report Mon 14:00");
+        assert_eq!(
+            next_routine_line(&[view("Later", true, Some(now + 400 * hour))], now, "UTC"),
+            "Next: Later Dec 9, 00:00"
+        );
+    }
+}

@@ -135,13 +135,17 @@ impl Runtime {
     /// exec exits, manual wakes) is skipped with the reason `paused`, and what it would have
     /// read (queued system events, the mailbox) stays for later. Running processes and
     /// conversation turns are not touched. Emits `background_paused` when it changes.
-    /// Routines, once they exist, must also check [`Self::is_paused`].
+    /// Routines check it too: nothing is claimed while paused (see `JobHost::paused`).
     pub fn set_paused(&self, paused: bool) {
         if self.inner.heartbeat.set_paused(paused) {
             tracing::info!(paused, "background activity paused or resumed");
             self.inner
                 .emitter
                 .emit(Source::System, Event::BackgroundPaused { paused });
+            if !paused {
+                // What fell due meanwhile runs now, not at the scheduler's next wake-up.
+                self.inner.routines.poke();
+            }
         }
     }
 
@@ -383,5 +387,9 @@ impl JobHost for Host {
     fn notifications(&self) -> bool {
         self.runtime()
             .is_none_or(|rt| rt.inner.heartbeat.config().notifications)
+    }
+
+    fn paused(&self) -> bool {
+        self.runtime().is_some_and(|rt| rt.is_paused())
     }
 }

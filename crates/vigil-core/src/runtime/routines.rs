@@ -59,6 +59,12 @@ impl Runtime {
         self.inner.routines.history(id)
     }
 
+    /// The tray's line about what runs next: "Next: Disk check at 09:15", in the user's zone.
+    pub fn next_routine_line(&self) -> String {
+        let zone = &self.inner.routines.config().default_zone;
+        crate::routines::view::next_routine_line(&self.routines().routines, self.inner.clock.now_ms(), zone)
+    }
+
     /// "every weekday at 09:00, Europe/Berlin" and the next three runs, or why the schedule
     /// cannot be used (the same validation as the agent's tools).
     pub fn preview_schedule(
