@@ -5,8 +5,10 @@ use tauri::State;
 use tauri_plugin_store::StoreExt;
 use vigil_core::protocol::{
     ApprovalKind, ApprovalPolicy, ApprovalsView, CommandError, ConnectionVerdict, HeartbeatSettings, HeartbeatView,
-    History, Op, ProcessSummary, ProviderSettings, SessionSummary, SettingsView,
+    History, Op, ProcessSummary, ProviderSettings, RoutineDraft, RoutineRun, RoutineSaved, RoutineView, RoutinesView,
+    SchedulePreview, SessionSummary, SettingsView,
 };
+use vigil_core::routines::StoreError;
 use vigil_core::settings::{self, PROVIDER_KEY};
 
 use crate::AppState;
@@ -15,7 +17,50 @@ fn error(code: &str, message: impl std::fmt::Display) -> CommandError {
     CommandError {
         code: code.to_string(),
         message: message.to_string(),
+        field: None,
     }
+}
+
+/// A routine error for the editor. Refusals (`invalid_routine`) name the field they are
+/// about, so the form shows them there.
+fn routine_error(e: StoreError) -> CommandError {
+    match e {
+        StoreError::Rejected(m) => invalid_routine(m),
+        StoreError::Corrupted(_) => error("routines_corrupted", e),
+        StoreError::Locked(_) => error("busy", e),
+        StoreError::Io { .. } => error("storage", e),
+        e => error("routines", e),
+    }
+}
+
+fn invalid_routine(message: String) -> CommandError {
+    CommandError {
+        field: routine_field(&message).map(str::to_string),
+        ..error("invalid_routine", message)
+    }
+}
+
+/// The draft field a refusal from the routine store is about, read from its wording (the
+/// core's messages quote the field or its example values; see `routines/edit.rs` and
+/// `routines/schedule.rs`).
+fn routine_field(message: &str) -> Option<&'static str> {
+    let m = message.to_lowercase();
+    let field = if m.contains("needs a title") || m.contains("similar routine exists") {
+        "title"
+    } else if m.contains("timeout_seconds") {
+        "timeout_seconds"
+    } else if m.contains("time zone") {
+        "timezone"
+    } else if m.contains("cron") || m.contains("interval") || m.contains("give a schedule") {
+        "schedule"
+    } else if m.contains("next_run_at") {
+        "next_run_at"
+    } else if m.contains("unknown kind") {
+        "kind"
+    } else {
+        return None;
+    };
+    Some(field)
 }
 
 #[tauri::command]
@@ -199,4 +244,120 @@ pub async fn process_output(state: State<'_, AppState>, process_id: String) -> R
         .process_output(&process_id)
         .await
         .map_err(|m| error("process", m))
+}
+
+/// The routines and the state of `HEARTBEAT.md`'s task block, for the Routines pane.
+#[tauri::command]
+pub async fn list_routines(state: State<'_, AppState>) -> Result<RoutinesView, CommandError> {
+    Ok(state.runtime.routines())
+}
+
+/// Creates a routine as the user's; over the soft limit it is created with a warning.
+#[tauri::command]
+pub async fn add_routine(state: State<'_, AppState>, draft: RoutineDraft) -> Result<RoutineSaved, CommandError> {
+    let (routine, warnings) = state.runtime.add_routine(draft).await.map_err(routine_error)?;
+    Ok(RoutineSaved { routine, warnings })
+}
+
+/// Changes the fields the draft names; the others keep their value.
+#[tauri::command]
+pub async fn update_routine(
+    state: State<'_, AppState>,
+    id: String,
+    draft: RoutineDraft,
+) -> Result<RoutineView, CommandError> {
+    state.runtime.update_routine(&id, draft).await.map_err(routine_error)
+}
+
+#[tauri::command]
+pub async fn remove_routine(state: State<'_, AppState>, id: String) -> Result<(), CommandError> {
+    state.runtime.remove_routine(&id).await.map_err(routine_error)
+}
+
+/// Runs a routine now; its schedule is unchanged.
+#[tauri::command]
+pub async fn run_routine_now(state: State<'_, AppState>, id: String) -> Result<(), CommandError> {
+    state.runtime.run_routine_now(&id).await.map_err(routine_error)
+}
+
+/// Pauses (`false`) or resumes (`true`) a routine.
+#[tauri::command]
+pub async fn set_routine_enabled(
+    state: State<'_, AppState>,
+    id: String,
+    enabled: bool,
+) -> Result<RoutineView, CommandError> {
+    state
+        .runtime
+        .set_routine_enabled(&id, enabled)
+        .await
+        .map_err(routine_error)
+}
+
+/// A routine's latest runs, oldest first.
+#[tauri::command]
+pub async fn routine_history(state: State<'_, AppState>, id: String) -> Result<Vec<RoutineRun>, CommandError> {
+    Ok(state.runtime.routine_history(&id))
+}
+
+/// The editor's live preview: the schedule in words and its next runs, or why it cannot be
+/// used (`invalid_routine`, naming the field), with the same checks as saving.
+#[tauri::command]
+pub async fn preview_schedule(
+    state: State<'_, AppState>,
+    schedule: Option<String>,
+    next_run_at: Option<i64>,
+    timezone: Option<String>,
+) -> Result<SchedulePreview, CommandError> {
+    state
+        .runtime
+        .preview_schedule(schedule.as_deref(), next_run_at, timezone.as_deref())
+        .map_err(invalid_routine)
+}
+
+/// Replaces a corrupted task block with the last good snapshot; returns how many routines
+/// came back.
+#[tauri::command]
+pub async fn restore_routines(state: State<'_, AppState>) -> Result<usize, CommandError> {
+    state
+        .runtime
+        .restore_routines_from_snapshot()
+        .await
+        .map_err(routine_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::routine_field;
+
+    #[test]
+    fn refusals_name_their_field() {
+        let cases = [
+            ("a routine needs a title", Some("title")),
+            (
+                "a similar routine exists: \"Water\" (id water, 1h); update it instead",
+                Some("title"),
+            ),
+            ("timeout_seconds must be between 1 and 86400", Some("timeout_seconds")),
+            (
+                "\"Mars/Base\" is not an IANA time zone; use a name like Europe/Berlin",
+                Some("timezone"),
+            ),
+            (
+                "\"61 9 * * *\" is not a valid cron expression (bad minute)",
+                Some("schedule"),
+            ),
+            ("the interval \"900d\" is longer than a year", Some("schedule")),
+            (
+                "give a schedule (a cron expression like …), or next_run_at for a one-time routine",
+                Some("schedule"),
+            ),
+            ("next_run_at 2020-01-01T00:00:00Z is in the past", Some("next_run_at")),
+            ("unknown kind \"x\"", Some("kind")),
+            ("there is no routine \"x\"", None),
+        ];
+        for (message, field) in cases {
+            assert_eq!(routine_field(message), field, "{message}");
+        }
+    }
 }

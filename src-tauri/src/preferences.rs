@@ -22,6 +22,7 @@ fn error(code: &str, message: impl std::fmt::Display) -> CommandError {
     CommandError {
         code: code.to_string(),
         message: message.to_string(),
+        field: None,
     }
 }
 

@@ -68,7 +68,7 @@ async function openSettings() {
 }
 
 async function closeSettings() {
-  await driver.executeScript('document.querySelector(\'[data-testid="settings-panel"] .close\').click()');
+  await driver.executeScript('document.querySelector(\'[data-testid="settings-close"]\').click()');
   await waitFor('the settings to close', async () => !(await exists('[data-testid="settings-panel"]')));
 }
 

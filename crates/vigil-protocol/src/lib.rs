@@ -33,8 +33,8 @@ pub use heartbeat::{
 };
 pub use preferences::{DesktopSettings, DesktopSettingsView, Theme};
 pub use routines::{
-    ExecutionMode, ParseStatus, RoutineDraft, RoutineRun, RoutineSource, RoutineState, RoutineView, RoutinesView,
-    RunOutcome, SchedulePreview,
+    ExecutionMode, ParseStatus, RoutineDraft, RoutineRun, RoutineSaved, RoutineSource, RoutineState, RoutineView,
+    RoutinesView, RunOutcome, SchedulePreview,
 };
 pub use settings::{
     ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings,
@@ -508,6 +508,11 @@ pub struct CommandError {
     pub code: String,
     /// For the user.
     pub message: String,
+    /// The form field the error is about (`schedule`, `timezone`, `title`…), so a form can
+    /// show it at that field; absent for errors about the whole request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub field: Option<String>,
 }
 
 /// Every type the UI needs, in dependency order, for the generated bindings.
@@ -558,6 +563,7 @@ pub fn typescript_bindings() -> String {
         RunOutcome::decl(&cfg),
         RoutineRun::decl(&cfg),
         SchedulePreview::decl(&cfg),
+        RoutineSaved::decl(&cfg),
         Theme::decl(&cfg),
         DesktopSettings::decl(&cfg),
         DesktopSettingsView::decl(&cfg),

@@ -189,3 +189,11 @@ pub struct SchedulePreview {
     #[ts(type = "Array<number>")]
     pub next_runs: Vec<i64>,
 }
+
+/// A routine the editor created, and what the user should know about it (over the soft
+/// limit of active routines, for one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct RoutineSaved {
+    pub routine: RoutineView,
+    pub warnings: Vec<String>,
+}

@@ -24,6 +24,12 @@ import type {
   Op,
   ProcessSummary,
   ProviderSettings,
+  RoutineDraft,
+  RoutineRun,
+  RoutineSaved,
+  RoutinesView,
+  RoutineView,
+  SchedulePreview,
   SessionSummary,
   SettingsView,
 } from './protocol';
@@ -84,7 +90,8 @@ async function pickBackend(): Promise<Backend> {
 export function toCommandError(e: unknown): CommandError {
   if (e && typeof e === 'object' && 'message' in e && typeof e.message === 'string') {
     const code = 'code' in e && typeof e.code === 'string' ? e.code : 'unknown';
-    return { code, message: e.message };
+    const field = 'field' in e && typeof e.field === 'string' ? e.field : undefined;
+    return field === undefined ? { code, message: e.message } : { code, message: e.message, field };
   }
   if (typeof e === 'string') return { code: 'unknown', message: e };
   return { code: 'unknown', message: 'Something went wrong.' };
@@ -171,6 +178,50 @@ export function listProcesses(): Promise<ProcessSummary[]> {
 /** A process's kept raw terminal bytes, base64, to replay them in the panel's terminal. */
 export function processOutput(processId: string): Promise<string> {
   return call('process_output', { processId });
+}
+
+/** Every routine and the state of `HEARTBEAT.md`'s task block. */
+export function listRoutines(): Promise<RoutinesView> {
+  return call('list_routines');
+}
+
+/** Creates a routine; rejects (`invalid_routine`, with the `field`) without saving anything. */
+export function addRoutine(draft: RoutineDraft): Promise<RoutineSaved> {
+  return call('add_routine', { draft });
+}
+
+/** Changes the fields the draft names; rejects like `addRoutine`. */
+export function updateRoutine(id: string, draft: RoutineDraft): Promise<RoutineView> {
+  return call('update_routine', { id, draft });
+}
+
+export function removeRoutine(id: string): Promise<void> {
+  return call('remove_routine', { id });
+}
+
+/** Runs a routine now; its schedule is unchanged. */
+export function runRoutineNow(id: string): Promise<void> {
+  return call('run_routine_now', { id });
+}
+
+/** Pauses (`false`) or resumes (`true`) a routine. */
+export function setRoutineEnabled(id: string, enabled: boolean): Promise<RoutineView> {
+  return call('set_routine_enabled', { id, enabled });
+}
+
+/** A routine's latest runs, oldest first. */
+export function routineHistory(id: string): Promise<RoutineRun[]> {
+  return call('routine_history', { id });
+}
+
+/** A schedule in words and its next runs, or why it cannot be used (same checks as saving). */
+export function previewSchedule(schedule: string | null, timezone: string | null, nextRunAt: number | null = null): Promise<SchedulePreview> {
+  return call('preview_schedule', { schedule, timezone, nextRunAt });
+}
+
+/** Replaces a corrupted task block with the last good snapshot; resolves to how many routines came back. */
+export function restoreRoutines(): Promise<number> {
+  return call('restore_routines');
 }
 
 /** The desktop preferences (close to tray, start at login, theme) and problems reading them. */

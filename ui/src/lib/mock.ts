@@ -1,6 +1,6 @@
 // An in-browser stand-in for the Rust side, for previewing the UI outside Tauri
 // (`?mock`, `?mock=empty`, `?mock=error`, `?mock=policy`, `?mock=compact`, `?mock=approval`,
-// `?mock=approval-env`, `?mock=heartbeat`, `?mock=processes`; a message starting with "run"
+// `?mock=approval-env`, `?mock=heartbeat`, `?mock=processes`, `?mock=routines`, `?mock=routines-corrupted`; a message starting with "run"
 // asks for approval in any of them, a heartbeat runs every ~20 s in all of them, and the
 // Processes panel can start commands in all of them). `ipc.ts` imports it lazily and only when `__TAURI_INTERNALS__` is absent, so it never runs in the app. It
 // replays the event order the core uses (see vigil-core `agent/mod.rs` and `runtime.rs`):
@@ -11,6 +11,7 @@ import type { Backend, Unlisten } from './ipc';
 import { createMockGate } from './mock-approvals';
 import { createMockHeartbeat } from './mock-heartbeat';
 import { createMockProcesses, execHistory } from './mock-processes';
+import { createMockRoutines } from './mock-routines';
 import { CONFIG_DIFF, CONFIG_FILE, SAMPLE_REPLY, sampleSessions, text, userTurn, type MockSession } from './mock-data';
 import type {
   ApprovalDecision,
@@ -19,6 +20,7 @@ import type {
   DesktopSettings,
   Event,
   HeartbeatSettings,
+  RoutineDraft,
   EventEnvelope,
   History,
   JsonValue,
@@ -81,6 +83,7 @@ export function createMockBackend(variant: string): Backend {
   const gate = createMockGate(variant, emit);
   const heartbeat = createMockHeartbeat(variant, emit, () => lanes.get('main')?.busy ?? false);
   const processes = createMockProcesses(variant, emit);
+  const routines = createMockRoutines(variant, emit);
 
   function list() {
     return [...sessions.values()].map((s) => s.summary).sort((a, b) => b.updated_at - a.updated_at);
@@ -451,6 +454,16 @@ export function createMockBackend(variant: string): Backend {
       return { settings: desktop, warnings: [] };
     },
     set_attention: () => undefined,
+    list_routines: () => routines.list(),
+    routine_history: (args) => routines.history(args.id as string),
+    preview_schedule: (args) =>
+      routines.preview(args.schedule as string | null, args.timezone as string | null, args.nextRunAt as number | null),
+    add_routine: (args) => routines.add(args.draft as RoutineDraft),
+    update_routine: (args) => routines.update(args.id as string, args.draft as RoutineDraft),
+    remove_routine: (args) => routines.remove(args.id as string),
+    set_routine_enabled: (args) => routines.setEnabled(args.id as string, args.enabled as boolean),
+    run_routine_now: (args) => routines.runNow(args.id as string),
+    restore_routines: () => routines.restore(),
     quit: () => undefined,
   };
 

@@ -127,7 +127,12 @@ code: string,
 /**
  * For the user.
  */
-message: string, };
+message: string, 
+/**
+ * The form field the error is about (`schedule`, `timezone`, `title`…), so a form can
+ * show it at that field; absent for errors about the whole request.
+ */
+field?: string, };
 
 export type ProviderKind = "anthropic" | "openai";
 
@@ -321,6 +326,8 @@ session_id: string | null, summary: string | null, error: string | null,
 deterministic: boolean, };
 
 export type SchedulePreview = { description: string, timezone: string, next_runs: Array<number>, };
+
+export type RoutineSaved = { routine: RoutineView, warnings: Array<string>, };
 
 export type Theme = "system" | "light" | "dark";
 

@@ -1,0 +1,167 @@
+// Routines in the real app. Issue 6: a scripted chat makes the agent call `routine_add` for a
+// reminder due in a few seconds; it fires without the model, and its text reaches the
+// notification daemon and the chat. Issue 7: a routine created in the Routines pane lands in
+// HEARTBEAT.md, fires, is notified, and the click leads to its card; an invalid cron is
+// refused at the field and nothing is written. Screenshots of the pane and the editor.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { Harness, By, quit, screenshot, send, messages, waitFor } from './harness.mjs';
+
+const h = new Harness();
+let driver;
+const JOB_RESULT = 'All three plants are fine; the basil needs water tomorrow.';
+const heartbeatFile = () => path.join(h.dataDir, 'workspace', 'HEARTBEAT.md');
+const readHeartbeat = () => (fs.existsSync(heartbeatFile()) ? fs.readFileSync(heartbeatFile(), 'utf8') : '');
+const notifies = () => (h.notificationLog().match(/member=Notify/g) ?? []).length;
+const chatRequests = () => h.fakeRequests().filter((r) => r.path === '/v1/messages').length;
+
+const css = (selector) => driver.findElement(By.css(selector));
+const count = (selector) => driver.executeScript(`return document.querySelectorAll(${JSON.stringify(selector)}).length;`);
+const textOf = (selector) =>
+  driver.executeScript(`const e = document.querySelector(${JSON.stringify(selector)}); return e ? e.innerText : null;`);
+/** Sets a bound input's value the way typing does (select-all + type is flaky in WebKitWebDriver). */
+const fill = (selector, value) =>
+  driver.executeScript(
+    `const e = document.querySelector(arguments[0]); e.focus(); e.value = arguments[1];
+     e.dispatchEvent(new Event('input', { bubbles: true }));`,
+    selector,
+    value,
+  );
+
+before(async () => {
+  // Every model call after the scripted chat (the isolated job's turn) answers with the result.
+  await h.startFakeProvider({ steps: [], fallback: { kind: 'text', text: JOB_RESULT } });
+  await h.startNotificationMonitor();
+  await h.startDriver(h.providerEnv('anthropic', { VIGIL_APPROVAL_POLICY: 'full-auto' }));
+  [driver] = await h.launchApp();
+});
+
+after(async () => {
+  await quit(driver);
+  await h.stop();
+});
+
+test('with no routines the pane says what to do, and Escape closes it', async () => {
+  await css('[data-testid="routines-toggle"]').click();
+  await waitFor('the empty state', async () => /remind me/i.test((await textOf('[data-testid="routines-empty"]')) ?? ''));
+  await screenshot(driver, 'routines-empty.png');
+  await driver.actions().sendKeys('\uE00C').perform(); // Escape
+  await waitFor('the pane closed', async () => (await count('[data-testid="routines-pane"]')) === 0, 5000);
+});
+
+test('the agent registers a reminder from the chat; it fires, notifies, and lands in the chat', async () => {
+  // The time is set now, not when the provider started, so it is a few seconds ahead.
+  const due = new Date(Date.now() + 6000).toISOString();
+  const script = {
+    steps: [
+      {
+        kind: 'tool_calls',
+        calls: [
+          {
+            id: 'call_routine',
+            name: 'routine_add',
+            arguments: { title: 'Stretch', description: 'Stand up and stretch.', next_run_at: due, kind: 'time_reminder', timezone: 'UTC' },
+          },
+        ],
+      },
+      { kind: 'text', text: 'Done: I will remind you to stretch in a few seconds.' },
+    ],
+    fallback: { kind: 'text', text: JOB_RESULT },
+  };
+  const res = await fetch(`${h.fakeUrl}/_script`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(script) });
+  assert.ok(res.ok, `the fake provider took the script (${res.status})`);
+  const before = chatRequests();
+
+  await send(driver, 'Remind me to stretch in a few seconds');
+  await waitFor('the reply', async () => (await messages(driver)).some((m) => m.role === 'assistant' && m.text.includes('remind you to stretch')), 20000);
+  // The routine is in the file, as the agent's (source: chat), with its zone stated.
+  const file = readHeartbeat();
+  assert.match(file, /"title": "Stretch"/);
+  assert.match(file, /"source": "chat"/);
+  assert.match(file, /"timezone": "UTC"/);
+
+  await waitFor('the reminder on D-Bus', async () => h.notificationLog().includes('Reminder: Stretch'), 30000);
+  await waitFor('the reminder card in the chat', async () => {
+    const cards = await driver.executeScript(
+      'return [...document.querySelectorAll(\'[data-testid="background-update"]\')].map((c) => c.innerText);',
+    );
+    return cards.some((c) => c.includes('Reminder: Stretch'));
+  }, 10000);
+  // A time_reminder runs without the model: only the two scripted chat requests were made.
+  assert.equal(chatRequests() - before, 2);
+});
+
+test('a routine made in the pane is written to HEARTBEAT.md, fires, and its notification leads to it; a bad cron saves nothing', async () => {
+  await css('[data-testid="routines-toggle"]').click();
+  await waitFor('the pane', async () => (await count('[data-testid="routines-pane"]')) === 1);
+  await waitFor("the agent's routine in the list", async () => (await count('[data-testid="routine-item"]')) === 1);
+
+  // An invalid cron: an error at the field, and the file is not touched.
+  const untouched = readHeartbeat();
+  await css('[data-testid="routine-new"]').click();
+  await fill('[data-testid="routine-title"]', 'Water the plants');
+  await fill('[data-testid="routine-description"]', 'Check the plants on the windowsill and tell me which need water.');
+  await fill('[data-testid="routine-schedule"]', '61 25 * * *');
+  await css('[data-testid="routine-save"]').click();
+  await waitFor('the inline schedule error', async () => /cron/.test((await textOf('[data-testid="routine-schedule-error"]')) ?? ''), 5000);
+  assert.equal(await count('[data-testid="routine-editor"]'), 1, 'the editor stays open');
+  assert.equal(readHeartbeat(), untouched, 'HEARTBEAT.md is unchanged');
+  await screenshot(driver, 'routines-editor-error.png');
+
+  // Every minute, isolated: the job's turn answers with JOB_RESULT.
+  await fill('[data-testid="routine-schedule"]', '* * * * *');
+  await css('input[name="routine-mode"][value="isolated"]').click();
+  await waitFor('the live preview', async () => {
+    const p = (await textOf('[data-testid="routine-preview"]')) ?? '';
+    return /every minute/i.test(p) && /Next:/.test(p) && (await count('[data-testid="routine-schedule-error"]')) === 0;
+  }, 5000);
+  await screenshot(driver, 'routines-editor.png');
+  await css('[data-testid="routine-save"]').click();
+  await waitFor('the editor closed and two routines listed', async () =>
+    (await count('[data-testid="routine-editor"]')) === 0 && (await count('[data-testid="routine-item"]')) === 2, 10000);
+  const file = readHeartbeat();
+  assert.match(file, /"title": "Water the plants"/);
+  assert.match(file, /"schedule": "\* \* \* \* \*"/);
+  assert.match(file, /"execution_mode": "isolated"/);
+  assert.match(file, /"source": "manual"/);
+  const row = await textOf('[data-routine-id="water_the_plants"]');
+  assert.match(row, /every minute/i);
+  assert.match(row, /Next:/);
+  await screenshot(driver, 'routines.png');
+
+  // It fires at the next minute; the earlier reminder's notification is closed first, so the
+  // click below is on this one.
+  try {
+    execFileSync('dunstctl', ['close-all']);
+  } catch {}
+  const seen = notifies();
+  await waitFor("the routine's result on D-Bus", async () => notifies() > seen && h.notificationLog().includes('basil needs water'), 75000, 250);
+  await waitFor('the run in the row', async () => /Done/.test((await textOf('[data-routine-id="water_the_plants"] [data-testid="routine-last-run"]')) ?? ''), 10000);
+  const eventId = await driver.executeScript(
+    `const c = [...document.querySelectorAll('[data-testid="background-update"]')].find((c) => c.innerText.includes('basil needs water'));
+     return c ? c.dataset.eventId : null;`,
+  );
+  assert.ok(eventId, 'the result is a card in the chat');
+
+  // What a click does: dunst invokes the default action; the window comes forward at the card.
+  execFileSync('dunstctl', ['action', '0']);
+  await waitFor('the pane closed for the card', async () => (await count('[data-testid="routines-pane"]')) === 0, 10000);
+  await waitFor('the card highlighted', async () =>
+    driver.executeScript(`const c = document.querySelector('[data-event-id="${eventId}"]'); return !!c && c.classList.contains('highlight');`), 5000);
+});
+
+test('a corrupted task block is reported with a way back to the last good version', async () => {
+  const good = readHeartbeat();
+  fs.writeFileSync(heartbeatFile(), good.replace('```json\n{', '```json\n{ this is not JSON,'));
+  await css('[data-testid="routines-toggle"]').click();
+  await waitFor('the banner', async () => (await count('[data-testid="routines-corrupted"]')) === 1, 10000);
+  await screenshot(driver, 'routines-corrupted.png');
+  await css('[data-testid="routines-restore"]').click();
+  await waitFor('the routines back', async () =>
+    (await count('[data-testid="routines-corrupted"]')) === 0 && (await count('[data-testid="routine-item"]')) === 2, 10000);
+  assert.match(readHeartbeat(), /"title": "Water the plants"/);
+  assert.ok(fs.existsSync(`${heartbeatFile()}.corrupt`), 'the broken file is kept');
+});

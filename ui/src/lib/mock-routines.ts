@@ -1,0 +1,168 @@
+// The mock's routines (`?mock`, `?mock=routines` for a fuller list, `?mock=routines-corrupted`
+// for the broken-file banner, `?mock=empty` for none): an in-memory list with the core's
+// command shapes. Schedules are checked and described roughly — enough to preview the pane.
+
+import type { Event, RoutineDraft, RoutineRun, RoutinesView, RoutineView, SchedulePreview } from './protocol';
+
+type Emit = (sessionId: string | null, runId: string | null, event: Event) => void;
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+function invalid(field: string, message: string) {
+  return { code: 'invalid_routine', message, field };
+}
+
+/** "every 30 minutes" / "every weekday at 09:00, Europe/Berlin", and the step between runs. */
+function describe(schedule: string, zone: string): { text: string; step: number } {
+  const every = schedule.match(/^(\d+)\s*([mhd])$/);
+  if (every) {
+    const n = Number(every[1]);
+    const unit = { m: ['minute', MINUTE], h: ['hour', HOUR], d: ['day', 24 * HOUR] }[every[2]] as [string, number];
+    return { text: n === 1 ? `every ${unit[0]}` : `every ${n} ${unit[0]}s`, step: n * unit[1] };
+  }
+  const f = schedule.split(/\s+/);
+  const ok = f.length === 5 && /^\d{1,2}$/.test(f[0]) && Number(f[0]) < 60 && /^(\d{1,2}|\*)$/.test(f[1]) && (f[1] === '*' || Number(f[1]) < 24);
+  if (!ok) {
+    throw invalid('schedule', `"${schedule}" is not a valid cron expression; the form is minute hour day-of-month month day-of-week, like "30 8 * * *"`);
+  }
+  const at = f[1] === '*' ? `every hour at :${f[0].padStart(2, '0')}` : `at ${f[1].padStart(2, '0')}:${f[0].padStart(2, '0')}`;
+  const days = f[4] === '1-5' ? 'every weekday' : f[4] === '*' ? 'every day' : `on days ${f[4]}`;
+  return { text: f[1] === '*' ? `${at}, ${zone}` : `${days} ${at}, ${zone}`, step: f[1] === '*' ? HOUR : 24 * HOUR };
+}
+
+export function createMockRoutines(variant: string, emit: Emit) {
+  const now = Date.now();
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+  const routines: RoutineView[] = [];
+  const runs: Record<string, RoutineRun[]> = {};
+
+  function preview(schedule: string | null, timezone: string | null, nextRunAt: number | null): SchedulePreview {
+    const tz = timezone?.trim() || zone;
+    if (!/^(UTC|[A-Z][A-Za-z_]+\/[A-Za-z_]+)$/.test(tz)) {
+      throw invalid('timezone', `"${tz}" is not an IANA time zone; use a name like Europe/Berlin, America/New_York or UTC`);
+    }
+    if (!schedule) {
+      if (nextRunAt === null) throw invalid('schedule', 'give a schedule (a cron expression like "0 9 * * 1-5" or an interval like "30m")');
+      return { description: `once, at ${new Date(nextRunAt).toISOString().slice(0, 16).replace('T', ' ')}, ${tz}`, timezone: tz, next_runs: [nextRunAt] };
+    }
+    const { text, step } = describe(schedule, tz);
+    const first = Math.ceil(Date.now() / step) * step;
+    return { description: text, timezone: tz, next_runs: [first, first + step, first + 2 * step] };
+  }
+
+  function make(id: string, d: RoutineDraft, extra: Partial<RoutineView> = {}): RoutineView {
+    const p = preview(d.schedule ?? null, d.timezone ?? null, d.next_run_at ?? null);
+    return {
+      id,
+      title: d.title ?? id,
+      description: d.description ?? '',
+      schedule: d.schedule ?? null,
+      timezone: p.timezone,
+      execution_mode: d.execution_mode ?? 'inline',
+      source: 'manual',
+      enabled: d.enabled ?? true,
+      state: 'pending',
+      last_run_at: null,
+      next_run_at: p.next_runs[0] ?? null,
+      timeout_seconds: d.timeout_seconds ?? 300,
+      retry: 0,
+      max_retry: 3,
+      error_message: null,
+      created_at: now,
+      kind: d.kind ?? null,
+      schedule_description: p.description,
+      next_runs: p.next_runs,
+      problem: null,
+      ...extra,
+    };
+  }
+
+  if (variant !== 'empty') {
+    routines.push(make('drink_water', { title: 'Drink water', description: 'Remind me to drink a glass of water.', schedule: '1h', kind: 'time_reminder' }, { source: 'chat', last_run_at: now - 40 * MINUTE }));
+    runs.drink_water = [
+      { run_id: 'r1', routine_id: 'drink_water', mode: 'inline', due_at: now - 100 * MINUTE, started_at: now - 100 * MINUTE, finished_at: now - 100 * MINUTE, outcome: 'ok', session_id: null, summary: 'Time to drink a glass of water.', error: null, deterministic: true },
+      { run_id: 'r2', routine_id: 'drink_water', mode: 'inline', due_at: now - 40 * MINUTE, started_at: now - 40 * MINUTE, finished_at: now - 40 * MINUTE, outcome: 'ok', session_id: null, summary: 'Time to drink a glass of water.', error: null, deterministic: true },
+    ];
+    routines.push(make('morning_notes', { title: 'Summarise my unread notes', description: 'Read ~/notes/inbox and summarise what is new.', schedule: '0 9 * * 1-5', timezone: 'Europe/Berlin', execution_mode: 'isolated', timeout_seconds: 900 }, { last_run_at: now - 20 * HOUR }));
+    runs.morning_notes = [
+      { run_id: 'r3', routine_id: 'morning_notes', mode: 'isolated', due_at: now - 20 * HOUR, started_at: now - 20 * HOUR, finished_at: now - 20 * HOUR + 95_000, outcome: 'ok', session_id: 'job_morning_notes_r3', summary: 'Three new notes: the trip budget, a draft of the talk, and a reading list.', error: null, deterministic: false },
+    ];
+    if (variant.startsWith('routines')) {
+      routines.push(make('backup_check', { title: 'Check the nightly backup', description: 'Look at ~/backup.log and tell me if the last run failed.', schedule: '30 7 * * *', execution_mode: 'isolated' }, { enabled: false, state: 'failed', error_message: 'timed out after 300 s' }));
+      runs.backup_check = [
+        { run_id: 'r4', routine_id: 'backup_check', mode: 'isolated', due_at: now - 26 * HOUR, started_at: now - 26 * HOUR, finished_at: now - 26 * HOUR + 300_000, outcome: 'timed_out', session_id: null, summary: null, error: 'timed out after 300 s', deterministic: false },
+      ];
+    }
+  }
+  let corrupted = variant === 'routines-corrupted';
+
+  const view = (): RoutinesView =>
+    corrupted
+      ? { status: 'corrupted', error: 'line 14, column 3: expected `,` or `]`', routines: [] }
+      : { status: routines.length ? 'ok' : 'empty', error: null, routines: [...routines] };
+
+  function changed(): void {
+    emit(null, null, { type: 'routines_changed', routines: view() });
+  }
+
+  function find(id: string): number {
+    const i = routines.findIndex((r) => r.id === id);
+    if (i < 0) throw { code: 'invalid_routine', message: `there is no routine "${id}"` };
+    return i;
+  }
+
+  return {
+    list: view,
+    history: (id: string) => runs[id] ?? [],
+    preview,
+    add(d: RoutineDraft) {
+      if (!d.title?.trim()) throw invalid('title', 'a routine needs a title');
+      const id = d.title.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '') || 'routine';
+      const r = make(routines.some((x) => x.id === id) ? `${id}_2` : id, d);
+      routines.push(r);
+      changed();
+      return { routine: r, warnings: [] };
+    },
+    update(id: string, d: RoutineDraft) {
+      const i = find(id);
+      const old = routines[i];
+      const kept: RoutineDraft = {
+        title: old.title,
+        description: old.description,
+        schedule: old.schedule ?? undefined,
+        next_run_at: old.next_run_at ?? undefined,
+        timezone: old.timezone,
+        execution_mode: old.execution_mode,
+        timeout_seconds: old.timeout_seconds,
+        enabled: old.enabled,
+        kind: old.kind ?? undefined,
+      };
+      routines[i] = make(id, { ...kept, ...d }, { created_at: old.created_at, source: old.source });
+      changed();
+      return routines[i];
+    },
+    remove(id: string) {
+      routines.splice(find(id), 1);
+      changed();
+    },
+    setEnabled(id: string, enabled: boolean) {
+      const i = find(id);
+      routines[i] = { ...routines[i], enabled, state: enabled && routines[i].state === 'failed' ? 'pending' : routines[i].state };
+      changed();
+      return routines[i];
+    },
+    runNow(id: string) {
+      const r = routines[find(id)];
+      const t = Date.now();
+      (runs[id] ??= []).push({ run_id: `r${t}`, routine_id: id, mode: r.execution_mode, due_at: t, started_at: t, finished_at: t + 1000, outcome: 'ok', session_id: null, summary: `${r.title}: done (mock).`, error: null, deterministic: r.kind !== null });
+      routines[find(id)] = { ...r, last_run_at: t };
+      changed();
+    },
+    restore() {
+      corrupted = false;
+      changed();
+      return routines.length;
+    },
+  };
+}

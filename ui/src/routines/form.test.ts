@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import type { RoutineRun, RoutineView } from '../lib/protocol';
+import {
+  checkForm,
+  draftFromForm,
+  formatRun,
+  formFromRoutine,
+  lastRunLabel,
+  newForm,
+  placeError,
+  stateLabel,
+  zoneChoices,
+} from './form';
+
+const routine = (over: Partial<RoutineView> = {}): RoutineView => ({
+  id: 'water',
+  title: 'Drink water',
+  description: 'Remind me.',
+  schedule: '0 9 * * 1-5',
+  timezone: 'Europe/Berlin',
+  execution_mode: 'inline',
+  source: 'manual',
+  enabled: true,
+  state: 'pending',
+  last_run_at: null,
+  next_run_at: 1_770_000_000_000,
+  timeout_seconds: 120,
+  retry: 0,
+  max_retry: 3,
+  error_message: null,
+  created_at: 0,
+  kind: null,
+  schedule_description: 'every weekday at 09:00, Europe/Berlin',
+  next_runs: [],
+  problem: null,
+  ...over,
+});
+
+describe('the routine form', () => {
+  it('round-trips a routine into a draft with trimmed values', () => {
+    const form = formFromRoutine(routine());
+    form.title = '  Drink more water ';
+    expect(draftFromForm(form)).toEqual({
+      title: 'Drink more water',
+      description: 'Remind me.',
+      schedule: '0 9 * * 1-5',
+      timezone: 'Europe/Berlin',
+      execution_mode: 'inline',
+      timeout_seconds: 120,
+      enabled: true,
+    });
+  });
+
+  it('keeps a one-shot routine one-shot: no schedule is sent', () => {
+    const draft = draftFromForm(formFromRoutine(routine({ schedule: null })));
+    expect('schedule' in draft).toBe(false);
+    expect(checkForm(formFromRoutine(routine({ schedule: null })), true)).toEqual({});
+  });
+
+  it('a new form starts in the given zone and asks for a title and a schedule', () => {
+    const form = newForm('America/New_York');
+    expect(form.timezone).toBe('America/New_York');
+    expect(Object.keys(checkForm(form, false)).sort()).toEqual(['schedule', 'title']);
+  });
+
+  it('refuses a timeout that is not a whole number of seconds in range', () => {
+    const form = { ...newForm('UTC'), title: 'x', schedule: '30m' };
+    for (const bad of ['', '0', '1.5', 'ten', '86401']) {
+      expect(checkForm({ ...form, timeout_seconds: bad }, false).timeout_seconds).toBeDefined();
+    }
+    expect(checkForm({ ...form, timeout_seconds: '86400' }, false)).toEqual({});
+  });
+
+  it('places core errors at their field, next_run_at at the schedule, the rest above the form', () => {
+    expect(placeError({ code: 'invalid_routine', message: 'bad cron', field: 'schedule' })).toEqual({ field: 'schedule', message: 'bad cron' });
+    expect(placeError({ code: 'invalid_routine', message: 'past', field: 'next_run_at' }).field).toBe('schedule');
+    expect(placeError({ code: 'invalid_routine', message: 'no kind', field: 'kind' }).field).toBeNull();
+    expect(placeError({ code: 'storage', message: 'disk full' }).field).toBeNull();
+  });
+
+  it('offers the user zone first and never twice', () => {
+    const zones = zoneChoices('Europe/Berlin');
+    expect(zones[0]).toBe('Europe/Berlin');
+    expect(zones.filter((z) => z === 'Europe/Berlin')).toHaveLength(1);
+  });
+});
+
+describe('times and states', () => {
+  it('shows run times in the routine zone, not the window zone', () => {
+    const t = Date.UTC(2026, 1, 12, 8, 0); // Thu 12 Feb 2026, 08:00 UTC
+    expect(formatRun(t, 'Europe/Berlin')).toBe('Thu 12 Feb, 09:00');
+    expect(formatRun(t, 'America/New_York')).toBe('Thu 12 Feb, 03:00');
+    // An unknown zone still shows a time rather than throwing.
+    expect(formatRun(t, 'Mars/Base')).toMatch(/12 Feb/);
+  });
+
+  it('labels the last run from the history first, then from the routine', () => {
+    const t = Date.UTC(2026, 1, 12, 8, 0);
+    const run: RoutineRun = {
+      run_id: 'r', routine_id: 'water', mode: 'inline', due_at: t, started_at: t, finished_at: t,
+      outcome: 'timed_out', session_id: null, summary: null, error: 'slow', deterministic: false,
+    };
+    expect(lastRunLabel(routine(), [run])).toBe('Timed out Thu 12 Feb, 09:00');
+    expect(lastRunLabel(routine({ last_run_at: t }), [])).toBe('Ran Thu 12 Feb, 09:00');
+    expect(lastRunLabel(routine(), undefined)).toBe('Not run yet');
+    expect(lastRunLabel(routine({ state: 'running' }), [run])).toBe('Running now');
+  });
+
+  it('a problem outranks every other state', () => {
+    expect(stateLabel(routine({ problem: 'bad zone', enabled: false })).text).toBe('Cannot run');
+    expect(stateLabel(routine({ enabled: false })).text).toBe('Paused');
+    expect(stateLabel(routine({ state: 'done' })).text).toBe('Done');
+    expect(stateLabel(routine()).text).toBe('Active');
+  });
+});

@@ -1,0 +1,183 @@
+// The routine editor's logic, free of Svelte so it can be unit-tested: the form a routine
+// (or a new one) is edited as, the draft sent to the core, client-side checks that need no
+// round trip, errors from the core placed at their field, and times shown in the
+// routine's own zone.
+
+import type { CommandError, RoutineDraft, RoutineRun, RoutineView } from '../lib/protocol';
+
+export interface RoutineForm {
+  title: string;
+  description: string;
+  /** A cron expression or an interval; empty for a one-shot (kept as it is). */
+  schedule: string;
+  timezone: string;
+  execution_mode: 'inline' | 'isolated';
+  /** Text, so a half-typed number is not rejected while typing. */
+  timeout_seconds: string;
+  enabled: boolean;
+}
+
+/** Fields an error can be shown at. */
+export type FieldName = 'title' | 'description' | 'schedule' | 'timezone' | 'timeout_seconds';
+export type FieldErrors = Partial<Record<FieldName, string>>;
+
+/** The longest run the core accepts (`MAX_TIMEOUT_SECONDS`: a day). */
+export const MAX_TIMEOUT_SECONDS = 24 * 3600;
+const DEFAULT_TIMEOUT_SECONDS = 300;
+
+/** Offered in the zone input's list; any IANA name may be typed. */
+export const COMMON_ZONES = [
+  'UTC',
+  'Europe/London',
+  'Europe/Berlin',
+  'Europe/Paris',
+  'Europe/Madrid',
+  'Europe/Rome',
+  'Europe/Amsterdam',
+  'Europe/Stockholm',
+  'Europe/Warsaw',
+  'Europe/Kyiv',
+  'Europe/Istanbul',
+  'Europe/Moscow',
+  'Africa/Cairo',
+  'Africa/Johannesburg',
+  'Africa/Lagos',
+  'Asia/Dubai',
+  'Asia/Kolkata',
+  'Asia/Bangkok',
+  'Asia/Singapore',
+  'Asia/Shanghai',
+  'Asia/Tokyo',
+  'Asia/Seoul',
+  'Australia/Sydney',
+  'Pacific/Auckland',
+  'America/Sao_Paulo',
+  'America/New_York',
+  'America/Chicago',
+  'America/Denver',
+  'America/Los_Angeles',
+  'America/Mexico_City',
+  'America/Toronto',
+];
+
+/** The zone the window runs in (the user's), or UTC when it cannot be told. */
+export function userZone(): string {
+  try {
+    return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+  } catch {
+    return 'UTC';
+  }
+}
+
+/** The user's zone first, then the common ones. */
+export function zoneChoices(user: string): string[] {
+  return [user, ...COMMON_ZONES.filter((z) => z !== user)];
+}
+
+export function newForm(zone: string): RoutineForm {
+  return {
+    title: '',
+    description: '',
+    schedule: '',
+    timezone: zone,
+    execution_mode: 'inline',
+    timeout_seconds: String(DEFAULT_TIMEOUT_SECONDS),
+    enabled: true,
+  };
+}
+
+export function formFromRoutine(r: RoutineView): RoutineForm {
+  return {
+    title: r.title,
+    description: r.description,
+    schedule: r.schedule ?? '',
+    timezone: r.timezone,
+    execution_mode: r.execution_mode,
+    timeout_seconds: String(r.timeout_seconds),
+    enabled: r.enabled,
+  };
+}
+
+/** Checks that need no round trip; the core checks everything again when saving. */
+export function checkForm(form: RoutineForm, oneShot: boolean): FieldErrors {
+  const errors: FieldErrors = {};
+  if (form.title.trim() === '') errors.title = 'Give the routine a title.';
+  if (!oneShot && form.schedule.trim() === '') {
+    errors.schedule = 'Give a cron expression like "0 9 * * 1-5" or an interval like "30m".';
+  }
+  if (form.timezone.trim() === '') errors.timezone = 'Give a time zone, like Europe/Berlin.';
+  const t = form.timeout_seconds.trim();
+  if (!/^\d+$/.test(t) || Number(t) < 1 || Number(t) > MAX_TIMEOUT_SECONDS) {
+    errors.timeout_seconds = `A whole number of seconds from 1 to ${MAX_TIMEOUT_SECONDS}.`;
+  }
+  return errors;
+}
+
+/**
+ * What to send. A one-shot (no schedule, editing an existing routine) keeps its time: the
+ * schedule is only sent when there is one.
+ */
+export function draftFromForm(form: RoutineForm): RoutineDraft {
+  const draft: RoutineDraft = {
+    title: form.title.trim(),
+    description: form.description.trim(),
+    timezone: form.timezone.trim(),
+    execution_mode: form.execution_mode,
+    timeout_seconds: Number(form.timeout_seconds.trim()),
+    enabled: form.enabled,
+  };
+  if (form.schedule.trim() !== '') draft.schedule = form.schedule.trim();
+  return draft;
+}
+
+/** Where a refusal from the core goes: at its field, or above the form. */
+export function placeError(e: CommandError): { field: FieldName | null; message: string } {
+  const known: FieldName[] = ['title', 'description', 'schedule', 'timezone', 'timeout_seconds'];
+  const field = known.find((f) => f === e.field) ?? (e.field === 'next_run_at' ? 'schedule' : null);
+  return { field, message: e.message };
+}
+
+/** "Mon 24 Nov, 09:00" in `zone` (the routine's, not the window's). */
+export function formatRun(ms: number, zone: string): string {
+  const options: Intl.DateTimeFormatOptions = {
+    weekday: 'short',
+    day: 'numeric',
+    month: 'short',
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
+  };
+  try {
+    return new Intl.DateTimeFormat('en-GB', { ...options, timeZone: zone }).format(ms);
+  } catch {
+    return new Intl.DateTimeFormat('en-GB', options).format(ms);
+  }
+}
+
+/** The row's summary of how the last run went. */
+export function lastRunLabel(r: RoutineView, runs: RoutineRun[] | undefined): string {
+  if (r.state === 'running') return 'Running now';
+  const last = runs?.at(-1);
+  if (last) return `${OUTCOME_WORDS[last.outcome]} ${formatRun(last.finished_at, r.timezone)}`;
+  if (r.last_run_at !== null) return `Ran ${formatRun(r.last_run_at, r.timezone)}`;
+  return 'Not run yet';
+}
+
+export const OUTCOME_WORDS: Record<RoutineRun['outcome'], string> = {
+  ok: 'Done',
+  failed: 'Failed',
+  timed_out: 'Timed out',
+  interrupted: 'Interrupted',
+  skipped: 'Skipped',
+  missed: 'Missed',
+};
+
+/** The routine's state in a word, for the row's tag. */
+export function stateLabel(r: RoutineView): { text: string; tone: 'ok' | 'muted' | 'warn' | 'danger' } {
+  if (r.problem !== null) return { text: 'Cannot run', tone: 'danger' };
+  if (r.state === 'failed') return { text: 'Failed', tone: 'danger' };
+  if (r.state === 'running') return { text: 'Running', tone: 'ok' };
+  if (r.state === 'done') return { text: 'Done', tone: 'muted' };
+  if (!r.enabled) return { text: 'Paused', tone: 'warn' };
+  return { text: 'Active', tone: 'ok' };
+}

@@ -1,0 +1,90 @@
+// The routines for the pane: the list and the task block's state (`RoutinesView`), each
+// routine's run history, and the pane's actions. Refreshed on `routines_changed` (the
+// agent's tools, the scheduler, a hand edit) whether or not the pane is open.
+
+import * as ipc from '../lib/ipc';
+import type { RoutineDraft, RoutineRun, RoutinesView, RoutineView } from '../lib/protocol';
+
+export class RoutinesStore {
+  view = $state.raw<RoutinesView | null>(null);
+  /** Run history per routine id, oldest first. */
+  history = $state.raw<Record<string, RoutineRun[]>>({});
+  /** The pane is showing. */
+  open = $state(false);
+  /** The last thing that went wrong with a list action (run now, delete…). */
+  error = $state<string | null>(null);
+
+  /** Bumped per request, so a slow answer never overwrites a newer one. */
+  #asked = 0;
+
+  async start(): Promise<ipc.Unlisten> {
+    let unlisten: ipc.Unlisten = () => {};
+    try {
+      unlisten = await ipc.onEvent((event) => {
+        if (event.type !== 'routines_changed') return;
+        this.view = event.routines;
+        void this.#loadHistory(event.routines.routines);
+      });
+    } catch {
+      // Reported by the chat store.
+    }
+    await this.refresh();
+    return unlisten;
+  }
+
+  async refresh(): Promise<void> {
+    const asked = ++this.#asked;
+    try {
+      const view = await ipc.listRoutines();
+      if (asked !== this.#asked) return;
+      this.view = view;
+      await this.#loadHistory(view.routines);
+    } catch (e) {
+      if (asked === this.#asked) this.error = ipc.toCommandError(e).message;
+    }
+  }
+
+  async #loadHistory(routines: RoutineView[]): Promise<void> {
+    const entries = await Promise.all(
+      routines.map(async (r) => [r.id, await ipc.routineHistory(r.id).catch(() => [] as RoutineRun[])] as const),
+    );
+    this.history = Object.fromEntries(entries);
+  }
+
+  /** Runs `action`, shows what went wrong, and refreshes either way. */
+  async #act(action: () => Promise<unknown>): Promise<boolean> {
+    try {
+      await action();
+      this.error = null;
+      return true;
+    } catch (e) {
+      this.error = ipc.toCommandError(e).message;
+      return false;
+    } finally {
+      await this.refresh();
+    }
+  }
+
+  runNow(id: string): Promise<boolean> {
+    return this.#act(() => ipc.runRoutineNow(id));
+  }
+
+  setEnabled(id: string, enabled: boolean): Promise<boolean> {
+    return this.#act(() => ipc.setRoutineEnabled(id, enabled));
+  }
+
+  remove(id: string): Promise<boolean> {
+    return this.#act(() => ipc.removeRoutine(id));
+  }
+
+  restore(): Promise<boolean> {
+    return this.#act(() => ipc.restoreRoutines());
+  }
+
+  /** Creates or changes a routine; throws the `CommandError` for the editor to place. */
+  async save(id: string | null, draft: RoutineDraft): Promise<string[]> {
+    const warnings = id === null ? (await ipc.addRoutine(draft)).warnings : (await ipc.updateRoutine(id, draft), []);
+    await this.refresh();
+    return warnings;
+  }
+}
