@@ -10,7 +10,7 @@ TEST_PKGS := webkit2gtk-driver imagemagick x11-apps xdotool procps python3
 
 TAURI_DRIVER_VERSION := 2.1.0
 CARGO_FUZZ_VERSION := 0.13.2
-FUZZ_TARGETS := sse transcript
+FUZZ_TARGETS := sse transcript heartbeat_tasks schedule
 # Seconds per fuzz target: a short run in `make test`, `make fuzz-long` for the real thing.
 FUZZ_SECONDS ?= 15
 APP_BIN := target/debug/vigil

@@ -180,13 +180,12 @@ impl Spec {
         match &self.schedule {
             Schedule::Once => None,
             Schedule::Every(d) => {
-                let p = d.as_millis() as i64;
-                let k = if after_ms < anchor_ms {
-                    1
-                } else {
-                    (after_ms - anchor_ms) / p + 1
-                };
-                Some(anchor_ms + k.max(1) * p)
+                // In i128: a hand-edited `created_at` (the anchor) may be anywhere in i64, and
+                // an overflow here once stopped the scheduler (found by the schedule fuzz target).
+                let p = d.as_millis().max(1) as i128;
+                let (after, anchor) = (i128::from(after_ms), i128::from(anchor_ms));
+                let k = if after < anchor { 1 } else { (after - anchor) / p + 1 };
+                i64::try_from(anchor + k * p).ok()
             }
             Schedule::Cron { cron, .. } => cron_next_after(cron, self.tz, after_ms),
         }

@@ -177,3 +177,15 @@ fn bad_schedules_and_zones_say_what_to_write() {
     assert!(matches!(parse_schedule(Some("  ")), Ok(Schedule::Once)));
     assert!(matches!(parse_schedule(Some("@daily")), Ok(Schedule::Cron { .. })));
 }
+
+/// Regression (schedule fuzz target): an interval anchored at an extreme, hand-edited time
+/// overflowed and panicked the scheduler; now there is simply no next run past the range.
+#[test]
+fn intervals_at_the_ends_of_time_neither_overflow_nor_panic() {
+    let spec = Spec::parse(Some("30m"), "UTC").unwrap();
+    assert_eq!(spec.next_after(i64::MAX - 10, i64::MIN), None);
+    assert_eq!(spec.next_after(i64::MIN, i64::MAX), None);
+    let next = spec.next_after(i64::MIN + 1, i64::MIN).unwrap();
+    assert!(next > i64::MIN + 1);
+    assert!(spec.preview(i64::MAX - 1, 0, None, 3).is_empty());
+}
