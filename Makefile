@@ -24,7 +24,7 @@ run: deps-run ui app
 	  exec xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- ./$(APP_BIN); fi
 
 ## Install what is missing and run every test: unit, integration, UI, end-to-end.
-test: deps-test fmt-check test-core check-core-boundary test-ui ui app test-app test-e2e
+test: deps-test fmt-check test-core check-core-boundary fuzz test-ui ui app test-app test-e2e
 
 deps-run:
 	@scripts/apt-install-missing.sh $(BUILD_PKGS) $(RUN_PKGS)
