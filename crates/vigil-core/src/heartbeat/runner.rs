@@ -3,8 +3,7 @@
 //! heartbeat session, the reply decision, and delivery: mailbox deposit, card, notification.
 
 use vigil_protocol::{
-    BackgroundUpdate, ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, Role, Scope, Source, StopReason,
-    WakeReason,
+    ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, Role, Scope, Source, StopReason, WakeReason,
 };
 
 use super::file::{self, HeartbeatFile};
@@ -285,15 +284,7 @@ impl Heartbeat {
         primary.emit(
             Source::Heartbeat,
             Event::BackgroundUpdate {
-                update: BackgroundUpdate {
-                    event_id: event.event_id.clone(),
-                    event_type: event.event_type,
-                    source: event.source,
-                    summary: event.summary,
-                    detail: event.detail,
-                    priority: event.priority,
-                    created_at: event.created_at,
-                },
+                update: event.card(),
                 unread: meta.mailbox.len() as u32,
             },
         );

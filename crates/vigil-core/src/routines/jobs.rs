@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
-use vigil_protocol::{BackgroundUpdate, Event, RunOutcome, Scope, Source, StopReason};
+use vigil_protocol::{Event, RunOutcome, Scope, Source, StopReason};
 
 use super::model::KIND_TIME_REMINDER;
 use super::scheduler::{Claimed, RunResult, Scheduler};
@@ -32,17 +32,7 @@ the first line is a one-sentence summary for a notification, details follow.";
 
 /// `job_<routine>_<run>`, with the routine id cut to what a session id allows.
 pub fn job_session_id(routine_id: &str, run_id: &str) -> String {
-    let safe: String = routine_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(80)
-        .collect();
+    let safe = super::safe_name(routine_id, 80);
     format!("job_{safe}_{run_id}")
 }
 
@@ -238,15 +228,7 @@ impl Scheduler {
         primary.emit(
             Source::Scheduler,
             Event::BackgroundUpdate {
-                update: BackgroundUpdate {
-                    event_id: event.event_id.clone(),
-                    event_type: event.event_type,
-                    source: event.source,
-                    summary: event.summary,
-                    detail: event.detail,
-                    priority: event.priority,
-                    created_at: event.created_at,
-                },
+                update: event.card(),
                 unread: meta.mailbox.len() as u32,
             },
         );

@@ -49,6 +49,21 @@ use crate::heartbeat::{DueOutcome, DueTask, DueTasks, Heartbeat, AGENT};
 use crate::session::MetaStore;
 use crate::wake::Wake;
 
+/// `id` as a file or session name part: ASCII letters, digits, `-` and `_` kept, anything
+/// else `_`, at most `max` characters.
+pub(crate) fn safe_name(id: &str, max: usize) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(max)
+        .collect()
+}
+
 /// What routines work with, all owned elsewhere.
 #[derive(Clone)]
 pub struct Deps {

@@ -33,17 +33,7 @@ impl RunLog {
     }
 
     fn file(&self, routine_id: &str) -> PathBuf {
-        let safe: String = routine_id
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(100)
-            .collect();
+        let safe = super::safe_name(routine_id, 100);
         self.dir.join(format!("{safe}.jsonl"))
     }
 

@@ -89,6 +89,21 @@ pub struct MailboxEvent {
     pub dedupe_key: Option<String>,
 }
 
+impl MailboxEvent {
+    /// The card the UI shows for it.
+    pub fn card(&self) -> vigil_protocol::BackgroundUpdate {
+        vigil_protocol::BackgroundUpdate {
+            event_id: self.event_id.clone(),
+            event_type: self.event_type.clone(),
+            source: self.source.clone(),
+            summary: self.summary.clone(),
+            detail: self.detail.clone(),
+            priority: self.priority,
+            created_at: self.created_at,
+        }
+    }
+}
+
 /// Metadata as loaded, with what had to be worked around.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetaLoaded {

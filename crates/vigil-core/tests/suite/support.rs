@@ -91,3 +91,35 @@ pub async fn until_finished(rx: &mut Events) -> Vec<vigil_core::protocol::Event>
         }
     }
 }
+
+/// `vigil-headless` on `dir` against `fake` over the OpenAI protocol with key `key` (the
+/// binary in `VIGIL_HEADLESS_BIN` if set, else this build's), for tests that drive it.
+pub fn headless(dir: &std::path::Path, fake: &FakeLlm, key: &str) -> std::process::Command {
+    let bin = std::env::var("VIGIL_HEADLESS_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_vigil-headless").into());
+    let mut cmd = std::process::Command::new(bin);
+    cmd.arg("--data-dir")
+        .arg(dir)
+        .env("VIGIL_PROVIDER", "openai")
+        .env("VIGIL_BASE_URL", fake.openai_base_url())
+        .env("VIGIL_MODEL", "fake-model")
+        .env("VIGIL_API_KEY", key)
+        .env("VIGIL_NO_KEYRING", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    cmd
+}
+
+/// A fake that answers every request with a numbered echo (no two replies alike, so no
+/// heartbeat alert is dropped as a repeat), and a data folder whose heartbeat runs only on
+/// `wake` ops, with a short prompt.
+pub async fn numbered_echo_and_wake_only_heartbeat(key: &str, dir: &std::path::Path) -> FakeLlm {
+    let script = vigil_fake_llm::Script::steps(vec![])
+        .with_api_key(key)
+        .with_fallback(vigil_fake_llm::Step::echo_numbered());
+    std::fs::write(
+        dir.join("settings.json"),
+        serde_json::json!({"heartbeat": {"enabled": true, "every": "0", "prompt": "Check."}}).to_string(),
+    )
+    .unwrap();
+    FakeLlm::start(script).await.unwrap()
+}

@@ -3,30 +3,20 @@
 //! them saved is lost or doubled, and every file still loads cleanly.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 use vigil_core::clock::SystemClock;
 use vigil_core::session::{MetaStore, SessionStore};
-use vigil_fake_llm::{FakeLlm, Script, Step};
+use vigil_fake_llm::FakeLlm;
+
+use super::support::{headless, numbered_echo_and_wake_only_heartbeat};
 
 const MESSAGES: usize = 15;
 
 /// Runs one `vigil-headless` through `ops` to the end of its input; returns its events.
 fn run(dir: &std::path::Path, fake: &FakeLlm, ops: Vec<Value>) -> Vec<Value> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vigil-headless"))
-        .arg("--data-dir")
-        .arg(dir)
-        .env("VIGIL_PROVIDER", "openai")
-        .env("VIGIL_BASE_URL", fake.openai_base_url())
-        .env("VIGIL_MODEL", "fake-model")
-        .env("VIGIL_API_KEY", "sk-two")
-        .env("VIGIL_NO_KEYRING", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = headless(dir, fake, "sk-two").spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
@@ -58,17 +48,9 @@ fn ops(name: &str) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_runtimes_on_one_folder_lose_and_double_nothing() {
-    let script = Script::steps(vec![])
-        .with_api_key("sk-two")
-        .with_fallback(Step::echo_numbered());
-    let fake = Arc::new(FakeLlm::start(script).await.unwrap());
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_path_buf();
-    std::fs::write(
-        data.join("settings.json"),
-        json!({"heartbeat": {"enabled": true, "every": "0", "prompt": "Check."}}).to_string(),
-    )
-    .unwrap();
+    let fake = Arc::new(numbered_echo_and_wake_only_heartbeat("sk-two", &data).await);
     let (a, b) = tokio::task::spawn_blocking(move || {
         let (fa, fb) = (fake.clone(), fake.clone());
         let (da, db) = (data.clone(), data.clone());
