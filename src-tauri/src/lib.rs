@@ -133,6 +133,20 @@ pub fn run() {
                 tracing::warn!("no tray icon: {e}");
             }
             lifecycle::first_show(app.handle());
+            // SIGTERM (logging out, `kill`, a service manager) quits like the tray's Quit,
+            // through the exit handler below: turns cancelled, process groups killed.
+            #[cfg(unix)]
+            {
+                let handle = app.handle().clone();
+                tauri::async_runtime::spawn(async move {
+                    use tokio::signal::unix::{signal, SignalKind};
+                    if let Ok(mut term) = signal(SignalKind::terminate()) {
+                        term.recv().await;
+                        tracing::info!("SIGTERM: quitting");
+                        handle.exit(0);
+                    }
+                });
+            }
             // The heartbeat's wake loop lives on the async runtime.
             let runtime = state.runtime.clone();
             tauri::async_runtime::spawn(async move {

@@ -5,7 +5,8 @@
 //! runs as in the app: a `heartbeat` event for every run, a `notification` event for every
 //! notification the app would raise; `{"type":"wake","reason":"manual"}` asks for a run.
 //! At end of input it waits for running turns and requested wakes to finish;
-//! `{"type":"shutdown"}` stops them.
+//! `{"type":"shutdown"}`, Ctrl-C and SIGTERM stop them: turns are cancelled keeping what
+//! they said, process groups are killed, pending wakes stay saved.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -60,6 +61,16 @@ fn parse_args() -> Result<Args, String> {
     })
 }
 
+/// Resolves on SIGTERM (never elsewhere, or when the handler cannot be installed).
+async fn terminate_signal() {
+    #[cfg(unix)]
+    if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        term.recv().await;
+        return;
+    }
+    std::future::pending::<()>().await
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
@@ -104,10 +115,14 @@ async fn main() -> std::process::ExitCode {
     }
 
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let terminated = terminate_signal();
+    tokio::pin!(terminated);
     loop {
         let line = tokio::select! {
             l = lines.next_line() => l,
             _ = tokio::signal::ctrl_c() => break,
+            // SIGTERM (`kill`, a service manager) shuts down as cleanly as the shutdown op.
+            _ = &mut terminated => break,
         };
         match line {
             Ok(Some(line)) if line.trim().is_empty() => continue,
@@ -127,5 +142,8 @@ async fn main() -> std::process::ExitCode {
         }
     }
     runtime.shutdown().await;
-    std::process::ExitCode::SUCCESS
+    // Everything is saved and every process group killed. Exit now: dropping the tokio
+    // runtime would wait for its blocking stdin read, which cannot be cancelled, so a
+    // runner stopped by a signal would hang until its input closed.
+    std::process::exit(0)
 }

@@ -31,7 +31,11 @@ pub struct Routine {
     #[serde(default)]
     pub description: String,
     /// Cron expression or interval; `None` for a one-shot (`next_run_at` only).
-    #[serde(default, skip_serializing_if = "is_none_or_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "is_none_or_empty",
+        deserialize_with = "empty_as_none"
+    )]
     pub schedule: Option<String>,
     /// IANA zone; filled with the user's zone when missing (v1), then written explicitly.
     #[serde(default)]
@@ -77,6 +81,13 @@ pub struct Routine {
     /// Fields this version does not know, kept as they were.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// An empty schedule reads as none, as it is written (found by the task-block fuzz target:
+/// `"schedule": ""` came back from a write as a different routine).
+fn empty_as_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s: Option<String> = serde::Deserialize::deserialize(d)?;
+    Ok(s.filter(|s| !s.trim().is_empty()))
 }
 
 fn is_none_or_empty(s: &Option<String>) -> bool {

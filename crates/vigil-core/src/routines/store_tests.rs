@@ -131,3 +131,29 @@ fn the_heartbeat_copy_leaves_the_block_out() {
     assert_eq!(strip_block(&text), format!("{HEAD}## Tasks\n\n{TAIL}"));
     assert_eq!(strip_block("- a\n"), "- a\n");
 }
+
+/// Regressions (task-block fuzz target): an empty schedule and a number in an unreadable
+/// task both came back different from a write.
+#[test]
+fn what_vigil_writes_reads_back_the_same() {
+    let text =
+        file(r#"{"version": 2, "tasks": [{"id": "water", "title": "Water", "schedule": ""}, 5.555555555555e+56]}"#);
+    let Parsed::Ok { entries, extra } = parse(&text) else {
+        panic!("parses")
+    };
+    assert_eq!(entries[0].routine.as_ref().unwrap().schedule, None);
+    let written = render(&text, &entries, &extra);
+    assert!(
+        written.contains("5.555555555555e56") || written.contains("5.555555555555e+56"),
+        "{written}"
+    );
+    let Parsed::Ok { entries: again, .. } = parse(&written) else {
+        panic!("reads back")
+    };
+    // Readable tasks are written normalised (defaults filled); unreadable ones as they were.
+    assert_eq!(again[0].routine, entries[0].routine);
+    assert_eq!(
+        (&again[1].raw, &again[1].routine),
+        (&entries[1].raw, &entries[1].routine)
+    );
+}

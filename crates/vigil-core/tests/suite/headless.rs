@@ -149,3 +149,59 @@ async fn headless_wakes_on_request_and_notifies_once_for_an_alert_and_never_for_
     );
     assert!(fake.requests().is_empty());
 }
+
+/// SIGTERM shuts the runner down as cleanly as the shutdown op: it exits 0 and the
+/// process group it started is gone.
+#[cfg(unix)]
+#[tokio::test]
+async fn sigterm_shuts_down_cleanly_and_kills_process_groups() {
+    let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_vigil-headless"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("VIGIL_PROVIDER", "openai")
+        .env("VIGIL_BASE_URL", fake.openai_base_url())
+        .env("VIGIL_MODEL", "fake-model")
+        .env("VIGIL_NO_KEYRING", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"type\":\"start_process\",\"command\":\"sleep 600\"}\n")
+        .await
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let pid = loop {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("process_started in time")
+            .unwrap()
+            .expect("the runner is alive");
+        let e: Value = serde_json::from_str(&line).unwrap();
+        if e["type"] == "process_started" {
+            break e["process"]["pid"].as_i64().expect("a pid") as i32;
+        }
+    };
+    let alive = |pid: i32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+    assert!(alive(pid));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.id().unwrap() as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .expect("exits after SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    // The group was killed before the runner exited (a zombie may linger until reaped).
+    let gone = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| s.split_whitespace().nth(2) == Some("Z"))
+    };
+    assert!(gone(pid), "sleep {pid} survived the runner");
+    drop(stdin);
+}
