@@ -121,6 +121,11 @@ impl FakeLlm {
         self.shared.requests()
     }
 
+    /// How many requests were recorded, without copying them.
+    pub fn request_count(&self) -> usize {
+        self.shared.request_count()
+    }
+
     /// Replace the script and start again from its first step.
     pub fn set_script(&self, script: Script) {
         self.shared.set_script(script);

@@ -84,6 +84,10 @@ impl Shared {
         self.lock().requests.clone()
     }
 
+    pub(crate) fn request_count(&self) -> usize {
+        self.lock().requests.len()
+    }
+
     pub(crate) fn set_script(&self, script: Script) {
         let mut state = self.lock();
         state.script = script;
