@@ -157,15 +157,7 @@ async fn headless_wakes_on_request_and_notifies_once_for_an_alert_and_never_for_
 async fn sigterm_shuts_down_cleanly_and_kills_process_groups() {
     let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_vigil-headless"))
-        .arg("--data-dir")
-        .arg(dir.path())
-        .env("VIGIL_PROVIDER", "openai")
-        .env("VIGIL_BASE_URL", fake.openai_base_url())
-        .env("VIGIL_MODEL", "fake-model")
-        .env("VIGIL_NO_KEYRING", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+    let mut child = tokio::process::Command::from(super::support::headless(dir.path(), &fake, "sk-term"))
         .kill_on_drop(true)
         .spawn()
         .unwrap();
