@@ -109,13 +109,18 @@ fn session_ids(dir: &Path, suffix: &str) -> Vec<String> {
         .collect()
 }
 
-/// The last message of a request: where a turn's background updates are (its context
-/// block). The whole body would repeat the history in every request.
+/// The messages after a request's last assistant message: the turn's own user message with
+/// its context block (where background updates are), and any steer that joined it before
+/// the first call. The whole body would repeat the history in every request.
 fn request_text(r: &RecordedRequest) -> String {
-    r.body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .map_or_else(String::new, |m| m.to_string())
+    let Some(messages) = r.body["messages"].as_array() else {
+        return String::new();
+    };
+    let from = messages
+        .iter()
+        .rposition(|m| m["role"] == "assistant")
+        .map_or(0, |i| i + 1);
+    messages[from..].iter().map(|m| m.to_string()).collect()
 }
 
 /// Reads the folder as the next start would, and checks it against what was acknowledged.
