@@ -107,6 +107,9 @@ test('a routine made in the pane is written to HEARTBEAT.md, fires, and its noti
   await fill('[data-testid="routine-schedule"]', '61 25 * * *');
   await css('[data-testid="routine-save"]').click();
   await waitFor('the inline schedule error', async () => /cron/.test((await textOf('[data-testid="routine-schedule-error"]')) ?? ''), 5000);
+  const scheduleError = await textOf('[data-testid="routine-schedule-error"]');
+  assert.match(scheduleError, /the minute field "61"/, 'the error names the field the user wrote');
+  assert.doesNotMatch(scheduleError, /0 61 25/, "not the cron crate's internal 6-field form");
   assert.equal(await count('[data-testid="routine-editor"]'), 1, 'the editor stays open');
   assert.equal(readHeartbeat(), untouched, 'HEARTBEAT.md is unchanged');
   await screenshot(driver, 'routines-editor-error.png');

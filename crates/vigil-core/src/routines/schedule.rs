@@ -88,11 +88,43 @@ pub fn parse_schedule(text: Option<&str>) -> Result<Schedule, String> {
             ))
         }
     };
-    let cron = cron::Schedule::from_str(&crate_form)
-        .map_err(|e| format!("\"{text}\" is not a valid cron expression ({e}); the form is minute hour day-of-month month day-of-week, like \"30 8 * * *\""))?;
+    let cron = cron::Schedule::from_str(&crate_form).map_err(|e| {
+        // The crate's message quotes its own 6-field form; name the user's field instead.
+        let why = (fields.len() == 5)
+            .then(|| bad_cron_field(&fields))
+            .flatten()
+            .unwrap_or_else(|| e.to_string());
+        format!("\"{text}\" is not a valid cron expression: {why}; the form is minute hour day-of-month month day-of-week, like \"30 8 * * *\"")
+    })?;
     Ok(Schedule::Cron {
         text: text.to_string(),
         cron: Box::new(cron),
+    })
+}
+
+/// The first of five cron fields that is invalid on its own, in the user's words.
+fn bad_cron_field(fields: &[&str]) -> Option<String> {
+    const FIELDS: [(&str, &str); 5] = [
+        ("minute", "0-59"),
+        ("hour", "0-23"),
+        ("day-of-month", "1-31"),
+        ("month", "1-12 or JAN-DEC"),
+        ("day-of-week", "0-7 or SUN-SAT"),
+    ];
+    FIELDS.iter().enumerate().find_map(|(i, (name, range))| {
+        let mut probe = ["*"; 5].map(str::to_string);
+        probe[i] = if i == 4 {
+            weekday_names(fields[4]).ok()?
+        } else {
+            fields[i].to_string()
+        };
+        let form = format!("0 {}", probe.join(" "));
+        cron::Schedule::from_str(&form).is_err().then(|| {
+            format!(
+                "the {name} field \"{}\" is out of range or malformed (it takes {range}, lists like 1,15, ranges like 1-5 and steps like */10)",
+                fields[i]
+            )
+        })
     })
 }
 

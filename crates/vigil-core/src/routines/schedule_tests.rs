@@ -163,7 +163,13 @@ fn descriptions_say_it_in_words() {
 #[test]
 fn bad_schedules_and_zones_say_what_to_write() {
     for (s, want) in [
-        ("61 * * * *", "not a valid cron expression"),
+        (
+            "61 * * * *",
+            "not a valid cron expression: the minute field \"61\" is out of range",
+        ),
+        ("0 25 * * *", "the hour field \"25\""),
+        ("0 9 32 * *", "the day-of-month field \"32\""),
+        ("0 9 * 13 *", "the month field \"13\""),
         ("every day", "has 2 fields"),
         ("10s", "shorter than one minute"),
         ("soon", "neither an interval"),
@@ -171,6 +177,7 @@ fn bad_schedules_and_zones_say_what_to_write() {
     ] {
         let e = parse_schedule(Some(s)).unwrap_err();
         assert!(e.contains(want), "{s}: {e}");
+        assert!(!e.contains(&format!("0 {s}")), "quotes the crate's 6-field form: {e}");
     }
     let e = parse_zone("Mars/Olympus").unwrap_err();
     assert!(e.contains("not an IANA time zone"), "{e}");

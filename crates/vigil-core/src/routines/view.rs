@@ -18,9 +18,14 @@ pub const PREVIEW_RUNS: usize = 3;
 /// "every weekday at 09:00, Europe/Berlin", or why the schedule cannot be read.
 pub fn describe(r: &Routine, default_zone: &str) -> String {
     match Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(default_zone)) {
-        Ok(spec) => spec.describe(r.next_run_at),
+        Ok(spec) => spec.describe(once_at(r)),
         Err(_) => format!("\"{}\" (invalid)", r.schedule_text().unwrap_or("")),
     }
+}
+
+/// When a one-shot runs, or ran: a finished one has no next time, only its last.
+fn once_at(r: &Routine) -> Option<i64> {
+    r.next_run_at.or(r.last_run_at)
 }
 
 pub fn routine_view(r: &Routine, default_zone: &str, now: i64) -> RoutineView {
@@ -35,7 +40,7 @@ pub fn routine_view(r: &Routine, default_zone: &str, now: i64) -> RoutineView {
             }
             runs.dedup();
             runs.truncate(PREVIEW_RUNS);
-            (spec.describe(r.next_run_at), runs, None)
+            (spec.describe(once_at(r)), runs, None)
         }
         Err(p) => (describe(r, default_zone), vec![], Some(p.clone())),
     };
