@@ -4,9 +4,9 @@
 use tauri::State;
 use tauri_plugin_store::StoreExt;
 use vigil_core::protocol::{
-    ApprovalKind, ApprovalPolicy, ApprovalsView, CommandError, ConnectionVerdict, HeartbeatSettings, HeartbeatView,
-    History, Op, ProcessSummary, ProviderSettings, RoutineDraft, RoutineRun, RoutineSaved, RoutineView, RoutinesView,
-    SchedulePreview, SessionSummary, SettingsView,
+    ApprovalKind, ApprovalPolicy, ApprovalsView, CommandError, ConnectionVerdict, HeartbeatChecks, HeartbeatSettings,
+    HeartbeatView, History, Op, ProcessSummary, ProviderSettings, RoutineDraft, RoutineRun, RoutineSaved, RoutineView,
+    RoutinesView, SchedulePreview, SessionSummary, SettingsView,
 };
 use vigil_core::routines::StoreError;
 use vigil_core::settings::{self, PROVIDER_KEY};
@@ -244,6 +244,33 @@ pub async fn process_output(state: State<'_, AppState>, process_id: String) -> R
         .process_output(&process_id)
         .await
         .map_err(|m| error("process", m))
+}
+
+/// The free-text checks of `HEARTBEAT.md`, for the Routines pane's editor.
+#[tauri::command]
+pub async fn heartbeat_checks(state: State<'_, AppState>) -> Result<HeartbeatChecks, CommandError> {
+    state.runtime.heartbeat_checks().map_err(checks_error)
+}
+
+/// Saves the checks; `expected` is the text the editor loaded (a changed file is refused).
+#[tauri::command]
+pub async fn save_heartbeat_checks(
+    state: State<'_, AppState>,
+    expected: String,
+    text: String,
+) -> Result<HeartbeatChecks, CommandError> {
+    state
+        .runtime
+        .save_heartbeat_checks(&expected, &text)
+        .await
+        .map_err(checks_error)
+}
+
+fn checks_error(e: StoreError) -> CommandError {
+    match e {
+        StoreError::Rejected(m) => error("invalid_checks", m),
+        e => error("heartbeat_file", e),
+    }
 }
 
 /// The routines and the state of `HEARTBEAT.md`'s task block, for the Routines pane.

@@ -12,7 +12,8 @@
 //! - `notify` — native notifications that bring the window forward at their item.
 //! - `tray` — the tray icon and its menu.
 //! - `lifecycle` — close to tray, quit (asking while processes run), second launches.
-//! - `preferences` — the desktop preferences: close to tray, start at login, theme.
+//! - `preferences` — the desktop preferences: close to tray, start at login, theme,
+//!   notification kinds, workspace folder.
 //! - `logs` — stderr plus a rotating log file.
 
 mod commands;
@@ -39,8 +40,21 @@ struct WindowSink(tauri::AppHandle);
 
 impl EventSink for WindowSink {
     fn emit(&self, envelope: EventEnvelope) {
-        if let Event::Notification { title, body, event_id } = &envelope.event {
-            notify::show(&self.0, title, body, event_id.clone());
+        if let Event::Notification {
+            kind,
+            title,
+            body,
+            event_id,
+            process_id,
+        } = &envelope.event
+        {
+            if preferences::notifies(&self.0, *kind) {
+                let target = notify::FocusTarget {
+                    event_id: event_id.clone(),
+                    process_id: process_id.clone(),
+                };
+                notify::show(&self.0, title, body, target);
+            }
         }
         if matches!(
             envelope.event,
@@ -180,6 +194,8 @@ pub fn run() {
             commands::routine_history,
             commands::preview_schedule,
             commands::restore_routines,
+            commands::heartbeat_checks,
+            commands::save_heartbeat_checks,
             preferences::get_desktop_settings,
             preferences::save_desktop_settings,
             lifecycle::quit,

@@ -14,6 +14,8 @@ pub const FOCUS_EVENT: &str = "vigil://focus";
 pub struct FocusTarget {
     /// The background update to open, if the notification announced one.
     pub event_id: Option<String>,
+    /// The process to open in the Processes panel, for a finished command.
+    pub process_id: Option<String>,
 }
 
 /// Brings the main window forward and asks the UI to open `target`.
@@ -30,7 +32,7 @@ pub fn focus(app: &tauri::AppHandle, target: FocusTarget) {
 
 /// Shows a notification; a click on it (its default action) calls [`focus`].
 #[cfg(target_os = "linux")]
-pub fn show(app: &tauri::AppHandle, title: &str, body: &str, event_id: Option<String>) {
+pub fn show(app: &tauri::AppHandle, title: &str, body: &str, target: FocusTarget) {
     let app = app.clone();
     let (title, body) = (title.to_string(), body.to_string());
     // One thread per notification waits for its click or close; it ends with the notification.
@@ -44,7 +46,7 @@ pub fn show(app: &tauri::AppHandle, title: &str, body: &str, event_id: Option<St
         match shown {
             Ok(handle) => handle.wait_for_action(|action| {
                 if action == "default" {
-                    focus(&app, FocusTarget { event_id });
+                    focus(&app, target);
                 }
             }),
             Err(e) => tracing::warn!("could not show a notification: {e}"),
@@ -56,7 +58,7 @@ pub fn show(app: &tauri::AppHandle, title: &str, body: &str, event_id: Option<St
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn show(app: &tauri::AppHandle, title: &str, body: &str, _event_id: Option<String>) {
+pub fn show(app: &tauri::AppHandle, title: &str, body: &str, _target: FocusTarget) {
     use tauri_plugin_notification::NotificationExt;
     if let Err(e) = app.notification().builder().title(title).body(body).show() {
         tracing::warn!("could not show a notification: {e}");

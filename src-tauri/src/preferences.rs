@@ -1,4 +1,5 @@
-//! The desktop preferences (close to tray, start at login, theme): thin adapters between
+//! The desktop preferences (close to tray, start at login, theme, notification kinds,
+//! workspace folder): thin adapters between
 //! the settings pane, the store's `desktop` entry, the login item
 //! (tauri-plugin-autostart) and [`crate::lifecycle`]. Reading a hand-edited entry is
 //! core's job ([`vigil_core::preferences`]); the theme is applied by the window.
@@ -10,7 +11,7 @@ use tauri::{AppHandle, Manager, State};
 use tauri_plugin_autostart::ManagerExt as _;
 use tauri_plugin_store::StoreExt as _;
 use vigil_core::preferences::DESKTOP_KEY;
-use vigil_core::protocol::{CommandError, DesktopSettings, DesktopSettingsView};
+use vigil_core::protocol::{CommandError, DesktopSettings, DesktopSettingsView, NotificationKind};
 
 use crate::lifecycle::Lifecycle;
 use crate::AppState;
@@ -45,8 +46,17 @@ pub fn restore(app: &AppHandle, view: DesktopSettingsView) {
     app.manage(Preferences(Mutex::new(view)));
 }
 
+/// Whether the user wants notifications of `kind` (all kinds until the preferences load).
+pub fn notifies(app: &AppHandle, kind: NotificationKind) -> bool {
+    app.try_state::<Preferences>().is_none_or(|prefs| {
+        let view = prefs.0.lock().unwrap_or_else(|e| e.into_inner());
+        view.settings.notifications.allows(kind)
+    })
+}
+
 fn current(app: &AppHandle, prefs: &Preferences) -> DesktopSettingsView {
     let mut view = prefs.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    view.workspace_in_use = app.state::<AppState>().runtime.workspace().display().to_string();
     // The login item is the truth: the user may have removed it elsewhere.
     if let Ok(enabled) = app.autolaunch().is_enabled() {
         view.settings.start_at_login = enabled;
@@ -71,6 +81,12 @@ pub async fn save_desktop_settings(
     prefs: State<'_, Preferences>,
     settings: DesktopSettings,
 ) -> Result<DesktopSettingsView, CommandError> {
+    let mut settings = settings;
+    settings.workspace =
+        vigil_core::preferences::validate_workspace(settings.workspace.as_deref()).map_err(|m| CommandError {
+            field: Some("workspace".into()),
+            ..error("invalid_workspace", m)
+        })?;
     let autolaunch = app.autolaunch();
     let enabled = autolaunch.is_enabled().unwrap_or(false);
     if settings.start_at_login != enabled {
@@ -93,6 +109,7 @@ pub async fn save_desktop_settings(
     *prefs.0.lock().unwrap_or_else(|e| e.into_inner()) = DesktopSettingsView {
         settings,
         warnings: vec![],
+        workspace_in_use: String::new(),
     };
     Ok(current(&app, &prefs))
 }

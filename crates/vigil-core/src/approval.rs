@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
-use vigil_protocol::{ApprovalDecision, ApprovalKind, ApprovalPolicy, Event, Source};
+use vigil_protocol::{ApprovalDecision, ApprovalKind, ApprovalPolicy, Event, NotificationKind, Source};
 
 use crate::events::Emitter;
 
@@ -239,9 +239,11 @@ impl Approvals {
             emitter.emit(
                 Source::System,
                 Event::Notification {
+                    kind: NotificationKind::Approval,
                     title: "Vigil needs your approval".into(),
                     body: format!("A background task wanted to run {what}; it was denied because nobody was asked."),
                     event_id: None,
+                    process_id: None,
                 },
             );
             return Verdict::Denied(format!(

@@ -1,14 +1,15 @@
 //! # preferences
 //!
 //! Owns reading the desktop app's preferences (the `desktop` entry of `settings.json`:
-//! close to tray, start at login, theme) from a file a person may have edited by hand.
+//! close to tray, start at login, theme, notification kinds, workspace folder) from a file
+//! a person may have edited by hand, and choosing the workspace folder from them.
 //! Each field is read on its own: one with a wrong type or an unknown value falls back to
 //! its default with a warning naming it, and the others are kept.
 //!
 //! Must never: write the settings file (the app's store does), or act on a preference
 //! (the desktop shell applies them: login item, window close, theme).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use vigil_protocol::{DesktopSettings, DesktopSettingsView};
@@ -33,13 +34,21 @@ pub fn from_value(entry: Option<&Value>) -> DesktopSettingsView {
     let mut settings = DesktopSettings::default();
     let mut warnings = Vec::new();
     let Some(entry) = entry.filter(|e| !e.is_null()) else {
-        return DesktopSettingsView { settings, warnings };
+        return DesktopSettingsView {
+            settings,
+            warnings,
+            workspace_in_use: String::new(),
+        };
     };
     let Some(fields) = entry.as_object() else {
         warnings.push(format!(
             "The \"{DESKTOP_KEY}\" settings are not an object; defaults are in use."
         ));
-        return DesktopSettingsView { settings, warnings };
+        return DesktopSettingsView {
+            settings,
+            warnings,
+            workspace_in_use: String::new(),
+        };
     };
     let mut field = |name: &str, read: &mut dyn FnMut(&Value) -> bool, expected: &str| {
         if let Some(v) = fields.get(name) {
@@ -65,7 +74,93 @@ pub fn from_value(entry: Option<&Value>) -> DesktopSettingsView {
         &mut |v| serde_json::from_value(v.clone()).map(|t| settings.theme = t).is_ok(),
         "\"system\", \"light\" or \"dark\"",
     );
-    DesktopSettingsView { settings, warnings }
+    if let Some(kinds) = fields.get("notifications") {
+        match kinds.as_object() {
+            Some(kinds) => {
+                let n = &mut settings.notifications;
+                for (name, slot) in [
+                    ("processes", &mut n.processes),
+                    ("routines", &mut n.routines),
+                    ("heartbeat", &mut n.heartbeat),
+                    ("approvals", &mut n.approvals),
+                ] {
+                    match kinds.get(name) {
+                        None => {}
+                        Some(Value::Bool(b)) => *slot = *b,
+                        Some(v) => warnings.push(format!(
+                            "Settings: \"notifications.{name}\" should be true or false, not {v}; it is on."
+                        )),
+                    }
+                }
+            }
+            None => warnings.push(format!(
+                "Settings: \"notifications\" should be an object of switches, not {kinds}; all notifications are on."
+            )),
+        }
+    }
+    match fields.get("workspace") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if !s.trim().is_empty() => settings.workspace = Some(s.clone()),
+        Some(v) => warnings.push(format!(
+            "Settings: \"workspace\" should be a folder path, not {v}; the default workspace is in use."
+        )),
+    }
+    DesktopSettingsView {
+        settings,
+        warnings,
+        workspace_in_use: String::new(),
+    }
+}
+
+/// Checks a workspace folder the user typed: empty means the default; otherwise a full
+/// path to a folder that exists. Returns the value to store, or why not.
+pub fn validate_workspace(typed: Option<&str>) -> Result<Option<String>, String> {
+    let Some(typed) = typed.map(str::trim).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let path = Path::new(typed);
+    if !path.is_absolute() {
+        return Err(format!(
+            "\"{typed}\" is not a full path; write it from the root, like /home/you/notes"
+        ));
+    }
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Ok(Some(typed.to_string())),
+        Ok(_) => Err(format!("{typed} is a file, not a folder")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(format!("there is no folder {typed}; create it first"))
+        }
+        Err(e) => Err(format!("{typed} cannot be opened: {e}")),
+    }
+}
+
+/// The workspace folder to open: the one the preferences name when it is there, else the
+/// default `<data_dir>/workspace`. A named folder that is missing (an unplugged drive, a
+/// renamed folder) is not created, so nothing lands in the wrong place: the default is used
+/// until it is back, with a warning that says so; the preference is kept.
+pub fn workspace_dir(data_dir: &Path, settings: &DesktopSettings) -> (PathBuf, Option<String>) {
+    let default = data_dir.join("workspace");
+    let Some(chosen) = settings.workspace.as_deref() else {
+        return (default, None);
+    };
+    let chosen = PathBuf::from(chosen);
+    if !chosen.is_absolute() {
+        let warning = format!(
+            "The workspace folder \"{}\" is not an absolute path; using {} instead. Choose a full path in Settings → Desktop.",
+            chosen.display(),
+            default.display()
+        );
+        return (default, Some(warning));
+    }
+    if chosen.is_dir() {
+        return (chosen, None);
+    }
+    let warning = format!(
+        "The workspace folder {} is missing; using {} until it is back. Your files and routines there are untouched. Choose another folder in Settings → Desktop.",
+        chosen.display(),
+        default.display()
+    );
+    (default, Some(warning))
 }
 
 #[cfg(test)]
@@ -80,7 +175,8 @@ mod tests {
             from_value(None),
             DesktopSettingsView {
                 settings: DesktopSettings::default(),
-                warnings: vec![]
+                warnings: vec![],
+                workspace_in_use: String::new(),
             }
         );
         let dir = tempfile::tempdir().unwrap();
@@ -103,9 +199,11 @@ mod tests {
                 settings: DesktopSettings {
                     close_to_tray: false,
                     start_at_login: true,
-                    theme: Theme::Dark
+                    theme: Theme::Dark,
+                    ..Default::default()
                 },
-                warnings: vec![]
+                warnings: vec![],
+                workspace_in_use: String::new(),
             }
         );
     }
@@ -120,7 +218,8 @@ mod tests {
             DesktopSettings {
                 close_to_tray: true,
                 start_at_login: true,
-                theme: Theme::System
+                theme: Theme::System,
+                ..Default::default()
             }
         );
         assert_eq!(view.warnings.len(), 2, "{:?}", view.warnings);
@@ -129,5 +228,70 @@ mod tests {
         let view = from_value(Some(&json!([1, 2])));
         assert_eq!(view.settings, DesktopSettings::default());
         assert!(view.warnings[0].contains("not an object"));
+    }
+
+    #[test]
+    fn notification_switches_and_workspace_are_read_field_by_field() {
+        let view = from_value(Some(&json!({
+            "notifications": {"processes": false, "routines": "off", "heartbeat": true},
+            "workspace": "/srv/notes"
+        })));
+        let n = view.settings.notifications;
+        assert!(!n.processes && n.routines && n.heartbeat && n.approvals, "{n:?}");
+        assert_eq!(view.settings.workspace.as_deref(), Some("/srv/notes"));
+        assert_eq!(view.warnings.len(), 1, "{:?}", view.warnings);
+        assert!(view.warnings[0].contains("\"notifications.routines\" should be true or false"));
+        let view = from_value(Some(&json!({"notifications": 3, "workspace": 7})));
+        assert_eq!(view.settings, DesktopSettings::default());
+        assert_eq!(view.warnings.len(), 2, "{:?}", view.warnings);
+    }
+
+    #[test]
+    fn a_missing_workspace_folder_falls_back_to_the_default_without_creating_it() {
+        let data = tempfile::tempdir().unwrap();
+        let mine = tempfile::tempdir().unwrap();
+        let mut settings = DesktopSettings::default();
+        assert_eq!(
+            workspace_dir(data.path(), &settings),
+            (data.path().join("workspace"), None)
+        );
+        settings.workspace = Some(mine.path().display().to_string());
+        assert_eq!(workspace_dir(data.path(), &settings), (mine.path().to_path_buf(), None));
+        let gone = mine.path().join("unplugged");
+        settings.workspace = Some(gone.display().to_string());
+        let (dir, warning) = workspace_dir(data.path(), &settings);
+        assert_eq!(dir, data.path().join("workspace"));
+        let warning = warning.unwrap();
+        assert!(
+            warning.contains("is missing") && warning.contains("unplugged"),
+            "{warning}"
+        );
+        assert!(!gone.exists(), "a missing folder is not created");
+        settings.workspace = Some("notes".into());
+        assert!(workspace_dir(data.path(), &settings)
+            .1
+            .unwrap()
+            .contains("not an absolute path"));
+    }
+
+    #[test]
+    fn a_typed_workspace_must_be_a_full_path_to_a_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let here = dir.path().display().to_string();
+        assert_eq!(validate_workspace(None), Ok(None));
+        assert_eq!(validate_workspace(Some("  ")), Ok(None));
+        assert_eq!(validate_workspace(Some(&format!(" {here} "))), Ok(Some(here.clone())));
+        assert!(validate_workspace(Some("notes"))
+            .unwrap_err()
+            .contains("not a full path"));
+        let missing = format!("{here}/nope");
+        assert!(validate_workspace(Some(&missing))
+            .unwrap_err()
+            .contains("there is no folder"));
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, "x").unwrap();
+        assert!(validate_workspace(Some(&file.display().to_string()))
+            .unwrap_err()
+            .contains("not a folder"));
     }
 }

@@ -31,10 +31,10 @@ pub use heartbeat::{
     ActiveHours, BackgroundUpdate, HeartbeatSettings, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView,
     WakeReason,
 };
-pub use preferences::{DesktopSettings, DesktopSettingsView, Theme};
+pub use preferences::{DesktopSettings, DesktopSettingsView, NotificationKind, NotificationKinds, Theme};
 pub use routines::{
-    ExecutionMode, ParseStatus, RoutineDraft, RoutineRun, RoutineSaved, RoutineSource, RoutineState, RoutineView,
-    RoutinesView, RunOutcome, SchedulePreview,
+    ExecutionMode, HeartbeatChecks, ParseStatus, RoutineDraft, RoutineRun, RoutineSaved, RoutineSource, RoutineState,
+    RoutineView, RoutinesView, RunOutcome, SchedulePreview,
 };
 pub use settings::{
     ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings,
@@ -249,13 +249,18 @@ pub enum Event {
     /// Something failed; `message` is written for the user.
     Error { kind: ErrorKind, message: String },
     /// A native notification was requested. `event_id` names the background update it
-    /// announces, so a click can focus its card.
+    /// announces and `process_id` the process, so a click can open the item; `kind` is
+    /// what the user's notification switches filter on.
     Notification {
+        kind: NotificationKind,
         title: String,
         body: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[ts(optional)]
         event_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        process_id: Option<String>,
     },
     /// One heartbeat run ended (or was skipped before it began), with why.
     Heartbeat {
@@ -564,7 +569,10 @@ pub fn typescript_bindings() -> String {
         RoutineRun::decl(&cfg),
         SchedulePreview::decl(&cfg),
         RoutineSaved::decl(&cfg),
+        HeartbeatChecks::decl(&cfg),
         Theme::decl(&cfg),
+        NotificationKind::decl(&cfg),
+        NotificationKinds::decl(&cfg),
         DesktopSettings::decl(&cfg),
         DesktopSettingsView::decl(&cfg),
     ];

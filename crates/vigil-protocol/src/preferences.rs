@@ -1,5 +1,6 @@
 //! The desktop app's own preferences: what happens when the window closes, whether Vigil
-//! starts at login, and the colour theme. Kept in the `desktop` entry of `settings.json`.
+//! starts at login, the colour theme, which kinds of notification to raise, and the
+//! workspace folder. Kept in the `desktop` entry of `settings.json`.
 
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -14,8 +15,9 @@ pub enum Theme {
     Dark,
 }
 
-/// The `desktop` entry of the settings store.
+/// The `desktop` entry of the settings store; a missing field is its default.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(default)]
 pub struct DesktopSettings {
     /// Closing the window hides it to the tray and background work goes on; off, closing
     /// the window quits (asking first when processes run).
@@ -23,6 +25,11 @@ pub struct DesktopSettings {
     /// Start Vigil (hidden, in the tray) when the user logs in.
     pub start_at_login: bool,
     pub theme: Theme,
+    /// Which kinds of native notification to raise (the cards in the chat are kept either way).
+    pub notifications: NotificationKinds,
+    /// The agent's workspace folder (its files, `HEARTBEAT.md`, the routines); `None` is
+    /// `<data dir>/workspace`. Read when Vigil starts.
+    pub workspace: Option<String>,
 }
 
 impl Default for DesktopSettings {
@@ -31,6 +38,58 @@ impl Default for DesktopSettings {
             close_to_tray: true,
             start_at_login: false,
             theme: Theme::System,
+            notifications: NotificationKinds::default(),
+            workspace: None,
+        }
+    }
+}
+
+/// What a native notification is about; each kind can be turned off in Settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum NotificationKind {
+    /// A background command finished or failed.
+    Process,
+    /// A routine's result.
+    Routine,
+    /// Something the heartbeat found.
+    Heartbeat,
+    /// A background run wanted an approval nobody could give.
+    Approval,
+    /// Asked for by the user (the Settings test) or the system: always shown.
+    Other,
+}
+
+/// The notification switches; all on by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(default)]
+pub struct NotificationKinds {
+    pub processes: bool,
+    pub routines: bool,
+    pub heartbeat: bool,
+    pub approvals: bool,
+}
+
+impl Default for NotificationKinds {
+    fn default() -> Self {
+        Self {
+            processes: true,
+            routines: true,
+            heartbeat: true,
+            approvals: true,
+        }
+    }
+}
+
+impl NotificationKinds {
+    /// Whether a notification of `kind` is raised.
+    pub fn allows(&self, kind: NotificationKind) -> bool {
+        match kind {
+            NotificationKind::Process => self.processes,
+            NotificationKind::Routine => self.routines,
+            NotificationKind::Heartbeat => self.heartbeat,
+            NotificationKind::Approval => self.approvals,
+            NotificationKind::Other => true,
         }
     }
 }
@@ -41,6 +100,10 @@ pub struct DesktopSettingsView {
     pub settings: DesktopSettings,
     /// A hand-edited entry with a wrong type, a login item that could not be written…
     pub warnings: Vec<String>,
+    /// The workspace folder this run uses (the chosen one applies from the next start; a
+    /// missing one falls back to the default). Empty where no runtime answers.
+    #[serde(default)]
+    pub workspace_in_use: String,
 }
 
 #[cfg(test)]
@@ -52,11 +115,18 @@ mod tests {
     fn defaults_and_wire_names() {
         assert_eq!(
             serde_json::to_value(DesktopSettings::default()).unwrap(),
-            json!({"close_to_tray": true, "start_at_login": false, "theme": "system"})
+            json!({
+                "close_to_tray": true, "start_at_login": false, "theme": "system",
+                "notifications": {"processes": true, "routines": true, "heartbeat": true, "approvals": true},
+                "workspace": null
+            })
         );
-        let s: DesktopSettings =
-            serde_json::from_value(json!({"close_to_tray": false, "start_at_login": true, "theme": "dark"})).unwrap();
-        assert_eq!(s.theme, Theme::Dark);
+        assert!(NotificationKinds::default().allows(NotificationKind::Routine));
+        let quiet = NotificationKinds {
+            routines: false,
+            ..Default::default()
+        };
+        assert!(!quiet.allows(NotificationKind::Routine) && quiet.allows(NotificationKind::Other));
         assert!(serde_json::from_value::<Theme>(json!("purple")).is_err());
     }
 }

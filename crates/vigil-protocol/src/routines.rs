@@ -101,6 +101,20 @@ pub struct RoutinesView {
     pub routines: Vec<RoutineView>,
 }
 
+/// The free-text checks of `HEARTBEAT.md`: everything in it but the routines' `## Tasks`
+/// section, which the heartbeat reads on every run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct HeartbeatChecks {
+    pub text: String,
+    /// Whether the file exists: without one the heartbeat asks the model anyway.
+    pub exists: bool,
+    /// The file exists with only blank lines, headings, empty list items and comments
+    /// outside the routines: interval heartbeats skip the model call (seed 002 §6).
+    pub effectively_empty: bool,
+    /// The file, for the user to find it.
+    pub path: String,
+}
+
 /// What a user (or script) sends to create a routine, or the fields to change in one.
 /// Absent fields keep their value (update) or get defaults (create).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]

@@ -18,6 +18,7 @@ import type {
   DesktopSettings,
   DesktopSettingsView,
   EventEnvelope,
+  HeartbeatChecks,
   HeartbeatSettings,
   HeartbeatView,
   History,
@@ -224,12 +225,24 @@ export function restoreRoutines(): Promise<number> {
   return call('restore_routines');
 }
 
-/** The desktop preferences (close to tray, start at login, theme) and problems reading them. */
+/** The free-text checks of `HEARTBEAT.md` (everything but the routines). */
+export function heartbeatChecks(): Promise<HeartbeatChecks> {
+  return call('heartbeat_checks');
+}
+
+/** Saves the checks; rejects (`invalid_checks`) if the file's checks are no longer `expected`. */
+export function saveHeartbeatChecks(expected: string, text: string): Promise<HeartbeatChecks> {
+  return call('save_heartbeat_checks', { expected, text });
+}
+
+/** The desktop preferences (close to tray, start at login, theme, notification kinds,
+ *  workspace folder) and problems reading them. */
 export function getDesktopSettings(): Promise<DesktopSettingsView> {
   return call('get_desktop_settings');
 }
 
-/** Saves and applies at once; rejects (`autostart`) when the login item cannot be changed. */
+/** Saves and applies at once; rejects (`autostart`) when the login item cannot be changed,
+ *  (`invalid_workspace`, field `workspace`) for a folder that is not there. */
 export function saveDesktopSettings(settings: DesktopSettings): Promise<DesktopSettingsView> {
   return call('save_desktop_settings', { settings });
 }
@@ -260,7 +273,10 @@ export async function onQuitRequested(handler: (request: QuitRequest) => void): 
 
 /** Where a clicked native notification leads (the shell brings the window forward first). */
 export interface FocusTarget {
+  /** The background update the notification announced. */
   event_id: string | null;
+  /** The process whose exit it announced. */
+  process_id: string | null;
 }
 
 /** The event the shell emits when the user clicks a notification. */

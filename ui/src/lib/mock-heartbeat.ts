@@ -118,7 +118,7 @@ export function createMockHeartbeat(variant: string, emit: Emit, primaryBusy: ()
     const event_id = `bg-${Date.now().toString(36)}-${++seq}`;
     mailbox.push(event_id);
     emit(PRIMARY, null, { type: 'background_update', update: { event_id, ...update }, unread: mailbox.length });
-    if (settings.notifications) emit(PRIMARY, null, { type: 'notification', title: 'Vigil needs your attention', body: update.summary, event_id });
+    if (settings.notifications) emit(PRIMARY, null, { type: 'notification', kind: 'heartbeat', title: 'Vigil needs your attention', body: update.summary, event_id });
   }
 
   function report(reason: WakeReason, status: HeartbeatStatus, skip: HeartbeatSkip | null = null, detail: string | null = null): void {

@@ -2,7 +2,7 @@
 // for the broken-file banner, `?mock=empty` for none): an in-memory list with the core's
 // command shapes. Schedules are checked and described roughly — enough to preview the pane.
 
-import type { Event, RoutineDraft, RoutineRun, RoutinesView, RoutineView, SchedulePreview } from './protocol';
+import type { Event, HeartbeatChecks, RoutineDraft, RoutineRun, RoutinesView, RoutineView, SchedulePreview } from './protocol';
 
 type Emit = (sessionId: string | null, runId: string | null, event: Event) => void;
 
@@ -96,6 +96,17 @@ export function createMockRoutines(variant: string, emit: Emit) {
     }
   }
   let corrupted = variant === 'routines-corrupted';
+  let checks = variant === 'empty' ? '# Heartbeat checks\n\n<!-- Add checks for every heartbeat here. -->\n' : '# Heartbeat checks\n\n- If ~/Downloads holds more than 5 GB, tell me.\n- Watch the build log for new errors.\n';
+  const checksView = (): HeartbeatChecks => ({
+    text: checks,
+    exists: true,
+    // Roughly the core's rule: nothing but headings, empty items and comments.
+    effectively_empty: checks
+      .replace(/<!--[\s\S]*?(-->|$)/g, '')
+      .split('\n')
+      .every((l) => /^\s*(#.*|[-*+]\s*(\[[ xX]?\])?\s*)?$/.test(l)),
+    path: '/home/you/.local/share/dev.vigil.desktop/workspace/HEARTBEAT.md',
+  });
 
   const view = (): RoutinesView =>
     corrupted
@@ -158,6 +169,14 @@ export function createMockRoutines(variant: string, emit: Emit) {
       (runs[id] ??= []).push({ run_id: `r${t}`, routine_id: id, mode: r.execution_mode, due_at: t, started_at: t, finished_at: t + 1000, outcome: 'ok', session_id: null, summary: `${r.title}: done (mock).`, error: null, deterministic: r.kind !== null });
       routines[find(id)] = { ...r, last_run_at: t };
       changed();
+    },
+    checks: checksView,
+    saveChecks(expected: string, text: string) {
+      if (expected.trimEnd() !== checks.trimEnd()) {
+        throw { code: 'invalid_checks', message: 'HEARTBEAT.md changed since it was opened here; reload to see the new text, then edit again' };
+      }
+      checks = text;
+      return checksView();
     },
     restore() {
       corrupted = false;

@@ -52,7 +52,14 @@ export function createMockBackend(variant: string): Backend {
     max_tokens: 8192,
   };
   let keySet = variant !== 'empty';
-  let desktop: DesktopSettings = { close_to_tray: true, start_at_login: false, theme: 'system' };
+  let desktop: DesktopSettings = {
+    close_to_tray: true,
+    start_at_login: false,
+    theme: 'system',
+    notifications: { processes: true, routines: true, heartbeat: true, approvals: true },
+    workspace: null,
+  };
+  const defaultWorkspace = '/home/you/.local/share/dev.vigil.desktop/workspace';
 
   const view = (): SettingsView => ({
     provider,
@@ -448,10 +455,15 @@ export function createMockBackend(variant: string): Backend {
     notify: (args) => {
       console.info('[mock] notification', args);
     },
-    get_desktop_settings: () => ({ settings: desktop, warnings: [] }),
+    get_desktop_settings: () => ({ settings: desktop, warnings: [], workspace_in_use: defaultWorkspace }),
     save_desktop_settings: (args) => {
-      desktop = args.settings as DesktopSettings;
-      return { settings: desktop, warnings: [] };
+      const next = args.settings as DesktopSettings;
+      const typed = next.workspace?.trim() || null;
+      if (typed !== null && !typed.startsWith('/')) {
+        throw { code: 'invalid_workspace', field: 'workspace', message: `"${typed}" is not a full path; write it from the root, like /home/you/notes` };
+      }
+      desktop = { ...next, workspace: typed };
+      return { settings: desktop, warnings: [], workspace_in_use: defaultWorkspace };
     },
     set_attention: () => undefined,
     list_routines: () => routines.list(),
@@ -464,6 +476,8 @@ export function createMockBackend(variant: string): Backend {
     set_routine_enabled: (args) => routines.setEnabled(args.id as string, args.enabled as boolean),
     run_routine_now: (args) => routines.runNow(args.id as string),
     restore_routines: () => routines.restore(),
+    heartbeat_checks: () => routines.checks(),
+    save_heartbeat_checks: (args) => routines.saveChecks(args.expected as string, args.text as string),
     quit: () => undefined,
   };
 

@@ -29,7 +29,7 @@ command: string,
 /**
  * What "always" would remember (e.g. `cargo build`).
  */
-prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, event_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
+prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
@@ -43,7 +43,7 @@ command: string,
 /**
  * What "always" would remember (e.g. `cargo build`).
  */
-prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", title: string, body: string, event_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
+prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
@@ -329,7 +329,26 @@ export type SchedulePreview = { description: string, timezone: string, next_runs
 
 export type RoutineSaved = { routine: RoutineView, warnings: Array<string>, };
 
+export type HeartbeatChecks = { text: string, 
+/**
+ * Whether the file exists: without one the heartbeat asks the model anyway.
+ */
+exists: boolean, 
+/**
+ * The file exists with only blank lines, headings, empty list items and comments
+ * outside the routines: interval heartbeats skip the model call (seed 002 §6).
+ */
+effectively_empty: boolean, 
+/**
+ * The file, for the user to find it.
+ */
+path: string, };
+
 export type Theme = "system" | "light" | "dark";
+
+export type NotificationKind = "process" | "routine" | "heartbeat" | "approval" | "other";
+
+export type NotificationKinds = { processes: boolean, routines: boolean, heartbeat: boolean, approvals: boolean, };
 
 export type DesktopSettings = { 
 /**
@@ -340,10 +359,24 @@ close_to_tray: boolean,
 /**
  * Start Vigil (hidden, in the tray) when the user logs in.
  */
-start_at_login: boolean, theme: Theme, };
+start_at_login: boolean, theme: Theme, 
+/**
+ * Which kinds of native notification to raise (the cards in the chat are kept either way).
+ */
+notifications: NotificationKinds, 
+/**
+ * The agent's workspace folder (its files, `HEARTBEAT.md`, the routines); `None` is
+ * `<data dir>/workspace`. Read when Vigil starts.
+ */
+workspace: string | null, };
 
 export type DesktopSettingsView = { settings: DesktopSettings, 
 /**
  * A hand-edited entry with a wrong type, a login item that could not be written…
  */
-warnings: Array<string>, };
+warnings: Array<string>, 
+/**
+ * The workspace folder this run uses (the chosen one applies from the next start; a
+ * missing one falls back to the default). Empty where no runtime answers.
+ */
+workspace_in_use: string, };

@@ -3,7 +3,7 @@
 // agent's tools, the scheduler, a hand edit) whether or not the pane is open.
 
 import * as ipc from '../lib/ipc';
-import type { RoutineDraft, RoutineRun, RoutinesView, RoutineView } from '../lib/protocol';
+import type { HeartbeatChecks, RoutineDraft, RoutineRun, RoutinesView, RoutineView } from '../lib/protocol';
 
 export class RoutinesStore {
   view = $state.raw<RoutinesView | null>(null);
@@ -13,6 +13,11 @@ export class RoutinesStore {
   open = $state(false);
   /** The last thing that went wrong with a list action (run now, delete…). */
   error = $state<string | null>(null);
+
+  /** The free-text checks of HEARTBEAT.md as last loaded or saved. */
+  checks = $state.raw<HeartbeatChecks | null>(null);
+  /** Why the checks could not be loaded. */
+  checksError = $state<string | null>(null);
 
   /** Bumped per request, so a slow answer never overwrites a newer one. */
   #asked = 0;
@@ -86,5 +91,19 @@ export class RoutinesStore {
     const warnings = id === null ? (await ipc.addRoutine(draft)).warnings : (await ipc.updateRoutine(id, draft), []);
     await this.refresh();
     return warnings;
+  }
+
+  async loadChecks(): Promise<void> {
+    try {
+      this.checks = await ipc.heartbeatChecks();
+      this.checksError = null;
+    } catch (e) {
+      this.checksError = ipc.toCommandError(e).message;
+    }
+  }
+
+  /** Saves the checks over the text they were loaded as; throws the `CommandError`. */
+  async saveChecks(text: string): Promise<void> {
+    this.checks = await ipc.saveHeartbeatChecks(this.checks?.text ?? '', text);
   }
 }

@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { DesktopSettings } from '../lib/protocol';
 
 const backend = vi.hoisted(() => ({
-  stored: { close_to_tray: true, start_at_login: false, theme: 'system' } as DesktopSettings,
+  stored: {} as DesktopSettings,
   failNext: null as { code: string; message: string } | null,
 }));
 
@@ -15,7 +15,7 @@ vi.mock('../lib/ipc', () => ({
       throw e;
     }
     backend.stored = { ...settings };
-    return { settings: { ...settings }, warnings: [] };
+    return { settings: { ...settings }, warnings: [], workspace_in_use: '/data/workspace' };
   },
   toCommandError: (e: { code: string; message: string }) => e,
 }));
@@ -24,7 +24,13 @@ const { DesktopStore } = await import('./desktop.svelte');
 
 describe('desktop preferences', () => {
   beforeEach(() => {
-    backend.stored = { close_to_tray: true, start_at_login: false, theme: 'dark' };
+    backend.stored = {
+      close_to_tray: true,
+      start_at_login: false,
+      theme: 'dark',
+      notifications: { processes: true, routines: true, heartbeat: true, approvals: true },
+      workspace: null,
+    };
   });
 
   it('applies the saved theme as it loads and shows the warnings', async () => {
@@ -40,10 +46,13 @@ describe('desktop preferences', () => {
     const store = new DesktopStore(theme);
     await store.load();
     await store.change('close_to_tray', false);
-    expect(backend.stored).toEqual({ close_to_tray: false, start_at_login: false, theme: 'dark' });
+    expect(backend.stored).toMatchObject({ close_to_tray: false, start_at_login: false, theme: 'dark' });
     await store.change('theme', 'light');
     expect(theme.set).toHaveBeenLastCalledWith('light');
-    expect(store.view?.settings).toEqual({ close_to_tray: false, start_at_login: false, theme: 'light' });
+    expect(store.view?.settings).toMatchObject({ close_to_tray: false, start_at_login: false, theme: 'light' });
+    await store.change('notifications', { processes: false, routines: true, heartbeat: true, approvals: true });
+    expect(backend.stored.notifications.processes).toBe(false);
+    expect(backend.stored.theme).toBe('light');
     expect(store.view?.warnings).toEqual([]);
   });
 

@@ -3,7 +3,8 @@
 //! heartbeat session, the reply decision, and delivery: mailbox deposit, card, notification.
 
 use vigil_protocol::{
-    ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, Role, Scope, Source, StopReason, WakeReason,
+    ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, NotificationKind, Role, Scope, Source, StopReason,
+    WakeReason,
 };
 
 use super::file::{self, HeartbeatFile};
@@ -292,9 +293,11 @@ impl Heartbeat {
             primary.emit(
                 Source::Heartbeat,
                 Event::Notification {
+                    kind: NotificationKind::Heartbeat,
                     title: title.into(),
                     body: summary,
                     event_id: Some(event.event_id),
+                    process_id: None,
                 },
             );
         }

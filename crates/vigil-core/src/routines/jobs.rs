@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
-use vigil_protocol::{Event, RunOutcome, Scope, Source, StopReason};
+use vigil_protocol::{Event, NotificationKind, RunOutcome, Scope, Source, StopReason};
 
 use super::model::KIND_TIME_REMINDER;
 use super::scheduler::{Claimed, RunResult, Scheduler};
@@ -243,9 +243,11 @@ impl Scheduler {
             primary.emit(
                 Source::Scheduler,
                 Event::Notification {
+                    kind: NotificationKind::Routine,
                     title: title.into(),
                     body: summary,
                     event_id: Some(event.event_id),
+                    process_id: None,
                 },
             );
         }

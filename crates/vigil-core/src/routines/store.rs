@@ -238,6 +238,41 @@ pub fn strip_block(text: &str) -> String {
     }
 }
 
+/// Splits the file into the free-text checks and the routines' section (from its `## Tasks`
+/// heading to the block's closing fence), or says why the section cannot be found.
+pub fn split_checks(text: &str) -> Result<(String, Option<&str>), String> {
+    let Some((start, end)) = find_block(text)? else {
+        return Ok((text.to_string(), None));
+    };
+    // The section starts at the last heading before the block (the one `find_block` took).
+    let mut heading = 0;
+    let mut offset = 0;
+    for line in text[..start].split_inclusive('\n') {
+        if line.trim_start().starts_with('#') {
+            heading = offset;
+        }
+        offset += line.len();
+    }
+    let close_end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
+    let checks = format!("{}{}", &text[..heading], &text[close_end..]);
+    Ok((checks, Some(&text[heading..close_end])))
+}
+
+/// The file with `checks` as its free text and `section` (the routines) after it.
+fn join_checks(checks: &str, section: Option<&str>) -> String {
+    let mut out = checks.trim_end().to_string();
+    if let Some(section) = section {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(section.trim_end());
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
 /// The file as last read.
 #[derive(Debug, Clone)]
 pub struct FileState {
@@ -376,6 +411,47 @@ impl RoutineStore {
         }
         drop(guard);
         Ok(result)
+    }
+
+    /// The checks part of the file now, from the cache when unchanged.
+    pub fn checks(&self) -> Result<String, StoreError> {
+        let state = self.read()?;
+        split_checks(&state.text)
+            .map(|(checks, _)| checks)
+            .map_err(StoreError::Corrupted)
+    }
+
+    /// Replaces the checks with `text`, keeping the routines' section as it is on disk now.
+    /// `expected` is the checks as the editor loaded them: if the file's checks changed
+    /// since (the agent or another editor wrote them), nothing is written and the error says
+    /// so, rather than one side's words silently replacing the other's.
+    pub async fn save_checks(&self, expected: &str, text: &str) -> Result<String, StoreError> {
+        if !matches!(find_block(text), Ok(None)) {
+            return Err(StoreError::Rejected(
+                "the checks cannot hold a ```json block under ## Tasks: routines are edited in the list".into(),
+            ));
+        }
+        let guard = self.inner.locks.acquire(&self.inner.lock_id).await?;
+        let current = self.read_text()?;
+        let (checks, section) = split_checks(&current).map_err(StoreError::Corrupted)?;
+        if checks.trim_end() != expected.trim_end() {
+            return Err(StoreError::Rejected(format!(
+                "{HEARTBEAT_FILE} changed since it was opened here; reload to see the new text, then edit again"
+            )));
+        }
+        let out = join_checks(text, section);
+        if out != current {
+            guard.ensure_held()?;
+            let path = self.path();
+            write_atomic(&path, out.as_bytes()).map_err(|source| StoreError::Io {
+                action: "write",
+                path,
+                source,
+            })?;
+            *self.cache() = None;
+        }
+        drop(guard);
+        Ok(split_checks(&out).map(|(c, _)| c).unwrap_or_default())
     }
 
     /// Replaces a corrupted block with the snapshot's tasks, keeping the broken file as

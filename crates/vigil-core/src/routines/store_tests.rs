@@ -157,3 +157,60 @@ fn what_vigil_writes_reads_back_the_same() {
         (&entries[1].raw, &entries[1].routine)
     );
 }
+
+#[test]
+fn checks_are_the_file_without_the_routines_section() {
+    let text = file(r#"{"version": 2, "tasks": []}"#);
+    let (checks, section) = split_checks(&text).unwrap();
+    assert_eq!(checks, format!("{HEAD}{TAIL}"));
+    assert!(section.unwrap().starts_with("## Tasks\n") && section.unwrap().ends_with("```\n"));
+    assert_eq!(split_checks(HEAD).unwrap(), (HEAD.to_string(), None));
+    assert!(split_checks(&format!("{HEAD}## Tasks\n```json\n{{")).is_err());
+    // A corrupted block is still a section: the checks stay editable.
+    assert_eq!(split_checks(&file("{ broken")).unwrap().0, format!("{HEAD}{TAIL}"));
+}
+
+#[tokio::test]
+async fn saving_checks_keeps_the_routines_and_refuses_a_stale_or_smuggled_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    std::fs::write(
+        s.path(),
+        file(r#"{"version": 2, "tasks": [{"id": "a", "title": "A"}]}"#),
+    )
+    .unwrap();
+    let loaded = s.checks().unwrap();
+    let saved = s
+        .save_checks(&loaded, "# Checks\n\n- is the backup fresh?\n")
+        .await
+        .unwrap();
+    assert_eq!(saved, "# Checks\n\n- is the backup fresh?\n\n");
+    let on_disk = std::fs::read_to_string(s.path()).unwrap();
+    assert!(
+        on_disk.starts_with("# Checks\n\n- is the backup fresh?\n\n## Tasks\n"),
+        "{on_disk}"
+    );
+    assert_eq!(
+        s.read().unwrap().parsed.entries()[0].id(),
+        Some("a"),
+        "the routine is kept"
+    );
+
+    // Someone else changed the checks meanwhile: nothing is written.
+    let err = s.save_checks(&loaded, "# Mine\n").await.unwrap_err();
+    assert!(err.to_string().contains("changed since it was opened"), "{err}");
+    assert_eq!(std::fs::read_to_string(s.path()).unwrap(), on_disk);
+
+    // A second task block in the checks would shadow the routines: refused.
+    let err = s.save_checks(&saved, "## Tasks\n```json\n{}\n```\n").await.unwrap_err();
+    assert!(err.to_string().contains("cannot hold"), "{err}");
+
+    // Without a block the whole file is the checks; clearing it leaves an empty file.
+    let plain = tempfile::tempdir().unwrap();
+    let p = store(plain.path());
+    assert_eq!(p.checks().unwrap(), "");
+    p.save_checks("", "- water the plants\n").await.unwrap();
+    assert_eq!(std::fs::read_to_string(p.path()).unwrap(), "- water the plants\n");
+    p.save_checks("- water the plants\n", "").await.unwrap();
+    assert_eq!(std::fs::read_to_string(p.path()).unwrap(), "");
+}

@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use vigil_protocol::{
-    ApprovalPolicy, ConnectionVerdict, ErrorKind, Event, Message, Op, ProviderSettings, Scope, SessionSummary,
-    SettingsView, Source,
+    ApprovalPolicy, ConnectionVerdict, ErrorKind, Event, Message, NotificationKind, Op, ProviderSettings, Scope,
+    SessionSummary, SettingsView, Source,
 };
 
 use crate::agent::{AgentConfig, SteerQueue, Turn};
@@ -143,8 +143,13 @@ impl Runtime {
         for w in &approval_warnings {
             tracing::warn!("{w}");
         }
-        let startup_warnings = approval_warnings;
-        let workspace_dir = data_dir.join("workspace");
+        let mut startup_warnings = approval_warnings;
+        let (workspace_dir, workspace_warning) =
+            crate::preferences::workspace_dir(data_dir, &crate::preferences::load(data_dir).settings);
+        if let Some(w) = workspace_warning {
+            tracing::warn!("{w}");
+            startup_warnings.push(w);
+        }
         let workspace = Workspace::open(&workspace_dir).map_err(|source| SessionError::Io {
             action: "create",
             path: workspace_dir,
@@ -302,9 +307,11 @@ impl Runtime {
         self.inner.emitter.emit(
             Source::System,
             Event::Notification {
+                kind: NotificationKind::Other,
                 title: title.into(),
                 body: body.into(),
                 event_id: None,
+                process_id: None,
             },
         );
     }

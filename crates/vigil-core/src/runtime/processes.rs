@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use tokio::sync::mpsc;
-use vigil_protocol::{ErrorKind, Event, ProcessSummary, Source, WakeReason};
+use vigil_protocol::{ErrorKind, Event, NotificationKind, ProcessSummary, Source, WakeReason};
 
 use super::Runtime;
 use crate::exec::{ChannelExecEvents, ExecEvent, ProcessInfo, RegistryConfig, RegistryHandle, SpawnRequest, TermSize};
@@ -163,9 +163,11 @@ impl Runtime {
         self.inner.emitter.emit(
             Source::Exec,
             Event::Notification {
+                kind: NotificationKind::Process,
                 title: title.into(),
                 body: text.chars().take(300).collect(),
                 event_id: None,
+                process_id: Some(process_id.to_string()),
             },
         );
     }

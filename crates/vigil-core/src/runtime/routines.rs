@@ -3,12 +3,13 @@
 //! history, schedule preview), and the routine ops of the protocol.
 
 use vigil_protocol::{
-    ErrorKind, Event, RoutineDraft, RoutineRun, RoutineSource, RoutineView, RoutinesView, SchedulePreview, Scope,
-    Source,
+    ErrorKind, Event, HeartbeatChecks, RoutineDraft, RoutineRun, RoutineSource, RoutineView, RoutinesView,
+    SchedulePreview, Scope, Source,
 };
 
 use super::Runtime;
 use crate::agent::TurnExtras;
+use crate::heartbeat::file::is_effectively_empty;
 use crate::routines::view::routine_view;
 use crate::routines::{JobOutcome, JobTurn, Scheduler, StoreError};
 
@@ -74,6 +75,19 @@ impl Runtime {
         timezone: Option<&str>,
     ) -> Result<SchedulePreview, String> {
         self.inner.routines.preview(schedule, next_run_at, timezone)
+    }
+
+    /// The free-text checks of `HEARTBEAT.md` (everything but the routines' section).
+    pub fn heartbeat_checks(&self) -> Result<HeartbeatChecks, StoreError> {
+        let store = &self.inner.routines.deps().store;
+        Ok(checks_view(store.checks()?, &store.path()))
+    }
+
+    /// Replaces the checks (see [`crate::routines::RoutineStore::save_checks`]).
+    pub async fn save_heartbeat_checks(&self, expected: &str, text: &str) -> Result<HeartbeatChecks, StoreError> {
+        let store = &self.inner.routines.deps().store;
+        let saved = store.save_checks(expected, text).await?;
+        Ok(checks_view(saved, &store.path()))
     }
 
     /// Replaces a corrupted task block with `.heartbeat_snapshot.json` (the broken file is
@@ -158,4 +172,14 @@ pub(super) enum RoutineOp {
     Remove(String),
     Run(String),
     Enable(String, bool),
+}
+
+fn checks_view(text: String, path: &std::path::Path) -> HeartbeatChecks {
+    let exists = path.exists();
+    HeartbeatChecks {
+        exists,
+        effectively_empty: exists && is_effectively_empty(&text),
+        text,
+        path: path.display().to_string(),
+    }
 }

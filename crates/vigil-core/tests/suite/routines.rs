@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use vigil_core::clock::ManualClock;
-use vigil_core::protocol::{Event, EventEnvelope, ExecutionMode, Op, ProviderKind, RoutineDraft, WakeReason};
+use vigil_core::protocol::{
+    Event, EventEnvelope, ExecutionMode, NotificationKind, Op, ProviderKind, RoutineDraft, WakeReason,
+};
 use vigil_core::Runtime;
 use vigil_fake_llm::{FakeLlm, Script, Step};
 
@@ -90,10 +92,20 @@ async fn a_routine_registered_in_chat_fires_and_its_result_reaches_the_notificat
     assert_eq!(card.summary, "Time to stand up and stretch!");
     assert!(card.source.starts_with("job_stretch_"), "{}", card.source);
     let note = events.iter().find_map(|e| match &e.event {
-        Event::Notification { body, .. } => Some(body.clone()),
+        Event::Notification {
+            kind, body, event_id, ..
+        } => Some((*kind, body.clone(), event_id.clone())),
         _ => None,
     });
-    assert_eq!(note.as_deref(), Some("Time to stand up and stretch!"));
+    assert_eq!(
+        note,
+        Some((
+            NotificationKind::Routine,
+            "Time to stand up and stretch!".to_string(),
+            Some(card.event_id.clone())
+        )),
+        "a routine's notification, leading to its card"
+    );
     // The job ran in its own session with the job instructions.
     assert!(request_text(&fake, 2).contains("Scheduled job"));
     assert!(!request_text(&fake, 2).contains("remind me to stretch in 3 seconds"));

@@ -1,0 +1,25 @@
+// What the Routines pane says about HEARTBEAT.md's free-text checks: whether the heartbeat
+// has anything to do on its interval runs (seed 002 §6), in words for the user.
+
+import type { HeartbeatChecks } from '../lib/protocol';
+
+export interface ChecksStatus {
+  tone: 'ok' | 'idle';
+  text: string;
+}
+
+export function checksStatus(checks: HeartbeatChecks): ChecksStatus {
+  if (!checks.exists) {
+    return {
+      tone: 'ok',
+      text: 'There is no HEARTBEAT.md yet: each heartbeat asks the model whether anything needs doing. Write checks here to guide it.',
+    };
+  }
+  if (checks.effectively_empty) {
+    return {
+      tone: 'idle',
+      text: 'Nothing to check: only headings, empty items and comments. Interval heartbeats skip the model call until you add a check; routines still run.',
+    };
+  }
+  return { tone: 'ok', text: 'Every heartbeat reads these checks and tells you only when one needs you.' };
+}
