@@ -177,6 +177,8 @@ export async function send(driver, text) {
 }
 
 export async function screenshot(driver, name) {
+  // Two frames, so what the DOM holds now has been painted (WebKit can hand back the last frame).
+  await driver.executeAsyncScript('const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 50)));');
   const png = await driver.takeScreenshot();
   const file = path.join(ARTIFACTS, name);
   fs.writeFileSync(file, png, 'base64');

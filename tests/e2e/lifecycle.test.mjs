@@ -2,7 +2,8 @@
 // brings the running window forward instead of starting again; closing the window keeps
 // Vigil and its processes running in the tray; quitting while a process runs asks first
 // (Cancel keeps everything, Confirm kills the process and exits); the desktop preferences
-// (close to tray, start at login, theme) are saved, applied at once and survive a restart.
+// (close to tray, start at login, theme, notification kinds) are saved, applied at once and
+// survive a restart; a chosen workspace folder is checked and used from the next start.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -62,6 +63,17 @@ async function grows(what) {
   await waitFor(what, async () => tickCount() > before + 4, 10000);
 }
 
+const workspace = path.join(h.dataDir, 'my-workspace');
+const savedDesktop = () => JSON.parse(fs.readFileSync(path.join(h.dataDir, 'settings.json'), 'utf8')).desktop;
+/** Sets a bound input's value the way typing does. */
+const fillInput = (selector, value) =>
+  driver.executeScript(
+    `const e = document.querySelector(arguments[0]); e.focus(); e.value = arguments[1];
+     e.dispatchEvent(new Event('input', { bubbles: true }));`,
+    selector,
+    value,
+  );
+
 async function openSettings() {
   await byId('open-settings').click();
   await waitFor('the desktop section', () => exists('[data-testid="settings-desktop"] [data-testid="settings-theme"]'));
@@ -120,6 +132,25 @@ test('the desktop preferences apply at once: theme, start at login, close to tra
     return saved?.close_to_tray === false && saved.theme === 'dark' && saved.start_at_login === true;
   });
   assert.equal(await exists('[data-testid="settings-desktop-error"]'), false);
+
+  // Notification kinds: routines' results off (their cards still land in the chat).
+  await byId('settings-notify-routines').click();
+  await waitFor('the saved switch', async () => savedDesktop()?.notifications?.routines === false);
+  assert.equal(savedDesktop().notifications.processes, true);
+
+  // The workspace folder: a relative path is refused at the field and nothing is saved…
+  await fillInput('[data-testid="settings-workspace-input"]', 'notes');
+  await byId('settings-workspace-save').click();
+  await waitFor('the field error', async () =>
+    /not a full path/.test(await innerText(await byId('settings-workspace-error'))), 5000);
+  assert.equal(savedDesktop().workspace ?? null, null);
+  // …a real folder is saved, and applies from the next start (checked after the restart).
+  fs.mkdirSync(workspace, { recursive: true });
+  fs.writeFileSync(path.join(workspace, 'HEARTBEAT.md'), '# Mine\n\n- Is the cactus dry?\n');
+  await fillInput('[data-testid="settings-workspace-input"]', workspace);
+  await byId('settings-workspace-save').click();
+  await waitFor('the saved folder', async () => savedDesktop()?.workspace === workspace, 5000);
+  assert.match(await innerText(await byId('settings-workspace-hint')), /applies the next time Vigil starts/);
   await driver.executeScript('document.querySelector(\'[data-testid="settings-desktop"]\').scrollIntoView()');
   await sleep(200);
   await screenshot(driver, 'settings-desktop.png');
@@ -161,6 +192,17 @@ test('the preferences survive a restart, and with nothing running closing quits 
   assert.equal(await (await byId('settings-close-to-tray')).isSelected(), false);
   assert.equal(await (await byId('settings-start-at-login')).isSelected(), true);
   assert.equal(await (await byId('settings-theme')).getAttribute('value'), 'dark');
+  assert.equal(await (await byId('settings-notify-routines')).isSelected(), false);
+  // The chosen workspace is the one in use now: its HEARTBEAT.md is the one the pane edits.
+  assert.match(await innerText(await byId('settings-workspace-hint')), new RegExp(`In use now:\\s*${workspace}`));
+  assert.doesNotMatch(await innerText(await byId('settings-workspace-hint')), /next time/);
+  await closeSettings();
+  await byId('routines-toggle').click();
+  await waitFor("the chosen folder's checks", async () =>
+    ((await driver.executeScript('const t = document.querySelector(\'[data-testid="checks-text"]\'); return t ? t.value : ""')) ?? '').includes('Is the cactus dry?'), 10000);
+  await driver.actions().sendKeys('\uE00C').perform(); // Escape
+  await waitFor('the pane closed', async () => !(await exists('[data-testid="routines-pane"]')));
+  await openSettings();
   // Leave the login items as they were.
   await byId('settings-start-at-login').click();
   await waitFor('the login item to go', async () => !fs.existsSync(path.join(home, '.config', 'autostart', 'Vigil.desktop')), 5000);

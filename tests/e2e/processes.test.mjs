@@ -4,6 +4,7 @@
 // and the chat as a background-update card.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { Harness, quit, screenshot, send, By, waitFor } from './harness.mjs';
 
 const h = new Harness();
@@ -67,4 +68,28 @@ test('an approved background command runs live in the panel, takes input, and it
     return text.includes('got:hello');
   }, 10000);
   await screenshot(driver, 'background-update.png');
+});
+
+test("a command run from the panel is announced when it ends, and the notification's click opens its terminal", async () => {
+  await css('[data-testid="processes-toggle"]').click();
+  await waitFor('the panel', async () => (await driver.findElements(By.css('[data-testid="processes-panel"]'))).length === 1, 5000);
+  // Earlier notifications closed, so the click below is on this one.
+  try {
+    execFileSync('dunstctl', ['close-all']);
+  } catch {}
+  const before = h.notificationLog().length;
+  const input = await css('[data-testid="process-command-input"]');
+  await input.sendKeys('sleep 1; echo panel-done', '\uE007');
+  await waitFor('the exit on D-Bus', async () => h.notificationLog().slice(before).includes('A background command finished'), 15000);
+  const id = await waitFor('the finished process', async () =>
+    driver.executeScript(`const items = [...document.querySelectorAll('[data-testid="process-item"]')];
+      const p = items.find((e) => e.innerText.includes('panel-done')); return p ? p.dataset.processId : null;`), 5000);
+  // The user moved on: the panel is closed when the notification is clicked.
+  await css('[data-testid="processes-close"]').click();
+  await waitFor('the panel closed', async () => (await driver.findElements(By.css('[data-testid="processes-panel"]'))).length === 0, 5000);
+
+  execFileSync('dunstctl', ['action', '0']);
+  await waitFor('the panel open at that process', async () =>
+    (await attr(`[data-testid="process-item"][data-process-id="${id}"]`, 'aria-current')) === 'true', 10000);
+  await waitFor('its output in the terminal', async () => (await terminalText(id)).includes('panel-done'), 10000);
 });

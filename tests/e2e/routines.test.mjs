@@ -2,7 +2,9 @@
 // reminder due in a few seconds; it fires without the model, and its text reaches the
 // notification daemon and the chat. Issue 7: a routine created in the Routines pane lands in
 // HEARTBEAT.md, fires, is notified, and the click leads to its card; an invalid cron is
-// refused at the field and nothing is written. Screenshots of the pane and the editor.
+// refused at the field and nothing is written; a result card links back to its routine; the
+// free-text checks of HEARTBEAT.md are edited in the pane without touching the routines.
+// Screenshots of the pane, the editor and the checks.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -154,6 +156,47 @@ test('a routine made in the pane is written to HEARTBEAT.md, fires, and its noti
   await waitFor('the pane closed for the card', async () => (await count('[data-testid="routines-pane"]')) === 0, 10000);
   await waitFor('the card highlighted', async () =>
     driver.executeScript(`const c = document.querySelector('[data-event-id="${eventId}"]'); return !!c && c.classList.contains('highlight');`), 5000);
+
+  // The card names its routine; its link opens the pane at that routine, history unfolded.
+  const link = await driver.findElement(By.css(`[data-event-id="${eventId}"] [data-testid="background-update-routine"]`));
+  assert.match(await link.getText(), /Routine: Water the plants/);
+  await link.click();
+  await waitFor('the pane open at the routine', async () =>
+    (await driver.executeScript(`const r = document.querySelector('[data-routine-id="water_the_plants"]');
+       return !!r && r.dataset.focused === 'true' && !!r.querySelector('[data-testid="routine-history"]');`)), 5000);
+  assert.match(await textOf('[data-routine-id="water_the_plants"] [data-testid="routine-history"]'), /basil needs water/);
+  await driver.actions().sendKeys('\uE00C').perform(); // Escape
+  await waitFor('the pane closed', async () => (await count('[data-testid="routines-pane"]')) === 0, 5000);
+});
+
+test("HEARTBEAT.md's checks are edited in the pane, the routines are kept, and a concurrent edit is not overwritten", async () => {
+  await css('[data-testid="routines-toggle"]').click();
+  await waitFor('the checks editor', async () => (await count('[data-testid="checks-text"]')) === 1, 10000);
+  // Only the routines' block so far: nothing for interval heartbeats to check.
+  assert.equal(await driver.executeScript('return document.querySelector(\'[data-testid="checks-status"]\').dataset.tone'), 'idle');
+  assert.match(await textOf('[data-testid="checks-status"]'), /skip the model call/);
+
+  await fill('[data-testid="checks-text"]', '# Checks\n\n- If ~/inbox has more than 10 files, tell me.\n');
+  await css('[data-testid="checks-save"]').click();
+  await waitFor('saved', async () => (await count('[data-testid="checks-saved"]')) === 1, 5000);
+  const file = readHeartbeat();
+  assert.ok(file.startsWith('# Checks\n\n- If ~/inbox has more than 10 files, tell me.\n\n## Tasks'), file);
+  assert.match(file, /"title": "Water the plants"/, 'the routines are kept');
+  assert.equal(await driver.executeScript('return document.querySelector(\'[data-testid="checks-status"]\').dataset.tone'), 'ok');
+  await driver.executeScript('document.querySelector(\'[data-testid="checks-editor"]\').scrollIntoView()');
+  await screenshot(driver, 'routines-checks.png');
+
+  // The agent (here: another writer) changes the checks while they are open: a save is refused.
+  fs.writeFileSync(heartbeatFile(), readHeartbeat().replace('10 files', '20 files'));
+  await fill('[data-testid="checks-text"]', '# Checks\n\n- Mine.\n');
+  await css('[data-testid="checks-save"]').click();
+  await waitFor('the conflict', async () => /changed since it was opened/.test((await textOf('[data-testid="checks-error"]')) ?? ''), 5000);
+  assert.match(readHeartbeat(), /20 files/, "the other writer's text is kept");
+  await css('[data-testid="checks-reload"]').click();
+  await waitFor('the new text loaded', async () =>
+    (await driver.executeScript('return document.querySelector(\'[data-testid="checks-text"]\').value')).includes('20 files'), 5000);
+  await driver.actions().sendKeys('\uE00C').perform(); // Escape
+  await waitFor('the pane closed', async () => (await count('[data-testid="routines-pane"]')) === 0, 5000);
 });
 
 test('a corrupted task block is reported with a way back to the last good version', async () => {

@@ -9,6 +9,7 @@ import {
   markSeen,
   oldestUnseen,
   placeUpdates,
+  routineOf,
   sourceLabel,
   unseenBySession,
   updatesOf,
@@ -114,6 +115,15 @@ describe('background updates', () => {
     expect(sourceLabel(update('a', 1, { event_type: 'exec_completed', source: 'exec' }))).toBe('exec');
     expect(sourceLabel(update('a', 1, { event_type: 'job_completed', source: 'job_7' }))).toBe('routine');
     expect(sourceLabel(update('a', 1, { event_type: 'other', source: 'plugin' }))).toBe('plugin');
+  });
+
+  it('finds the routine a job result came from, preferring the longest id', () => {
+    const routines = [{ id: 'water' }, { id: 'water_plants' }, { id: 'backup' }];
+    const job = (source: string) => update('a', 1, { event_type: 'job_completed', source });
+    expect(routineOf(job('job_water_plants_r17'), routines)?.id).toBe('water_plants');
+    expect(routineOf(job('job_water_r3'), routines)?.id).toBe('water');
+    expect(routineOf(job('job_gone_r1'), routines)).toBeNull();
+    expect(routineOf(update('a', 1), routines)).toBeNull();
   });
 });
 

@@ -148,6 +148,16 @@ export function detailMode(update: BackgroundUpdate): 'none' | 'replaces' | 'add
 }
 
 /** "heartbeat", "exec", "routine" (or whatever produced it), for the card's label. */
+/** The routine whose job produced `update` (its session is `job_<routine id>_<run>`), among
+ *  `routines`; the longest id wins, since ids may hold underscores themselves. */
+export function routineOf<R extends { id: string }>(update: BackgroundUpdate, routines: readonly R[]): R | null {
+  let best: R | null = null;
+  for (const r of routines) {
+    if (update.source.startsWith(`job_${r.id}_`) && (best === null || r.id.length > best.id.length)) best = r;
+  }
+  return best;
+}
+
 export function sourceLabel(update: BackgroundUpdate): string {
   const type = update.event_type;
   const source = update.source;

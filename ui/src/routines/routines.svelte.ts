@@ -11,6 +11,8 @@ export class RoutinesStore {
   history = $state.raw<Record<string, RoutineRun[]>>({});
   /** The pane is showing. */
   open = $state(false);
+  /** The routine the pane opens at (a result card's link), expanded and scrolled to. */
+  focus = $state<string | null>(null);
   /** The last thing that went wrong with a list action (run now, delete…). */
   error = $state<string | null>(null);
 
@@ -21,6 +23,12 @@ export class RoutinesStore {
 
   /** Bumped per request, so a slow answer never overwrites a newer one. */
   #asked = 0;
+
+  /** Opens the pane at routine `id`. */
+  reveal(id: string): void {
+    this.focus = id;
+    this.open = true;
+  }
 
   async start(): Promise<ipc.Unlisten> {
     let unlisten: ipc.Unlisten = () => {};
