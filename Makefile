@@ -15,7 +15,7 @@ FUZZ_TARGETS := sse transcript heartbeat_tasks schedule
 FUZZ_SECONDS ?= 15
 APP_BIN := target/debug/vigil
 
-.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench crash fuzz fuzz-long bundle bundle-test test-app
+.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench bench-app crash fuzz fuzz-long bundle bundle-test test-app
 
 ## Install what is missing, build the UI and the app, open the Vigil window.
 run: deps-run ui app
@@ -95,6 +95,13 @@ bundle-test: bundle deps-test
 bench:
 	cargo bench -p vigil-core --bench core
 	cargo bench -p vigil-core --bench exec_throughput
+	@$(MAKE) --no-print-directory bench-app
+
+## The desktop app against an empty Tauri v2 window built the same way (bench/empty-window,
+## one cargo run so both link the same tauri): launch to interactive and idle PSS, as ratios.
+bench-app: deps-test ui
+	cargo build -p vigil -p vigil-empty-window --features vigil/custom-protocol,vigil-empty-window/custom-protocol
+	xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- node scripts/bench-app.mjs
 
 test-e2e:
 	cargo build -p vigil-fake-llm

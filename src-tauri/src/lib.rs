@@ -32,6 +32,28 @@ use vigil_core::events::EventSink;
 use vigil_core::protocol::{Event, EventEnvelope};
 use vigil_core::Runtime;
 
+/// When the process started, for the log's "interactive after" line.
+static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Marks the process start; call first thing in `main`.
+pub fn started() {
+    STARTED.get_or_init(std::time::Instant::now);
+}
+
+/// The window's history and settings are in and events flow: logged with the time since the
+/// process started, and printed as `READY` on stdout when `VIGIL_REPORT_READY` is set (the
+/// launch benchmark, `make bench-app`, waits for that line).
+#[tauri::command]
+fn ui_ready(script_ms: f64, page_ms: f64) {
+    let ms = STARTED.get().map_or(0, |t| t.elapsed().as_millis());
+    tracing::info!(
+        "the window is interactive {ms} ms after start (page: script ran at {script_ms:.0} ms, ready at {page_ms:.0} ms)"
+    );
+    if std::env::var_os("VIGIL_REPORT_READY").is_some() {
+        println!("READY {ms} ms after start, page {page_ms:.0} ms");
+    }
+}
+
 /// The event name the UI listens on.
 pub const EVENT_NAME: &str = "vigil://event";
 
@@ -200,6 +222,7 @@ pub fn run() {
             preferences::save_desktop_settings,
             lifecycle::quit,
             lifecycle::set_attention,
+            ui_ready,
         ])
         .on_window_event(lifecycle::on_window_event)
         .build(tauri::generate_context!());

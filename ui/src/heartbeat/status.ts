@@ -2,6 +2,7 @@
 // last run and the next one, the words for skip reasons and wake reasons, and how a
 // `heartbeat` event updates the last view until `heartbeat_view()` answers again.
 
+import { shortDate, shortTime } from '../lib/time';
 import type { EventEnvelope, HeartbeatSkip, HeartbeatStatus, HeartbeatView, WakeReason } from '../lib/protocol';
 
 /** Formats a time for the status line; injected so tests do not depend on the locale. */
@@ -9,10 +10,9 @@ export type Clock = (ms: number) => string;
 
 /** `12:30`, or `Mar 12, 12:30` when not today. */
 export function clockTime(ms: number, now: number = Date.now()): string {
-  const date = new Date(ms);
-  const time = date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
-  if (date.toDateString() === new Date(now).toDateString()) return time;
-  return `${date.toLocaleDateString([], { month: 'short', day: 'numeric' })}, ${time}`;
+  const time = shortTime(ms);
+  if (new Date(ms).toDateString() === new Date(now).toDateString()) return time;
+  return `${shortDate(ms)}, ${time}`;
 }
 
 /** Short, for the status line: "skipped (busy)". */

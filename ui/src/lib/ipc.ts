@@ -252,6 +252,11 @@ export function quitApp(): Promise<void> {
   return call('quit');
 }
 
+/** The window is interactive (logged; the launch benchmark waits for it). */
+export function uiReady(scriptMs: number, pageMs: number): Promise<void> {
+  return call('ui_ready', { scriptMs, pageMs });
+}
+
 /** Tells the tray whether something needs the user (it shows a badge on its icon). */
 export function setAttention(needed: boolean): Promise<void> {
   return call('set_attention', { needed });

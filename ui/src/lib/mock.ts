@@ -466,6 +466,7 @@ export function createMockBackend(variant: string): Backend {
       return { settings: desktop, warnings: [], workspace_in_use: defaultWorkspace };
     },
     set_attention: () => undefined,
+    ui_ready: () => undefined,
     list_routines: () => routines.list(),
     routine_history: (args) => routines.history(args.id as string),
     preview_schedule: (args) =>

@@ -2,6 +2,7 @@
 // after the list changes (a new one just created, the shown one deleted), and how old an
 // entry looks. `sessions.svelte.ts` holds the state and does the IPC.
 
+import { shortDate } from '../lib/time';
 import { PRIMARY_SESSION } from '../lib/ipc';
 import type { EventEnvelope, SessionSummary } from '../lib/protocol';
 
@@ -58,9 +59,8 @@ export function relativeTime(ts: number, now: number): string {
   if (age < DAY) return `${Math.floor(age / HOUR)} h`;
   if (age < 2 * DAY) return 'yesterday';
   if (age < 7 * DAY) return `${Math.floor(age / DAY)} days`;
-  const date = new Date(ts);
-  const sameYear = date.getFullYear() === new Date(now).getFullYear();
-  return date.toLocaleDateString([], sameYear ? { month: 'short', day: 'numeric' } : { year: 'numeric', month: 'short', day: 'numeric' });
+  const sameYear = new Date(ts).getFullYear() === new Date(now).getFullYear();
+  return shortDate(ts, !sameYear);
 }
 
 /** What a title looks like in the list; the core keeps whatever it was given. */
