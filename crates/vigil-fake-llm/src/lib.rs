@@ -46,6 +46,9 @@ pub struct Options {
     pub addr: SocketAddr,
     /// Append every recorded request to this file as one JSON line.
     pub log: Option<PathBuf>,
+    /// Record only the last this-many entries of a body's `messages`: a long soak run
+    /// resends the whole history in every request, which kept in full grows as its square.
+    pub keep_messages: Option<usize>,
 }
 
 impl Default for Options {
@@ -53,6 +56,7 @@ impl Default for Options {
         Options {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             log: None,
+            keep_messages: None,
         }
     }
 }
@@ -83,7 +87,12 @@ impl FakeLlm {
         let listener = tokio::net::TcpListener::bind(options.addr).await?;
         let addr = listener.local_addr()?;
         let shutdown = CancellationToken::new();
-        let shared = Arc::new(server::Shared::new(script, log, shutdown.clone()));
+        let shared = Arc::new(server::Shared::new(
+            script,
+            log,
+            options.keep_messages,
+            shutdown.clone(),
+        ));
         let app = server::router(shared.clone());
         let stop = shutdown.clone();
         let task = tokio::spawn(async move {
@@ -119,6 +128,11 @@ impl FakeLlm {
     /// Every request recorded so far, oldest first.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.requests()
+    }
+
+    /// The requests recorded after the first `n`, oldest first.
+    pub fn requests_since(&self, n: usize) -> Vec<RecordedRequest> {
+        self.shared.requests_since(n)
     }
 
     /// How many requests were recorded, without copying them.

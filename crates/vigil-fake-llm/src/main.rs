@@ -76,6 +76,7 @@ async fn main() -> ExitCode {
     let options = Options {
         addr: SocketAddr::from(([127, 0, 0, 1], args.port)),
         log: args.log,
+        ..Options::default()
     };
     let server = match FakeLlm::start_with(script, options).await {
         Ok(server) => server,

@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     /// The `--log` file; appends are whole lines written under this lock so lines never
     /// interleave.
     log: Option<Mutex<File>>,
+    /// Keep only this many of a recorded body's last `messages` (see `Options`).
+    keep_messages: Option<usize>,
     /// Cancelled when the server stops: ends graceful shutdown and aborts live streams.
     pub(crate) shutdown: CancellationToken,
     /// Numbers response ids so each reply is distinguishable in client logs.
@@ -61,7 +63,12 @@ struct ScriptState {
 }
 
 impl Shared {
-    pub(crate) fn new(script: Script, log: Option<File>, shutdown: CancellationToken) -> Self {
+    pub(crate) fn new(
+        script: Script,
+        log: Option<File>,
+        keep_messages: Option<usize>,
+        shutdown: CancellationToken,
+    ) -> Self {
         Shared {
             state: Mutex::new(ScriptState {
                 script,
@@ -69,6 +76,7 @@ impl Shared {
                 requests: Vec::new(),
             }),
             log: log.map(Mutex::new),
+            keep_messages,
             shutdown,
             next_id: AtomicU64::new(1),
         }
@@ -82,6 +90,10 @@ impl Shared {
 
     pub(crate) fn requests(&self) -> Vec<RecordedRequest> {
         self.lock().requests.clone()
+    }
+
+    pub(crate) fn requests_since(&self, n: usize) -> Vec<RecordedRequest> {
+        self.lock().requests.get(n..).map(<[_]>::to_vec).unwrap_or_default()
     }
 
     pub(crate) fn request_count(&self) -> usize {
@@ -111,10 +123,18 @@ impl Shared {
         } else {
             serde_json::from_slice(body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
         };
+        let mut kept = parsed.clone();
+        if let (Some(keep), Some(messages)) = (
+            self.keep_messages,
+            kept.get_mut("messages").and_then(Value::as_array_mut),
+        ) {
+            let cut = messages.len().saturating_sub(keep);
+            messages.drain(..cut);
+        }
         let recorded = RecordedRequest {
             path: path.to_owned(),
             headers: names,
-            body: parsed.clone(),
+            body: kept,
         };
         if let Some(log) = &self.log {
             append_log(log, &recorded);

@@ -124,14 +124,7 @@ fn request_text(r: &RecordedRequest) -> String {
 }
 
 /// Reads the folder as the next start would, and checks it against what was acknowledged.
-fn check(
-    dir: &Path,
-    observed: &mut Observed,
-    floor: &HashMap<String, u64>,
-    requests: &[RecordedRequest],
-    counts: &mut Counts,
-) {
-    let requests: Vec<String> = requests.iter().map(request_text).collect();
+fn check(dir: &Path, observed: &mut Observed, floor: &HashMap<String, u64>, requests: &[String], counts: &mut Counts) {
     let clock = Arc::new(SystemClock);
     let store = SessionStore::open(dir).unwrap();
     let meta = MetaStore::open(dir, clock).unwrap();
@@ -229,6 +222,8 @@ async fn sigkill_at_random_moments_loses_nothing() {
         let mut counts = Counts::default();
         let mut floor = HashMap::new();
         let mut sent = 0usize;
+        // Each request's text (`request_text`), added as requests arrive, never re-read.
+        let mut texts: Vec<String> = Vec::new();
         let mailbox_len = |data: &Path| {
             let meta = MetaStore::open(data, Arc::new(SystemClock)).unwrap();
             meta.load("main").unwrap().meta.mailbox.len()
@@ -273,13 +268,14 @@ async fn sigkill_at_random_moments_loses_nothing() {
             child.wait().unwrap();
             reader.join().unwrap();
             counts.kills += 1;
+            texts.extend(fake.requests_since(texts.len()).iter().map(request_text));
             let mut o = observed.lock().unwrap();
-            check(&data, &mut o, &floor, &fake.requests(), &mut counts);
+            check(&data, &mut o, &floor, &texts, &mut counts);
         }
         let mut o = observed.lock().unwrap();
-        let requests = fake.requests();
-        check(&data, &mut o, &floor, &requests, &mut counts);
-        let requests: Vec<String> = requests.iter().map(request_text).collect();
+        texts.extend(fake.requests_since(texts.len()).iter().map(request_text));
+        check(&data, &mut o, &floor, &texts, &mut counts);
+        let requests = texts;
         assert_eq!(mailbox_len(&data), 0, "clean turns at the end leave the mailbox empty");
         let redelivered = o
             .deposited

@@ -121,5 +121,10 @@ pub async fn numbered_echo_and_wake_only_heartbeat(key: &str, dir: &std::path::P
         serde_json::json!({"heartbeat": {"enabled": true, "every": "0", "prompt": "Check."}}).to_string(),
     )
     .unwrap();
-    FakeLlm::start(script).await.unwrap()
+    // A crash run resends an ever longer history; only a request's tail is ever looked at.
+    let options = vigil_fake_llm::Options {
+        keep_messages: Some(16),
+        ..Default::default()
+    };
+    FakeLlm::start_with(script, options).await.unwrap()
 }
