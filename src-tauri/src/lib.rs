@@ -179,7 +179,7 @@ pub fn run() {
                     if let Ok(mut term) = signal(SignalKind::terminate()) {
                         term.recv().await;
                         tracing::info!("SIGTERM: quitting");
-                        handle.exit(0);
+                        lifecycle::shutdown_and_exit(&handle);
                     }
                 });
             }

@@ -4,8 +4,9 @@
 //!
 //! Quitting never kills without the user's word: [`request_quit`] exits at once only when
 //! nothing runs; otherwise the window asks ("N processes are running") and the `quit`
-//! command, sent on confirm, exits. `RunEvent::Exit` then shuts the runtime down, which
-//! kills the process groups.
+//! command, sent on confirm, exits. Every way out goes through [`shutdown_and_exit`]: the
+//! runtime shuts down first (turns cancelled and saved, process groups killed), then the app
+//! exits.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -81,7 +82,7 @@ pub fn request_quit(app: &AppHandle) {
     tauri::async_runtime::spawn(async move {
         let processes = app.state::<AppState>().runtime.running_processes().await;
         if processes.is_empty() {
-            return app.exit(0);
+            return shutdown_and_exit(&app);
         }
         show_main(&app);
         if let Err(e) = app.emit(QUIT_EVENT, QuitRequest { processes }) {
@@ -91,12 +92,26 @@ pub fn request_quit(app: &AppHandle) {
     });
 }
 
-/// The quit prompt's "Kill them and quit": exits; `RunEvent::Exit` kills the process groups.
+/// The quit prompt's "Kill them and quit": shuts down (killing the process groups) and exits.
 #[tauri::command]
 pub async fn quit(app: AppHandle) -> Result<(), CommandError> {
     tracing::info!("quitting at the user's request");
-    app.exit(0);
+    shutdown_and_exit(&app);
     Ok(())
+}
+
+/// Shuts the runtime down (turns cancelled with what was said saved, process groups
+/// killed, pending wakes kept) on the async runtime, then exits. Shutting down inside
+/// `RunEvent::Exit` instead blocks the main thread while a cancelled turn's last events and
+/// the tray's refresh still need it: with a reply streaming, quitting hung.
+pub fn shutdown_and_exit(app: &AppHandle) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        let runtime = app.state::<AppState>().runtime.clone();
+        runtime.shutdown().await;
+        tracing::info!("shut down; exiting");
+        app.exit(0);
+    });
 }
 
 /// The window's "something needs you" state, for the tray icon.
