@@ -200,4 +200,25 @@ export function processTreeRssKiB(rootName = 'vigil') {
   return { total: members.reduce((s, r) => s + r.rss, 0), members };
 }
 
+/** Sets a bound input's value the way typing does (select-all + type is flaky in
+ *  WebKitWebDriver) and tells the page, as an `input` event would. */
+export function fill(driver, selector, value) {
+  return driver.executeScript(
+    `const e = document.querySelector(arguments[0]); e.focus(); e.value = arguments[1];
+     e.dispatchEvent(new Event('input', { bubbles: true }));`,
+    selector,
+    value,
+  );
+}
+
+/** Whether process `pid` exists. */
+export function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export { By, until, waitFor, sleep };

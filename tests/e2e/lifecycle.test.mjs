@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { APP, Harness, quit, screenshot, By, waitFor, sleep } from './harness.mjs';
+import { APP, Harness, alive, fill, quit, screenshot, By, waitFor, sleep } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -49,14 +49,6 @@ const visibleWindows = () => {
 const focusedWindow = () => spawnSync('xdotool', ['getwindowfocus']).stdout.toString().trim();
 const closeWindow = () => execFileSync('python3', [WM_CLOSE, 'Vigil']);
 const tickCount = () => (fs.existsSync(ticks) ? fs.readFileSync(ticks, 'utf8').length : 0);
-const alive = (pid) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 async function grows(what) {
   const before = tickCount();
@@ -65,14 +57,7 @@ async function grows(what) {
 
 const workspace = path.join(h.dataDir, 'my-workspace');
 const savedDesktop = () => JSON.parse(fs.readFileSync(path.join(h.dataDir, 'settings.json'), 'utf8')).desktop;
-/** Sets a bound input's value the way typing does. */
-const fillInput = (selector, value) =>
-  driver.executeScript(
-    `const e = document.querySelector(arguments[0]); e.focus(); e.value = arguments[1];
-     e.dispatchEvent(new Event('input', { bubbles: true }));`,
-    selector,
-    value,
-  );
+const fillInput = (selector, value) => fill(driver, selector, value);
 
 async function openSettings() {
   await byId('open-settings').click();

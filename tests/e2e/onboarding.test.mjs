@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Key } from 'selenium-webdriver';
-import { Harness, quit, messages, send, screenshot, By, waitFor } from './harness.mjs';
+import { Harness, fill as fillInput, quit, messages, send, screenshot, By, waitFor } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -35,14 +35,7 @@ const count = (selector) => driver.executeScript(`return document.querySelectorA
 const innerText = (el) => driver.executeScript('return arguments[0].innerText', el);
 const focused = () => driver.executeScript('return document.activeElement ? document.activeElement.dataset.testid ?? null : null;');
 const blur = () => driver.executeScript('document.activeElement?.blur();');
-/** Sets a bound input's value the way typing does (select-all + type is flaky in WebKitWebDriver). */
-const fill = (id, value) =>
-  driver.executeScript(
-    `const e = document.querySelector(arguments[0]); e.focus(); e.value = arguments[1];
-     e.dispatchEvent(new Event('input', { bubbles: true }));`,
-    `[data-testid="${id}"]`,
-    value,
-  );
+const fill = (id, value) => fillInput(driver, `[data-testid="${id}"]`, value);
 /** Ctrl plus a key, to whatever has the focus. */
 const ctrl = (key) => driver.actions().keyDown(Key.CONTROL).sendKeys(key).keyUp(Key.CONTROL).perform();
 const press = (key) => driver.actions().sendKeys(key).perform();

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { Harness, By, quit, screenshot, send, messages, waitFor } from './harness.mjs';
+import { Harness, By, fill as fillInput, quit, screenshot, send, messages, waitFor } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -24,14 +24,7 @@ const css = (selector) => driver.findElement(By.css(selector));
 const count = (selector) => driver.executeScript(`return document.querySelectorAll(${JSON.stringify(selector)}).length;`);
 const textOf = (selector) =>
   driver.executeScript(`const e = document.querySelector(${JSON.stringify(selector)}); return e ? e.innerText : null;`);
-/** Sets a bound input's value the way typing does (select-all + type is flaky in WebKitWebDriver). */
-const fill = (selector, value) =>
-  driver.executeScript(
-    `const e = document.querySelector(arguments[0]); e.focus(); e.value = arguments[1];
-     e.dispatchEvent(new Event('input', { bubbles: true }));`,
-    selector,
-    value,
-  );
+const fill = (selector, value) => fillInput(driver, selector, value);
 
 before(async () => {
   // Every model call after the scripted chat (the isolated job's turn) answers with the result.

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Harness, quit, messages, send, By, waitFor, sleep } from './harness.mjs';
+import { Harness, alive, quit, messages, send, By, waitFor, sleep } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -29,14 +29,6 @@ after(async () => {
 });
 
 const appPids = () => spawnSync('pgrep', ['-x', 'vigil']).stdout.toString().trim().split('\n').filter(Boolean);
-const alive = (pid) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 test('quitting mid-reply with a command running cancels cleanly, and the next start resumes', async () => {
   // A command in a terminal of its own: its process group must not outlive the app.

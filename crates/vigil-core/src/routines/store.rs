@@ -359,6 +359,18 @@ impl RoutineStore {
         }
     }
 
+    /// Replaces `HEARTBEAT.md` atomically; the caller holds the lock.
+    fn write(&self, text: &str) -> Result<(), StoreError> {
+        let path = self.path();
+        write_atomic(&path, text.as_bytes())
+            .map(|_| ())
+            .map_err(|source| StoreError::Io {
+                action: "write",
+                path,
+                source,
+            })
+    }
+
     /// The file now: from the cache when its size and time are unchanged.
     pub fn read(&self) -> Result<Arc<FileState>, StoreError> {
         let stamp = self.stamp()?;
@@ -396,12 +408,7 @@ impl RoutineStore {
         if entries != before {
             let out = render(&text, &entries, &extra);
             guard.ensure_held()?;
-            let path = self.path();
-            write_atomic(&path, out.as_bytes()).map_err(|source| StoreError::Io {
-                action: "write",
-                path,
-                source,
-            })?;
+            self.write(&out)?;
             let state = Arc::new(FileState {
                 parsed: parse(&out),
                 text: out,
@@ -442,12 +449,7 @@ impl RoutineStore {
         let out = join_checks(text, section);
         if out != current {
             guard.ensure_held()?;
-            let path = self.path();
-            write_atomic(&path, out.as_bytes()).map_err(|source| StoreError::Io {
-                action: "write",
-                path,
-                source,
-            })?;
+            self.write(&out)?;
             *self.cache() = None;
         }
         drop(guard);
@@ -487,12 +489,7 @@ impl RoutineStore {
             }
         };
         guard.ensure_held()?;
-        let path = self.path();
-        write_atomic(&path, out.as_bytes()).map_err(|source| StoreError::Io {
-            action: "write",
-            path,
-            source,
-        })?;
+        self.write(&out)?;
         *self.cache() = None;
         Ok(entries.len())
     }
