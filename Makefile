@@ -15,7 +15,7 @@ FUZZ_TARGETS := sse transcript heartbeat_tasks schedule
 FUZZ_SECONDS ?= 15
 APP_BIN := target/debug/vigil
 
-.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench bench-app crash fuzz fuzz-long bundle bundle-test test-app
+.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench bench-app test-load crash fuzz fuzz-long bundle bundle-test test-app
 
 ## Install what is missing, build the UI and the app, open the Vigil window.
 run: deps-run ui app
@@ -106,3 +106,9 @@ bench-app: deps-test ui
 test-e2e:
 	cargo build -p vigil-fake-llm
 	scripts/e2e.sh
+
+## Load through the real window (not in `make test`: its bounds are timings): a 10 000-message
+## conversation, 50 terminals streaming at once, 1 000 routines; frame gaps and event rates.
+test-load: deps-test ui app
+	cargo build -p vigil-fake-llm
+	scripts/e2e.sh tests/e2e/load.test.mjs

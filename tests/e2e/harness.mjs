@@ -148,7 +148,8 @@ export class Harness {
  *  the test run alive: kills this checkout's binary only. */
 export function killApp() {
   try {
-    execFileSync('pkill', ['-f', '--', APP]);
+    // The binary itself, not vigil-fake-llm beside it (the pattern is a regex).
+    execFileSync('pkill', ['-f', '--', `^${APP}( |$)`]);
   } catch {}
 }
 

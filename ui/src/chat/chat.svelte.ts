@@ -123,7 +123,7 @@ export class ChatStore {
     let state = this.state;
     for (const event of this.#queue) state = applyEvent(state, event);
     this.#queue = [];
-    this.state = state;
+    if (state !== this.state) this.state = state;
   }
 
   #enqueue(event: EventEnvelope): void {

@@ -472,7 +472,25 @@ function compacted(state: ChatState, c: Compaction, runId: string | null, ts: nu
 }
 
 /** Folds one core event into the state. Pure; returns the same object when nothing changed. */
+/** Events that are other views' business: the chat's state stays the very same object, so
+ *  nothing re-renders (50 terminals streaming send ~1 500 `process_output` a second). */
+const NOT_THE_CHATS = new Set<EventEnvelope['type']>([
+  'sessions_changed',
+  'approval_requested',
+  'approval_resolved',
+  'notification',
+  'heartbeat',
+  'background_paused',
+  'process_started',
+  'process_output',
+  'process_exited',
+  'background_update',
+  'background_updates_read',
+  'routines_changed',
+]);
+
 export function applyEvent(state: ChatState, event: EventEnvelope): ChatState {
+  if (NOT_THE_CHATS.has(event.type)) return state;
   if (state.seen.includes(event.id)) return state;
   const seen = state.seen.length >= SEEN_LIMIT ? [...state.seen.slice(1), event.id] : [...state.seen, event.id];
   const s: ChatState = { ...state, seen };

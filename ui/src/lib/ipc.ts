@@ -38,8 +38,8 @@ import type {
 /** The conversation that always exists (and cannot be deleted); ops without a session go to it. */
 export const PRIMARY_SESSION = 'main';
 
-/** The event name the Rust side emits every `EventEnvelope` on. */
-export const EVENT_NAME = 'vigil://event';
+/** The event the Rust side emits `EventEnvelope`s on, in batches (one per frame at most). */
+export const EVENTS_NAME = 'vigil://events';
 
 export type Unlisten = () => void;
 
@@ -49,9 +49,28 @@ export interface Backend {
   listen(handler: (event: EventEnvelope) => void): Promise<Unlisten>;
 }
 
+/** Every store's handler, fed from one subscription: each subscription is a script run in
+ *  the page per delivery, so one for all is cheaper than one each. */
+const handlers = new Set<(event: EventEnvelope) => void>();
+let subscribed: Promise<Unlisten> | null = null;
+
 const tauriBackend: Backend = {
   invoke: (command, args) => invoke(command, args),
-  listen: (handler) => listen<EventEnvelope>(EVENT_NAME, (e) => handler(e.payload)),
+  listen: async (handler) => {
+    handlers.add(handler);
+    subscribed ??= listen<EventEnvelope[]>(EVENTS_NAME, (e) => {
+      const now = [...handlers];
+      for (const event of e.payload) for (const h of now) h(event);
+    });
+    try {
+      await subscribed;
+    } catch (e) {
+      handlers.delete(handler);
+      subscribed = null;
+      throw e;
+    }
+    return () => handlers.delete(handler);
+  },
 };
 
 function notReady(): CommandError {
@@ -213,6 +232,11 @@ export function setRoutineEnabled(id: string, enabled: boolean): Promise<Routine
 /** A routine's latest runs, oldest first. */
 export function routineHistory(id: string): Promise<RoutineRun[]> {
   return call('routine_history', { id });
+}
+
+/** Every routine's latest runs, by routine id, in one call. */
+export function routineHistories(): Promise<Record<string, RoutineRun[]>> {
+  return call('routine_histories');
 }
 
 /** A schedule in words and its next runs, or why it cannot be used (same checks as saving). */

@@ -139,19 +139,32 @@ export function placeError(e: CommandError): { field: FieldName | null; message:
 
 /** "Mon 24 Nov, 09:00" in `zone` (the routine's, not the window's). */
 export function formatRun(ms: number, zone: string): string {
-  const options: Intl.DateTimeFormatOptions = {
-    weekday: 'short',
-    day: 'numeric',
-    month: 'short',
-    hour: '2-digit',
-    minute: '2-digit',
-    hourCycle: 'h23',
-  };
-  try {
-    return new Intl.DateTimeFormat('en-GB', { ...options, timeZone: zone }).format(ms);
-  } catch {
-    return new Intl.DateTimeFormat('en-GB', options).format(ms);
+  return runFormat(zone).format(ms);
+}
+
+const RUN_OPTIONS: Intl.DateTimeFormatOptions = {
+  weekday: 'short',
+  day: 'numeric',
+  month: 'short',
+  hour: '2-digit',
+  minute: '2-digit',
+  hourCycle: 'h23',
+};
+/** One formatter per zone: making one per call cost ~0.6 ms each in WebKit, seconds for a
+ *  list of 1 000 routines. An unknown zone falls back to the local one. */
+const RUN_FORMATS = new Map<string, Intl.DateTimeFormat>();
+
+function runFormat(zone: string): Intl.DateTimeFormat {
+  let f = RUN_FORMATS.get(zone);
+  if (!f) {
+    try {
+      f = new Intl.DateTimeFormat('en-GB', { ...RUN_OPTIONS, timeZone: zone });
+    } catch {
+      f = new Intl.DateTimeFormat('en-GB', RUN_OPTIONS);
+    }
+    RUN_FORMATS.set(zone, f);
   }
+  return f;
 }
 
 /** The row's summary of how the last run went. */

@@ -3,7 +3,7 @@
 // agent's tools, the scheduler, a hand edit) whether or not the pane is open.
 
 import * as ipc from '../lib/ipc';
-import type { HeartbeatChecks, RoutineDraft, RoutineRun, RoutinesView, RoutineView } from '../lib/protocol';
+import type { HeartbeatChecks, RoutineDraft, RoutineRun, RoutinesView } from '../lib/protocol';
 
 export class RoutinesStore {
   view = $state.raw<RoutinesView | null>(null);
@@ -36,7 +36,7 @@ export class RoutinesStore {
       unlisten = await ipc.onEvent((event) => {
         if (event.type !== 'routines_changed') return;
         this.view = event.routines;
-        void this.#loadHistory(event.routines.routines);
+        void this.#loadHistory();
       });
     } catch {
       // Reported by the chat store.
@@ -51,17 +51,18 @@ export class RoutinesStore {
       const view = await ipc.listRoutines();
       if (asked !== this.#asked) return;
       this.view = view;
-      await this.#loadHistory(view.routines);
+      await this.#loadHistory();
     } catch (e) {
       if (asked === this.#asked) this.error = ipc.toCommandError(e).message;
     }
   }
 
-  async #loadHistory(routines: RoutineView[]): Promise<void> {
-    const entries = await Promise.all(
-      routines.map(async (r) => [r.id, await ipc.routineHistory(r.id).catch(() => [] as RoutineRun[])] as const),
-    );
-    this.history = Object.fromEntries(entries);
+  async #loadHistory(): Promise<void> {
+    try {
+      this.history = await ipc.routineHistories();
+    } catch {
+      // The rows say "Not run yet" / "Ran …" from the list itself.
+    }
   }
 
   /** Runs `action`, shows what went wrong, and refreshes either way. */
