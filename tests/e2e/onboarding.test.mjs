@@ -79,7 +79,10 @@ test('a first run walks the user through choosing a provider, then chats', async
   assert.match(await innerText(v), /Connected/);
   await screenshot(driver, 'onboarding-details.png');
 
-  await byId('welcome-save').click();
+  // The verdict above it just grew the card: bring the button into view as a user would.
+  const save = await byId('welcome-save');
+  await driver.executeScript('arguments[0].scrollIntoView({ block: "center" })', save);
+  await save.click();
   await waitFor('the walkthrough gone', async () => (await count('[data-testid="welcome"]')) === 0);
   assert.equal(await count('[data-testid="empty-state"]'), 1);
   assert.equal(await focused(), 'chat-input', 'the message box has the focus after saving');
