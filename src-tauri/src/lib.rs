@@ -171,11 +171,16 @@ pub fn run() {
             let dir = data_dir(app)?;
             std::fs::create_dir_all(&dir)?;
             let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-            let runtime = Runtime::new(&dir, clock.clone(), Arc::new(WindowSink::new(app.handle().clone())))?;
-            // Core checks the file first and sets an unreadable one aside, so the store
-            // never starts empty over it and a later save cannot destroy it.
-            let (stored, warnings) = vigil_core::settings::load_file(&dir, clock.now_ms());
-            runtime.apply_settings(stored, warnings.clone());
+            // settings.json is read once for the start. Core checks it first and sets an
+            // unreadable one aside, so the store never starts empty over it and a later
+            // save cannot destroy it.
+            let start = vigil_core::settings::load_at_start(&dir, clock.now_ms());
+            let sink = Arc::new(WindowSink::new(app.handle().clone()));
+            let runtime = Runtime::open(&dir, clock.clone(), sink, &start.desktop)?;
+            let mut warnings = start.warnings;
+            runtime.apply_settings(start.file.provider, warnings.clone());
+            warnings.extend(start.heartbeat_warnings);
+            warnings.extend(runtime.set_heartbeat_settings(&start.file.heartbeat.unwrap_or_default()));
             tracing::info!(data_dir = %dir.display(), "Vigil started");
             app.manage(AppState {
                 runtime,
@@ -183,19 +188,17 @@ pub fn run() {
                 startup_warnings: std::sync::Mutex::new(warnings),
             });
             commands::restore_approval_policy(app.handle(), &app.state::<AppState>());
-            let state = app.state::<AppState>();
-            let (heartbeat, heartbeat_warnings) = vigil_core::settings::load_heartbeat(&dir);
-            let mut hb_warnings = heartbeat_warnings;
-            hb_warnings.extend(state.runtime.set_heartbeat_settings(&heartbeat.unwrap_or_default()));
-            state
-                .startup_warnings
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .extend(hb_warnings);
             app.manage(lifecycle::Lifecycle {
                 close_to_tray: std::sync::atomic::AtomicBool::new(true),
             });
-            preferences::restore(app.handle(), vigil_core::preferences::load(&dir));
+            preferences::restore(
+                app.handle(),
+                vigil_core::protocol::DesktopSettingsView {
+                    settings: start.desktop,
+                    warnings: start.desktop_warnings,
+                    workspace_in_use: String::new(),
+                },
+            );
             if let Err(e) = tray::create(app.handle()) {
                 tracing::warn!("no tray icon: {e}");
             }
@@ -215,7 +218,7 @@ pub fn run() {
                 });
             }
             // The heartbeat's wake loop lives on the async runtime.
-            let runtime = state.runtime.clone();
+            let runtime = app.state::<AppState>().runtime.clone();
             tauri::async_runtime::spawn(async move {
                 if !runtime.start_background() {
                     tracing::error!("the heartbeat could not start");
@@ -267,6 +270,8 @@ pub fn run() {
     };
     app.run(|handle, event| {
         if let tauri::RunEvent::Exit = event {
+            // Returns at once after `lifecycle::shutdown_and_exit`; shuts down for any
+            // other way the event loop ends.
             let runtime = handle.state::<AppState>().runtime.clone();
             tauri::async_runtime::block_on(runtime.shutdown());
         }

@@ -112,26 +112,41 @@ pub fn from_value(entry: Option<&Value>) -> DesktopSettingsView {
     }
 }
 
+/// Why a path cannot be the workspace folder.
+enum Unusable {
+    Relative,
+    NotAFolder,
+    Missing,
+    Unreadable(std::io::Error),
+}
+
+/// The workspace rule: a full path to a folder that exists. Saving refuses a path that
+/// breaks it; starting falls back to the default instead (see [`workspace_dir`]).
+fn usable_folder(path: &Path) -> Result<(), Unusable> {
+    if !path.is_absolute() {
+        return Err(Unusable::Relative);
+    }
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Unusable::NotAFolder),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Unusable::Missing),
+        Err(e) => Err(Unusable::Unreadable(e)),
+    }
+}
+
 /// Checks a workspace folder the user typed: empty means the default; otherwise a full
 /// path to a folder that exists. Returns the value to store, or why not.
 pub fn validate_workspace(typed: Option<&str>) -> Result<Option<String>, String> {
     let Some(typed) = typed.map(str::trim).filter(|t| !t.is_empty()) else {
         return Ok(None);
     };
-    let path = Path::new(typed);
-    if !path.is_absolute() {
-        return Err(format!(
-            "\"{typed}\" is not a full path; write it from the root, like /home/you/notes"
-        ));
-    }
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => Ok(Some(typed.to_string())),
-        Ok(_) => Err(format!("{typed} is a file, not a folder")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Err(format!("there is no folder {typed}; create it first"))
-        }
-        Err(e) => Err(format!("{typed} cannot be opened: {e}")),
-    }
+    usable_folder(Path::new(typed)).map_err(|why| match why {
+        Unusable::Relative => format!("\"{typed}\" is not a full path; write it from the root, like /home/you/notes"),
+        Unusable::NotAFolder => format!("{typed} is a file, not a folder"),
+        Unusable::Missing => format!("there is no folder {typed}; create it first"),
+        Unusable::Unreadable(e) => format!("{typed} cannot be opened: {e}"),
+    })?;
+    Ok(Some(typed.to_string()))
 }
 
 /// The workspace folder to open: the one the preferences name when it is there, else the
@@ -140,26 +155,22 @@ pub fn validate_workspace(typed: Option<&str>) -> Result<Option<String>, String>
 /// until it is back, with a warning that says so; the preference is kept.
 pub fn workspace_dir(data_dir: &Path, settings: &DesktopSettings) -> (PathBuf, Option<String>) {
     let default = data_dir.join("workspace");
-    let Some(chosen) = settings.workspace.as_deref() else {
+    let Some(chosen) = settings.workspace.as_deref().map(PathBuf::from) else {
         return (default, None);
     };
-    let chosen = PathBuf::from(chosen);
-    if !chosen.is_absolute() {
-        let warning = format!(
+    let warning = match usable_folder(&chosen) {
+        Ok(()) => return (chosen, None),
+        Err(Unusable::Relative) => format!(
             "The workspace folder \"{}\" is not an absolute path; using {} instead. Choose a full path in Settings → Desktop.",
             chosen.display(),
             default.display()
-        );
-        return (default, Some(warning));
-    }
-    if chosen.is_dir() {
-        return (chosen, None);
-    }
-    let warning = format!(
-        "The workspace folder {} is missing; using {} until it is back. Your files and routines there are untouched. Choose another folder in Settings → Desktop.",
-        chosen.display(),
-        default.display()
-    );
+        ),
+        Err(_) => format!(
+            "The workspace folder {} is missing; using {} until it is back. Your files and routines there are untouched. Choose another folder in Settings → Desktop.",
+            chosen.display(),
+            default.display()
+        ),
+    };
     (default, Some(warning))
 }
 

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use vigil_protocol::{HeartbeatSettings, ProviderKind, ProviderSettings, SettingsView};
+use vigil_protocol::{DesktopSettings, HeartbeatSettings, ProviderKind, ProviderSettings, SettingsView};
 
 use crate::provider::ProviderConfig;
 use crate::secrets::Secrets;
@@ -53,21 +53,6 @@ pub fn read_config_file(path: &Path) -> (StoreFile, Vec<String>) {
             StoreFile::default(),
             vec![format!("{} is not JSON ({e}); defaults are in use.", path.display())],
         ),
-    }
-}
-
-/// The `heartbeat` entry of `<data_dir>/settings.json`; missing means defaults.
-pub fn load_heartbeat(data_dir: &Path) -> (Option<HeartbeatSettings>, Vec<String>) {
-    let path = data_dir.join(SETTINGS_FILE);
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return (None, vec![]);
-    };
-    match serde_json::from_str::<serde_json::Value>(&text) {
-        Ok(v) => {
-            let (file, _, heartbeat_warnings) = store_entries(&v, &path);
-            (file.heartbeat, heartbeat_warnings)
-        }
-        Err(_) => (None, vec![]),
     }
 }
 
@@ -124,35 +109,66 @@ pub fn validate(p: &ProviderSettings) -> Result<(), String> {
     Ok(())
 }
 
-/// Reads the provider entry of a store file. A missing file means defaults; an unreadable
-/// one is renamed to `settings.json.broken-<ms>` so nothing is lost, with a warning.
-pub fn load_file(data_dir: &Path, now_ms: i64) -> (Option<ProviderSettings>, Vec<String>) {
+/// Everything a start reads from `<data_dir>/settings.json`, from one read of it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AtStart {
+    pub file: StoreFile,
+    /// The desktop app's preferences, of which the runtime uses the workspace folder.
+    pub desktop: DesktopSettings,
+    /// Problems with the file or its provider entry.
+    pub warnings: Vec<String>,
+    /// Problems with the heartbeat entry (the app shows them with the heartbeat).
+    pub heartbeat_warnings: Vec<String>,
+    /// Problems with the desktop entry (shown in the settings pane's Desktop part).
+    pub desktop_warnings: Vec<String>,
+}
+
+/// Reads the store file as Vigil starts. A missing file means defaults. One that is not JSON,
+/// or whose provider entry is invalid, is renamed to `settings.json.broken-<ms>` so nothing
+/// is lost and a later save cannot overwrite it, with a warning, and everything starts from
+/// defaults. A bad heartbeat or desktop entry only falls back itself, with its warnings.
+pub fn load_at_start(data_dir: &Path, now_ms: i64) -> AtStart {
     let path = data_dir.join(SETTINGS_FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (None, vec![]),
-        Err(e) => return (None, vec![format!("Could not read {}: {e}", path.display())]),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return AtStart::default(),
+        Err(e) => {
+            return AtStart {
+                warnings: vec![format!("Could not read {}: {e}", path.display())],
+                ..AtStart::default()
+            }
+        }
     };
     let parsed = serde_json::from_str::<serde_json::Value>(&text)
         .map_err(|e| e.to_string())
         .and_then(|v| match v.get(PROVIDER_KEY) {
-            None => Ok(None),
             Some(p) => serde_json::from_value::<ProviderSettings>(p.clone())
-                .map(Some)
+                .map(|_| v)
                 .map_err(|e| e.to_string()),
+            None => Ok(v),
         });
     match parsed {
-        Ok(p) => (p, vec![]),
+        Ok(v) => {
+            let (file, warnings, heartbeat_warnings) = store_entries(&v, &path);
+            let desktop = crate::preferences::from_value(v.get(crate::preferences::DESKTOP_KEY));
+            AtStart {
+                file,
+                desktop: desktop.settings,
+                warnings,
+                heartbeat_warnings,
+                desktop_warnings: desktop.warnings,
+            }
+        }
         Err(e) => {
             let aside = set_aside(&path, now_ms);
-            (
-                None,
-                vec![format!(
+            AtStart {
+                warnings: vec![format!(
                     "The settings file {} could not be read ({e}). It was kept as {} and defaults are in use.",
                     path.display(),
                     aside.display()
                 )],
-            )
+                ..AtStart::default()
+            }
         }
     }
 }
@@ -238,8 +254,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(SETTINGS_FILE);
         std::fs::write(&path, "{\"provider\": {\"kind\": \"anthropic\", ").unwrap();
-        let (provider, warnings) = load_file(dir.path(), 42);
-        assert_eq!(provider, None);
+        let AtStart { file, warnings, .. } = load_at_start(dir.path(), 42);
+        assert_eq!(file, StoreFile::default());
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("could not be read"), "{}", warnings[0]);
         assert!(!path.exists(), "moved out of the way so a save cannot overwrite it");
@@ -250,7 +266,7 @@ mod tests {
     #[test]
     fn a_good_file_loads_and_a_missing_one_means_defaults() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(load_file(dir.path(), 0), (None, vec![]));
+        assert_eq!(load_at_start(dir.path(), 0), AtStart::default());
         let p = ProviderSettings {
             kind: ProviderKind::Openai,
             base_url: "http://localhost:11434/v1".into(),
@@ -260,10 +276,29 @@ mod tests {
         };
         std::fs::write(
             dir.path().join(SETTINGS_FILE),
-            serde_json::json!({ "provider": p }).to_string(),
+            serde_json::json!({
+                "provider": p,
+                "heartbeat": {"every": 15},
+                "desktop": {"theme": "dark", "close_to_tray": "no"},
+            })
+            .to_string(),
         )
         .unwrap();
-        assert_eq!(load_file(dir.path(), 0), (Some(p), vec![]));
+        let start = load_at_start(dir.path(), 0);
+        assert_eq!((start.file.provider, start.warnings), (Some(p), vec![]));
+        assert_eq!(
+            start.file.heartbeat.unwrap().every,
+            "15",
+            "a number of minutes is read as one"
+        );
+        assert!(start.heartbeat_warnings.is_empty());
+        assert_eq!(start.desktop.theme, vigil_protocol::Theme::Dark);
+        assert!(start.desktop.close_to_tray, "a wrong type keeps the default");
+        assert!(
+            start.desktop_warnings[0].contains("close_to_tray"),
+            "{:?}",
+            start.desktop_warnings
+        );
     }
 
     #[test]
@@ -288,8 +323,14 @@ mod tests {
         assert!(path.exists(), "a --config file is never moved");
         let (_, warnings) = read_config_file(&dir.path().join("missing.json"));
         assert!(warnings[0].starts_with("Could not read"));
-        std::fs::write(dir.path().join(SETTINGS_FILE), r#"{"heartbeat": {"every": 15}}"#).unwrap();
-        assert_eq!(load_heartbeat(dir.path()).0.unwrap().every, "15");
+        std::fs::write(dir.path().join(SETTINGS_FILE), r#"{"heartbeat": {"enabled": "yes"}}"#).unwrap();
+        let start = load_at_start(dir.path(), 0);
+        assert_eq!(start.file.heartbeat, None);
+        assert!(start.heartbeat_warnings[0].contains("heartbeat settings"));
+        assert!(
+            dir.path().join(SETTINGS_FILE).exists(),
+            "a bad heartbeat entry sets nothing aside"
+        );
     }
 
     #[test]

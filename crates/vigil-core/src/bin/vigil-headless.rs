@@ -86,25 +86,29 @@ async fn main() -> std::process::ExitCode {
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let sink = Arc::new(StdoutSink(Mutex::new(std::io::stdout())));
-    let runtime = match Runtime::new(&data_dir, clock.clone(), sink) {
+    // The data folder's settings.json, read once. With --config, the user's file gives the
+    // provider and heartbeat, and the data folder's file (never set aside then) only the
+    // workspace folder.
+    let (desktop, file, mut warnings) = match &config {
+        Some(path) => {
+            let (file, warnings) = settings::read_config_file(path);
+            (vigil_core::preferences::load(&data_dir).settings, file, warnings)
+        }
+        None => {
+            let start = settings::load_at_start(&data_dir, clock.now_ms());
+            let mut warnings = start.warnings;
+            warnings.extend(start.heartbeat_warnings);
+            (start.desktop, start.file, warnings)
+        }
+    };
+    let runtime = match Runtime::open(&data_dir, clock.clone(), sink, &desktop) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("vigil-headless: {e}");
             return std::process::ExitCode::from(1);
         }
     };
-    let (provider, heartbeat, mut warnings) = match &config {
-        Some(path) => {
-            let (file, warnings) = settings::read_config_file(path);
-            (file.provider, file.heartbeat, warnings)
-        }
-        None => {
-            let (provider, mut warnings) = settings::load_file(&data_dir, clock.now_ms());
-            let (heartbeat, more) = settings::load_heartbeat(&data_dir);
-            warnings.extend(more);
-            (provider, heartbeat, warnings)
-        }
-    };
+    let (provider, heartbeat) = (file.provider, file.heartbeat);
     warnings.extend(runtime.set_heartbeat_settings(&heartbeat.unwrap_or_default()));
     let view = runtime.apply_settings(provider, warnings);
     for w in &view.warnings {

@@ -86,6 +86,9 @@ struct Inner {
     background: TaskTracker,
     /// Cancelled on shutdown; every turn's token is a child of it.
     shutdown: CancellationToken,
+    /// Set when [`Runtime::shutdown`] has finished: a later call returns at once, a
+    /// concurrent one waits for the first.
+    shut_down: tokio::sync::OnceCell<()>,
     /// "What happened" lines waiting for each session's next turn.
     system_events: SystemEvents,
     /// Settings and status of the heartbeat; runs only once background work started.
@@ -130,8 +133,21 @@ impl SteerQueue for Lane {
 
 impl Runtime {
     /// Opens the data directory (creating it) and starts with no provider configured;
-    /// call [`Runtime::apply_settings`] next.
+    /// call [`Runtime::apply_settings`] next. Reads the workspace folder from the
+    /// preferences in `settings.json`; a start that has read them already uses
+    /// [`Runtime::open`].
     pub fn new(data_dir: &Path, clock: Arc<dyn Clock>, sink: Arc<dyn EventSink>) -> Result<Self, SessionError> {
+        let desktop = crate::preferences::load(data_dir).settings;
+        Self::open(data_dir, clock, sink, &desktop)
+    }
+
+    /// [`Runtime::new`] with the preferences given (the workspace folder is taken from them).
+    pub fn open(
+        data_dir: &Path,
+        clock: Arc<dyn Clock>,
+        sink: Arc<dyn EventSink>,
+        desktop: &vigil_protocol::DesktopSettings,
+    ) -> Result<Self, SessionError> {
         let store = SessionStore::open_with(data_dir, clock.clone(), LockOptions::default())?;
         let meta = MetaStore::new(store.clone(), clock.clone());
         // VIGIL_APPROVAL_POLICY overrides the stored policy, for scripts.
@@ -144,8 +160,7 @@ impl Runtime {
             tracing::warn!("{w}");
         }
         let mut startup_warnings = approval_warnings;
-        let (workspace_dir, workspace_warning) =
-            crate::preferences::workspace_dir(data_dir, &crate::preferences::load(data_dir).settings);
+        let (workspace_dir, workspace_warning) = crate::preferences::workspace_dir(data_dir, desktop);
         if let Some(w) = workspace_warning {
             tracing::warn!("{w}");
             startup_warnings.push(w);
@@ -199,6 +214,7 @@ impl Runtime {
                 tasks: TaskTracker::new(),
                 background: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
+                shut_down: tokio::sync::OnceCell::new(),
                 system_events,
                 heartbeat,
                 routines,
@@ -612,16 +628,24 @@ impl Runtime {
     }
 
     /// Cancels running turns and background work and waits until each has saved what it had.
+    /// Done once: the desktop shell calls it on its way out and again as the event loop
+    /// exits (for exits that did not go its way), and the second call returns at once.
     pub async fn shutdown(&self) {
-        self.inner.shutdown.cancel();
-        // Child process groups go first, so no command outlives the app.
-        if let Some(registry) = self.inner.exec.get() {
-            registry.shutdown().await;
-        }
-        self.inner.tasks.close();
-        self.inner.tasks.wait().await;
-        self.inner.background.close();
-        self.inner.background.wait().await;
+        let inner = &self.inner;
+        inner
+            .shut_down
+            .get_or_init(|| async {
+                inner.shutdown.cancel();
+                // Child process groups go first, so no command outlives the app.
+                if let Some(registry) = inner.exec.get() {
+                    registry.shutdown().await;
+                }
+                inner.tasks.close();
+                inner.tasks.wait().await;
+                inner.background.close();
+                inner.background.wait().await;
+            })
+            .await;
     }
 
     /// Waits until every turn submitted so far, and every wake requested so far, has
