@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { addPendingUser, applyEvent, dismissBanner, isBusy, retryText, type ChatState } from './state';
+import type { Event } from '../lib/protocol';
+import { addPendingUser, applyEvent, dismissBanner, isBusy, NOT_THE_CHATS, retryText, type ChatState } from './state';
 import { ev, fold, loaded, msg } from './testing';
 
 /** What the view shows, without keys and timestamps. */
@@ -153,6 +154,16 @@ describe('chat reducer', () => {
     expect(s.items[1].text).toBe('x');
     s = applyEvent(s, ev({ type: 'text_delta', text: 'other' }, 'r9', 'job-1'));
     expect(s.items[1].text).toBe('x');
+  });
+
+  it("leaves the state the very same object for other views' events", () => {
+    const s = fold(loaded(), [ev({ type: 'turn_started', user_text: 'hi' }), ev({ type: 'text_delta', text: 'x' })]);
+    // Only the type is read, so the rest of each event is left out.
+    for (const type of NOT_THE_CHATS) expect(applyEvent(s, ev({ type } as Event)), type).toBe(s);
+    // The one that comes by the thousand under load.
+    expect(NOT_THE_CHATS.has('process_output')).toBe(true);
+    // The chat's own events are folded in, even one that changes nothing shown (its id is kept).
+    expect(applyEvent(s, ev({ type: 'queue_consumed', count: 0 }))).not.toBe(s);
   });
 
   it('keeps a message sent mid-turn below the running reply', () => {

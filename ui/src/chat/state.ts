@@ -471,26 +471,41 @@ function compacted(state: ChatState, c: Compaction, runId: string | null, ts: nu
   return { ...next, items: insertConfirmed(state.items, item) };
 }
 
-/** Folds one core event into the state. Pure; returns the same object when nothing changed. */
 /** Events that are other views' business: the chat's state stays the very same object, so
  *  nothing re-renders (50 terminals streaming send ~1 500 `process_output` a second). */
-const NOT_THE_CHATS = new Set<EventEnvelope['type']>([
+export const NOT_THE_CHATS = new Set([
+  // The sidebar's (`sessions/`).
   'sessions_changed',
+  // Kept across session switches by `approvals/`; the view places the cards.
   'approval_requested',
   'approval_resolved',
+  // The Rust side raises native notifications itself.
   'notification',
+  // The status bar's (`heartbeat/`); heartbeat runs have their own session.
   'heartbeat',
   'background_paused',
+  // Background processes have their own view; their results reach the chat as background updates.
   'process_started',
   'process_output',
   'process_exited',
+  // Not transcript messages: kept across session switches by `heartbeat/`, whose cards the
+  // view places among these items by time.
   'background_update',
   'background_updates_read',
+  // The routines pane's.
   'routines_changed',
-]);
+] as const satisfies readonly EventEnvelope['type'][]);
 
+type NotTheChats = Extract<EventEnvelope, { type: typeof NOT_THE_CHATS extends Set<infer T> ? T : never }>;
+
+/** Narrows what is left to the chat's own events, so the `switch` below must handle each. */
+function notTheChats(event: EventEnvelope): event is NotTheChats {
+  return (NOT_THE_CHATS as ReadonlySet<string>).has(event.type);
+}
+
+/** Folds one core event into the state. Pure; returns the same object when nothing changed. */
 export function applyEvent(state: ChatState, event: EventEnvelope): ChatState {
-  if (NOT_THE_CHATS.has(event.type)) return state;
+  if (notTheChats(event)) return state;
   if (state.seen.includes(event.id)) return state;
   const seen = state.seen.length >= SEEN_LIMIT ? [...state.seen.slice(1), event.id] : [...state.seen, event.id];
   const s: ChatState = { ...state, seen };
@@ -561,33 +576,6 @@ export function applyEvent(state: ChatState, event: EventEnvelope): ChatState {
       const items = at >= 0 && isPlaceholder(s.items[at]) ? s.items.filter((_, i) => i !== at) : s.items;
       return { ...s, items, banner: { kind: event.kind, message: event.message } };
     }
-    case 'sessions_changed':
-      // The sidebar's business (`sessions/`).
-      return s;
-    case 'approval_requested':
-    case 'approval_resolved':
-      // Kept across session switches by `approvals/`; the view places the cards.
-      return s;
-    case 'notification':
-      // The Rust side raises native notifications itself.
-      return s;
-    case 'heartbeat':
-    case 'background_paused':
-      // The status bar's business (`heartbeat/`); heartbeat runs have their own session.
-      return s;
-    case 'process_started':
-    case 'process_output':
-    case 'process_exited':
-      // Background processes have their own view; their results reach the chat as background updates.
-      return s;
-    case 'background_update':
-    case 'background_updates_read':
-      // Not transcript messages: kept across session switches by `heartbeat/`, whose
-      // cards the view places among these items by time.
-      return s;
-    case 'routines_changed':
-      // The routines pane's business.
-      return s;
   }
 }
 
