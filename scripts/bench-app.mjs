@@ -25,6 +25,8 @@ const TARGET = process.env.CARGO_TARGET_DIR ?? path.join(ROOT, 'target');
 const VIGIL = path.join(TARGET, 'debug', 'vigil');
 const EMPTY = path.join(TARGET, 'debug', 'vigil-empty-window');
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
+/** `launch` or `memory` to measure only that (while working on one). */
+const ONLY = process.env.BENCH_ONLY ?? '';
 const IDLE_MS = 5000;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -146,38 +148,43 @@ const dataDir = seededDataDir();
 const vigilEnv = { VIGIL_DATA_DIR: dataDir, VIGIL_NO_KEYRING: '1' };
 const h = new Harness();
 try {
-  // Warm-up: the first start of each pays for loading libraries from disk.
-  await launchOnce(EMPTY, {});
-  await launchOnce(VIGIL, vigilEnv);
-  const times = { empty: [], vigil: [] };
-  for (let i = 0; i < RUNS; i++) {
-    times.empty.push(await launchOnce(EMPTY, {}));
-    times.vigil.push(await launchOnce(VIGIL, vigilEnv));
-  }
-
-  await h.startDriver(vigilEnv);
-  const emptyMem = await idlePss(h, EMPTY, async () => {});
-  const chatMem = await idlePss(h, VIGIL, conversationShown);
-  const vigilMem = await idlePss(h, VIGIL, tenFinishedProcesses);
-
-  const [te, tv] = [median(times.empty), median(times.vigil)];
-  console.log(`\napp vs an empty Tauri v2 window (${RUNS} launches each, medians; ${os.cpus().length} cores)`);
-  console.log(`${''.padEnd(44)} ${'empty'.padStart(12)} ${'Vigil'.padStart(12)} ${'ratio'.padStart(8)}`);
-  row('launch to interactive (200-message chat)', te, tv, 'ms');
-  row('idle PSS, all processes (+10 finished procs)', emptyMem.total, vigilMem.total, '', mib);
-  row('idle PSS, the chat alone (no processes run)', emptyMem.total, chatMem.total, '', mib);
-  console.log(`\nlaunch runs, ms: empty ${times.empty.map((t) => t.toFixed(0)).join(' ')}; Vigil ${times.vigil.map((t) => t.toFixed(0)).join(' ')}`);
-  for (const name of ['vigil-empty-window', 'vigil']) {
-    const own = phases.filter((p) => p.app === name).slice(1);
-    const total = median(own.map((p) => p.total));
-    const page = median(own.map((p) => p.page));
-    console.log(`${name}: ready ${total} ms after its start (median), of which the page ${page} ms and before the page ${total - page} ms`);
-  }
-  for (const [name, m] of [['empty', emptyMem], ['Vigil, chat alone', chatMem], ['Vigil', vigilMem]]) {
-    console.log(`PSS ${name}: ${m.members.map((p) => `${p.comm} ${mib(p.pss)}`).join(', ')}`);
-  }
   const ok = (b) => (b ? 'met' : 'NOT met');
-  console.log(`\ngoals: launch ≤ 1.5× the empty window: ${ok(tv <= 1.5 * te)}; launch ≤ 500 ms: ${ok(tv <= 500)}; idle PSS ≤ 1.25×: ${ok(vigilMem.total <= 1.25 * emptyMem.total)}`);
+  const goals = [];
+  console.log(`app vs an empty Tauri v2 window (${RUNS} launches each, medians; ${os.cpus().length} cores)`);
+  console.log(`${''.padEnd(44)} ${'empty'.padStart(12)} ${'Vigil'.padStart(12)} ${'ratio'.padStart(8)}`);
+  if (ONLY !== 'memory') {
+    // Warm-up: the first start of each pays for loading libraries from disk.
+    await launchOnce(EMPTY, {});
+    await launchOnce(VIGIL, vigilEnv);
+    const times = { empty: [], vigil: [] };
+    for (let i = 0; i < RUNS; i++) {
+      times.empty.push(await launchOnce(EMPTY, {}));
+      times.vigil.push(await launchOnce(VIGIL, vigilEnv));
+    }
+    const [te, tv] = [median(times.empty), median(times.vigil)];
+    row('launch to interactive (200-message chat)', te, tv, 'ms');
+    console.log(`  runs, ms: empty ${times.empty.map((t) => t.toFixed(0)).join(' ')}; Vigil ${times.vigil.map((t) => t.toFixed(0)).join(' ')}`);
+    for (const name of ['vigil-empty-window', 'vigil']) {
+      const own = phases.filter((p) => p.app === name).slice(1);
+      const total = median(own.map((p) => p.total));
+      const page = median(own.map((p) => p.page));
+      console.log(`  ${name}: ready ${total} ms after its start (median), of which the page ${page} ms and before the page ${total - page} ms`);
+    }
+    goals.push(`launch ≤ 1.5× the empty window: ${ok(tv <= 1.5 * te)}`, `launch ≤ 500 ms: ${ok(tv <= 500)}`);
+  }
+  if (ONLY !== 'launch') {
+    await h.startDriver(vigilEnv);
+    const emptyMem = await idlePss(h, EMPTY, async () => {});
+    const chatMem = await idlePss(h, VIGIL, conversationShown);
+    const vigilMem = await idlePss(h, VIGIL, tenFinishedProcesses);
+    row('idle PSS, all processes (+10 finished procs)', emptyMem.total, vigilMem.total, '', mib);
+    row('idle PSS, the chat alone (no processes run)', emptyMem.total, chatMem.total, '', mib);
+    for (const [name, m] of [['empty', emptyMem], ['Vigil, chat alone', chatMem], ['Vigil', vigilMem]]) {
+      console.log(`  PSS ${name}: ${m.members.map((p) => `${p.comm} ${mib(p.pss)}`).join(', ')}`);
+    }
+    goals.push(`idle PSS ≤ 1.25×: ${ok(vigilMem.total <= 1.25 * emptyMem.total)}`);
+  }
+  console.log(`\ngoals: ${goals.join('; ')}`);
 } finally {
   await h.stop();
   fs.rmSync(dataDir, { recursive: true, force: true });

@@ -54,16 +54,29 @@ export interface Backend {
 const handlers = new Set<(event: EventEnvelope) => void>();
 let subscribed: Promise<Unlisten> | null = null;
 
+function subscribe(): Promise<Unlisten> {
+  subscribed ??= listen<EventEnvelope[]>(EVENTS_NAME, (e) => {
+    const now = [...handlers];
+    for (const event of e.payload) for (const h of now) h(event);
+  });
+  return subscribed;
+}
+
+/**
+ * Starts the window's one event subscription before any store asks for it. Events before a
+ * store adds its handler reach no one, as before it subscribed: each store reads its state
+ * after its handler is in.
+ */
+export function subscribeEarly(): void {
+  if (inTauri()) subscribe().catch(() => (subscribed = null));
+}
+
 const tauriBackend: Backend = {
   invoke: (command, args) => invoke(command, args),
   listen: async (handler) => {
     handlers.add(handler);
-    subscribed ??= listen<EventEnvelope[]>(EVENTS_NAME, (e) => {
-      const now = [...handlers];
-      for (const event of e.payload) for (const h of now) h(event);
-    });
     try {
-      await subscribed;
+      await subscribe();
     } catch (e) {
       handlers.delete(handler);
       subscribed = null;
