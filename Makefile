@@ -100,7 +100,7 @@ bench:
 ## The desktop app against an empty Tauri v2 window built the same way (bench/empty-window,
 ## one cargo run so both link the same tauri): launch to interactive and idle PSS, as ratios.
 bench-app: deps-test ui
-	cargo build -p vigil -p vigil-empty-window --features vigil/custom-protocol,vigil-empty-window/custom-protocol
+	cargo build --release -p vigil -p vigil-empty-window --features vigil/custom-protocol,vigil-empty-window/custom-protocol
 	xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- node scripts/bench-app.mjs
 
 test-e2e:

@@ -1,5 +1,6 @@
 // `make bench-app`: the desktop app against an empty Tauri v2 window built the same way
-// (bench/empty-window: same tauri version and features, debug profile, assets embedded),
+// (bench/empty-window: same tauri version and features, release profile as installed,
+// assets embedded; BENCH_PROFILE=debug measures debug builds),
 // measured in the same run on this machine, under the display and D-Bus `make` gives it.
 //
 // - Launch to interactive: process start until the page says it is interactive (Vigil: the
@@ -22,8 +23,10 @@ import { Builder, By } from 'selenium-webdriver';
 import { Harness, ROOT } from '../tests/e2e/harness.mjs';
 
 const TARGET = process.env.CARGO_TARGET_DIR ?? path.join(ROOT, 'target');
-const VIGIL = path.join(TARGET, 'debug', 'vigil');
-const EMPTY = path.join(TARGET, 'debug', 'vigil-empty-window');
+/** The cargo profile both apps were built with (`make bench-app`: release, as installed). */
+const PROFILE = process.env.BENCH_PROFILE ?? 'release';
+const VIGIL = path.join(TARGET, PROFILE, 'vigil');
+const EMPTY = path.join(TARGET, PROFILE, 'vigil-empty-window');
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 /** `launch` or `memory` to measure only that (while working on one). */
 const ONLY = process.env.BENCH_ONLY ?? '';
@@ -150,7 +153,7 @@ const h = new Harness();
 try {
   const ok = (b) => (b ? 'met' : 'NOT met');
   const goals = [];
-  console.log(`app vs an empty Tauri v2 window (${RUNS} launches each, medians; ${os.cpus().length} cores)`);
+  console.log(`app vs an empty Tauri v2 window (${PROFILE} builds; ${RUNS} launches each, medians; ${os.cpus().length} cores)`);
   console.log(`${''.padEnd(44)} ${'empty'.padStart(12)} ${'Vigil'.padStart(12)} ${'ratio'.padStart(8)}`);
   if (ONLY !== 'memory') {
     // Warm-up: the first start of each pays for loading libraries from disk.

@@ -1,13 +1,13 @@
 import { mount } from 'svelte';
 import App from './App.svelte';
-import { subscribeEarly } from './lib/ipc';
+import { startEarly } from './lib/ipc';
 import './app.css';
 // First, so the first paint already uses the last theme chosen.
 import './settings/theme.svelte';
 
-// The event subscription is the first round trip every store waits for; asked before the
-// window is built, it is answered while the page mounts instead of after.
-subscribeEarly();
+// The conversation is asked for before the window is built, so the first paint shows it
+// (ipc.ts, startEarly); a backend that does not answer soon does not hold the window.
+await Promise.race([startEarly(), new Promise((r) => setTimeout(r, 1000))]);
 
 const target = document.getElementById('app');
 if (!target) throw new Error('index.html has no #app element');

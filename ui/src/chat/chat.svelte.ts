@@ -4,7 +4,7 @@
 
 import * as ipc from '../lib/ipc';
 import { PRIMARY_SESSION } from '../lib/ipc';
-import type { EventEnvelope } from '../lib/protocol';
+import type { EventEnvelope, History } from '../lib/protocol';
 import {
   addPendingUser,
   applyEvent,
@@ -48,7 +48,11 @@ export class ChatStore {
     } catch (e) {
       this.state = showBanner(this.state, { kind: 'ui', message: ipc.toCommandError(e).message });
     }
-    await this.#load(PRIMARY_SESSION, false);
+    // History asked for before the window mounted, and the events since its subscription;
+    // ones the handler got too are dropped as seen.
+    const early = ipc.takeEarly();
+    if (early) this.#queue = [...early.events, ...this.#queue];
+    await this.#load(PRIMARY_SESSION, false, early?.history);
     return () => {
       unlisten();
       this.#cancelScheduled();
@@ -68,11 +72,11 @@ export class ChatStore {
     await this.#load(sessionId, running);
   }
 
-  async #load(sessionId: string, running: boolean): Promise<void> {
+  async #load(sessionId: string, running: boolean, asked?: Promise<History>): Promise<void> {
     const load = ++this.#loads;
     this.#holding = true;
     try {
-      const history = await ipc.history(sessionId);
+      const history = await (asked ?? ipc.history(sessionId));
       if (load !== this.#loads) return;
       this.state = withHistory(this.state, history, running);
     } catch (e) {

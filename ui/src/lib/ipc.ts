@@ -54,8 +54,13 @@ export interface Backend {
 const handlers = new Set<(event: EventEnvelope) => void>();
 let subscribed: Promise<Unlisten> | null = null;
 
+/** Events since the early subscription, held for the chat until it takes its history. */
+let held: EventEnvelope[] | null = null;
+let earlyHistory: Promise<History> | null = null;
+
 function subscribe(): Promise<Unlisten> {
   subscribed ??= listen<EventEnvelope[]>(EVENTS_NAME, (e) => {
+    held?.push(...e.payload);
     const now = [...handlers];
     for (const event of e.payload) for (const h of now) h(event);
   });
@@ -63,12 +68,32 @@ function subscribe(): Promise<Unlisten> {
 }
 
 /**
- * Starts the window's one event subscription before any store asks for it. Events before a
- * store adds its handler reach no one, as before it subscribed: each store reads its state
- * after its handler is in.
+ * Before the window mounts: subscribes to events, then asks for the primary conversation,
+ * so the first paint already shows it. Answered while the page is idle these are two quick
+ * round trips; asked from the mounted window they waited behind its first paint. Events
+ * from the subscription on are held for the chat ([`takeEarly`]), so none between the
+ * history's reading and the chat's handler is lost. Resolves when both are in or failed.
  */
-export function subscribeEarly(): void {
-  if (inTauri()) subscribe().catch(() => (subscribed = null));
+export async function startEarly(): Promise<void> {
+  if (!inTauri()) return;
+  held = [];
+  try {
+    await subscribe();
+  } catch {
+    subscribed = null;
+    held = null;
+    return;
+  }
+  earlyHistory = history(PRIMARY_SESSION);
+  await earlyHistory.catch(() => {});
+}
+
+/** What [`startEarly`] got, once: the primary history's answer and the events since. */
+export function takeEarly(): { history: Promise<History>; events: EventEnvelope[] } | null {
+  const taken = earlyHistory && held ? { history: earlyHistory, events: held } : null;
+  earlyHistory = null;
+  held = null;
+  return taken;
 }
 
 const tauriBackend: Backend = {

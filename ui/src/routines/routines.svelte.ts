@@ -47,11 +47,13 @@ export class RoutinesStore {
 
   async refresh(): Promise<void> {
     const asked = ++this.#asked;
+    // Both asked at once: one round trip, not two, before the window is ready.
+    const history = this.#loadHistory();
     try {
       const view = await ipc.listRoutines();
       if (asked !== this.#asked) return;
       this.view = view;
-      await this.#loadHistory();
+      await history;
     } catch (e) {
       if (asked === this.#asked) this.error = ipc.toCommandError(e).message;
     }
