@@ -8,7 +8,7 @@ use vigil_core::protocol::{
     HeartbeatView, History, Op, ProcessSummary, ProviderSettings, RoutineDraft, RoutineRun, RoutineSaved, RoutineView,
     RoutinesView, SchedulePreview, SessionSummary, SettingsView,
 };
-use vigil_core::routines::StoreError;
+use vigil_core::routines::{Refusal, StoreError};
 use vigil_core::settings::{self, PROVIDER_KEY};
 
 use crate::AppState;
@@ -25,7 +25,7 @@ fn error(code: &str, message: impl std::fmt::Display) -> CommandError {
 /// about, so the form shows them there.
 fn routine_error(e: StoreError) -> CommandError {
     match e {
-        StoreError::Rejected(m) => invalid_routine(m),
+        StoreError::Rejected(refusal) => invalid_routine(refusal),
         StoreError::Corrupted(_) => error("routines_corrupted", e),
         StoreError::Locked(_) => error("busy", e),
         StoreError::Io { .. } => error("storage", e),
@@ -33,34 +33,11 @@ fn routine_error(e: StoreError) -> CommandError {
     }
 }
 
-fn invalid_routine(message: String) -> CommandError {
+fn invalid_routine(refusal: Refusal) -> CommandError {
     CommandError {
-        field: routine_field(&message).map(str::to_string),
-        ..error("invalid_routine", message)
+        field: refusal.field.map(str::to_string),
+        ..error("invalid_routine", refusal.message)
     }
-}
-
-/// The draft field a refusal from the routine store is about, read from its wording (the
-/// core's messages quote the field or its example values; see `routines/edit.rs` and
-/// `routines/schedule.rs`).
-fn routine_field(message: &str) -> Option<&'static str> {
-    let m = message.to_lowercase();
-    let field = if m.contains("needs a title") || m.contains("similar routine exists") {
-        "title"
-    } else if m.contains("timeout_seconds") {
-        "timeout_seconds"
-    } else if m.contains("time zone") {
-        "timezone"
-    } else if m.contains("cron") || m.contains("interval") || m.contains("give a schedule") {
-        "schedule"
-    } else if m.contains("next_run_at") {
-        "next_run_at"
-    } else if m.contains("unknown kind") {
-        "kind"
-    } else {
-        return None;
-    };
-    Some(field)
 }
 
 #[tauri::command]
@@ -268,7 +245,7 @@ pub async fn save_heartbeat_checks(
 
 fn checks_error(e: StoreError) -> CommandError {
     match e {
-        StoreError::Rejected(m) => error("invalid_checks", m),
+        StoreError::Rejected(refusal) => error("invalid_checks", refusal),
         e => error("heartbeat_file", e),
     }
 }
@@ -367,40 +344,4 @@ pub async fn restore_routines(state: State<'_, AppState>) -> Result<usize, Comma
         .restore_routines_from_snapshot()
         .await
         .map_err(routine_error)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::routine_field;
-
-    #[test]
-    fn refusals_name_their_field() {
-        let cases = [
-            ("a routine needs a title", Some("title")),
-            (
-                "a similar routine exists: \"Water\" (id water, 1h); update it instead",
-                Some("title"),
-            ),
-            ("timeout_seconds must be between 1 and 86400", Some("timeout_seconds")),
-            (
-                "\"Mars/Base\" is not an IANA time zone; use a name like Europe/Berlin",
-                Some("timezone"),
-            ),
-            (
-                "\"61 9 * * *\" is not a valid cron expression (bad minute)",
-                Some("schedule"),
-            ),
-            ("the interval \"900d\" is longer than a year", Some("schedule")),
-            (
-                "give a schedule (a cron expression like …), or next_run_at for a one-time routine",
-                Some("schedule"),
-            ),
-            ("next_run_at 2020-01-01T00:00:00Z is in the past", Some("next_run_at")),
-            ("unknown kind \"x\"", Some("kind")),
-            ("there is no routine \"x\"", None),
-        ];
-        for (message, field) in cases {
-            assert_eq!(routine_field(message), field, "{message}");
-        }
-    }
 }

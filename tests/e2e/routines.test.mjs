@@ -138,8 +138,11 @@ test('a routine made in the pane is written to HEARTBEAT.md, fires, and its noti
   const seen = notifies();
   await waitFor("the routine's result on D-Bus", async () => notifies() > seen && h.notificationLog().includes('basil needs water'), 75000, 250);
   await waitFor('the run in the row', async () => /Done/.test((await textOf('[data-routine-id="water_the_plants"] [data-testid="routine-last-run"]')) ?? ''), 10000);
+  // The newest such card: the routine runs every minute, and when it was saved just before
+  // a minute turned, the run awaited above is its second; the click below is on its
+  // notification.
   const eventId = await driver.executeScript(
-    `const c = [...document.querySelectorAll('[data-testid="background-update"]')].find((c) => c.innerText.includes('basil needs water'));
+    `const c = [...document.querySelectorAll('[data-testid="background-update"]')].filter((c) => c.innerText.includes('basil needs water')).at(-1);
      return c ? c.dataset.eventId : null;`,
   );
   assert.ok(eventId, 'the result is a card in the chat');

@@ -11,7 +11,7 @@ use vigil_protocol::{ExecutionMode, RoutineDraft, RoutineSource, RoutineState};
 use super::model::{self, Routine, DEFAULT_JOB_TIMEOUT_SECONDS, DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS};
 use super::schedule::{parse_zone, Schedule, Spec};
 use super::scheduler::Scheduler;
-use super::store::{Entry, StoreError};
+use super::store::{Entry, Refusal, StoreError};
 
 /// Active routines the agent may have before `routine_add` refuses (seed 003 §14: 20).
 pub const SOFT_LIMIT: usize = 20;
@@ -19,7 +19,12 @@ pub const SOFT_LIMIT: usize = 20;
 const PAST_SLACK_MS: i64 = 60_000;
 
 fn rejected(msg: impl Into<String>) -> StoreError {
-    StoreError::Rejected(msg.into())
+    StoreError::Rejected(Refusal::new(msg))
+}
+
+/// A refusal the editor shows at `field`.
+fn rejected_at(field: &'static str, msg: impl Into<String>) -> StoreError {
+    StoreError::Rejected(Refusal::at(field, msg))
 }
 
 /// A lower-case, underscore id from a title (`daily_hn_check`), unique in `taken`.
@@ -61,24 +66,27 @@ pub fn validate(
     timezone: &str,
     now: i64,
     anchor: i64,
-) -> Result<(Spec, i64), String> {
-    parse_zone(timezone)?;
-    let spec = Spec::parse(schedule, timezone)?;
+) -> Result<(Spec, i64), Refusal> {
+    parse_zone(timezone).map_err(|m| Refusal::at("timezone", m))?;
+    let spec = Spec::parse(schedule, timezone).map_err(|m| Refusal::at("schedule", m))?;
     let first = match (&spec.schedule, next_run_at) {
         (Schedule::Once, None) => {
-            return Err("give a schedule (a cron expression like \"0 9 * * 1-5\" or an interval like \"30m\"), or next_run_at for a one-time routine".into())
+            return Err(Refusal::at("schedule", "give a schedule (a cron expression like \"0 9 * * 1-5\" or an interval like \"30m\"), or next_run_at for a one-time routine"))
         }
         (_, Some(t)) if t < now - PAST_SLACK_MS => {
-            return Err(format!(
-                "next_run_at {} is in the past (now is {})",
-                model::iso_string(t),
-                model::iso_string(now)
+            return Err(Refusal::at(
+                "next_run_at",
+                format!(
+                    "next_run_at {} is in the past (now is {})",
+                    model::iso_string(t),
+                    model::iso_string(now)
+                ),
             ))
         }
         (_, Some(t)) => t,
         (_, None) => spec
             .next_after(now, anchor)
-            .ok_or("this cron expression has no future run time")?,
+            .ok_or_else(|| Refusal::at("schedule", "this cron expression has no future run time"))?,
     };
     Ok((spec, first))
 }
@@ -86,10 +94,13 @@ pub fn validate(
 fn check_kind(kind: Option<&str>) -> Result<(), StoreError> {
     match kind {
         None | Some(model::KIND_TIME_REMINDER) => Ok(()),
-        Some(k) => Err(rejected(format!(
-            "unknown kind \"{k}\"; the deterministic kinds are: {}",
-            model::KIND_TIME_REMINDER
-        ))),
+        Some(k) => Err(rejected_at(
+            "kind",
+            format!(
+                "unknown kind \"{k}\"; the deterministic kinds are: {}",
+                model::KIND_TIME_REMINDER
+            ),
+        )),
     }
 }
 
@@ -118,7 +129,7 @@ impl Scheduler {
         let zone = self.config().default_zone.clone();
         let title = draft.title.as_deref().map(str::trim).unwrap_or("").to_string();
         if title.is_empty() {
-            return Err(rejected("a routine needs a title"));
+            return Err(rejected_at("title", "a routine needs a title"));
         }
         check_kind(draft.kind.as_deref())?;
         let description = draft.description.clone().unwrap_or_default();
@@ -129,15 +140,17 @@ impl Scheduler {
             (None, _) => DEFAULT_TIMEOUT_SECONDS,
         };
         if timeout == 0 || timeout > MAX_TIMEOUT_SECONDS {
-            return Err(rejected(format!(
-                "timeout_seconds must be between 1 and {MAX_TIMEOUT_SECONDS}"
-            )));
+            return Err(rejected_at(
+                "timeout_seconds",
+                format!("timeout_seconds must be between 1 and {MAX_TIMEOUT_SECONDS}"),
+            ));
         }
         let mode = draft
             .execution_mode
             .unwrap_or_else(|| model::infer_execution_mode(timeout, &description));
         let schedule = draft.schedule.clone().filter(|s| !s.trim().is_empty());
-        let (_, first) = validate(schedule.as_deref(), draft.next_run_at, &timezone, now, now).map_err(rejected)?;
+        let (_, first) =
+            validate(schedule.as_deref(), draft.next_run_at, &timezone, now, now).map_err(StoreError::Rejected)?;
         let result = self
             .deps()
             .store
@@ -156,7 +169,7 @@ impl Scheduler {
                                 && r.schedule_text() == schedule.as_deref().map(str::trim))
                     });
                     if let Some(r) = same {
-                        return Err(rejected(format!(
+                        return Err(rejected_at("title", format!(
                             "a similar routine exists: \"{}\" (id {}, {}); update it instead, or pass allow_duplicate: true",
                             r.title,
                             r.id,
@@ -207,7 +220,7 @@ impl Scheduler {
                 let r = find(entries, id)?;
                 if let Some(t) = changes.title.as_deref().map(str::trim) {
                     if t.is_empty() {
-                        return Err(rejected("a routine needs a title"));
+                        return Err(rejected_at("title", "a routine needs a title"));
                     }
                     r.title = t.to_string();
                 }
@@ -219,9 +232,10 @@ impl Scheduler {
                 }
                 if let Some(t) = changes.timeout_seconds {
                     if t == 0 || t > MAX_TIMEOUT_SECONDS {
-                        return Err(rejected(format!(
-                            "timeout_seconds must be between 1 and {MAX_TIMEOUT_SECONDS}"
-                        )));
+                        return Err(rejected_at(
+                            "timeout_seconds",
+                            format!("timeout_seconds must be between 1 and {MAX_TIMEOUT_SECONDS}"),
+                        ));
                     }
                     r.timeout_seconds = t;
                 }
@@ -245,7 +259,8 @@ impl Scheduler {
                         .next_run_at
                         .or(if schedule.is_none() { r.next_run_at } else { None });
                     let anchor = r.created_at.unwrap_or(now);
-                    let (_, first) = validate(schedule.as_deref(), once_at, &zone, now, anchor).map_err(rejected)?;
+                    let (_, first) =
+                        validate(schedule.as_deref(), once_at, &zone, now, anchor).map_err(StoreError::Rejected)?;
                     r.schedule = schedule;
                     r.timezone = Some(zone);
                     if r.state != RoutineState::Running {
@@ -319,8 +334,8 @@ impl Scheduler {
             .update(|entries| {
                 let r = find(entries, id)?;
                 if enabled && !r.enabled && r.recurring() && r.next_run_at.is_some_and(|t| t <= now) {
-                    let spec =
-                        Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(&zone)).map_err(rejected)?;
+                    let spec = Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(&zone))
+                        .map_err(|m| rejected_at("schedule", m))?;
                     r.next_run_at = spec.next_after(now, r.created_at.unwrap_or(now));
                     r.due_at = None;
                 }
@@ -346,17 +361,25 @@ mod tests {
     }
 
     #[test]
-    fn validation_catches_what_the_scheduler_could_not_use() {
+    fn validation_catches_what_the_scheduler_could_not_use_and_names_the_field() {
         let now = 1_770_000_000_000;
-        assert!(validate(None, None, "UTC", now, now)
-            .unwrap_err()
-            .contains("give a schedule"));
-        assert!(validate(Some("0 9 * * *"), None, "Mars/Base", now, now)
-            .unwrap_err()
-            .contains("IANA"));
-        assert!(validate(None, Some(now - 3_600_000), "UTC", now, now)
-            .unwrap_err()
-            .contains("in the past"));
+        let refused = |r: Result<(Spec, i64), Refusal>| r.unwrap_err();
+        let r = refused(validate(None, None, "UTC", now, now));
+        assert!(r.message.contains("give a schedule"));
+        assert_eq!(r.field, Some("schedule"));
+        let r = refused(validate(Some("0 9 * * *"), None, "Mars/Base", now, now));
+        assert!(r.message.contains("IANA"));
+        assert_eq!(r.field, Some("timezone"));
+        let r = refused(validate(None, Some(now - 3_600_000), "UTC", now, now));
+        assert!(r.message.contains("in the past"));
+        assert_eq!(r.field, Some("next_run_at"));
+        let r = refused(validate(Some("61 9 * * *"), None, "UTC", now, now));
+        assert!(r.message.contains("minute"), "{r}");
+        assert_eq!(r.field, Some("schedule"));
+        assert_eq!(
+            refused(validate(Some("900d"), None, "UTC", now, now)).field,
+            Some("schedule")
+        );
         assert_eq!(validate(None, Some(now + 5), "UTC", now, now).unwrap().1, now + 5);
         assert_eq!(validate(Some("1h"), None, "UTC", now, now).unwrap().1, now + 3_600_000);
     }

@@ -41,7 +41,7 @@ pub use model::{infer_execution_mode, Routine};
 pub use runlog::RunLog;
 pub use schedule::Spec;
 pub use scheduler::{Claimed, RunResult, Scheduler, SchedulerConfig, TickReport};
-pub use store::{Parsed, RoutineStore, StoreError};
+pub use store::{Parsed, Refusal, RoutineStore, StoreError};
 
 use crate::clock::Clock;
 use crate::events::Emitter;

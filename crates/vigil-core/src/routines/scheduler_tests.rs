@@ -644,3 +644,86 @@ async fn run_now_and_pause_from_the_editor() {
     assert_eq!(r.routine(&job.id).next_run_at, Some(T0 + 33 * HOUR));
     assert!(r.s.tick().await.claimed.is_empty());
 }
+
+#[tokio::test]
+async fn each_refusal_names_the_draft_field_it_is_about() {
+    let r = rig(FakeHost::default());
+    let field = |e: StoreError| match e {
+        StoreError::Rejected(refusal) => refusal.field,
+        other => panic!("not a refusal: {other}"),
+    };
+    let create = |d: RoutineDraft| r.s.create(d, RoutineSource::Manual, false);
+    let base = || draft("Water the plants", Some("0 9 * * *"), ExecutionMode::Inline);
+    let cases = [
+        (
+            RoutineDraft {
+                title: Some("  ".into()),
+                ..base()
+            },
+            Some("title"),
+        ),
+        (
+            RoutineDraft {
+                schedule: Some("0 61 * * *".into()),
+                ..base()
+            },
+            Some("schedule"),
+        ),
+        (
+            RoutineDraft {
+                schedule: None,
+                ..base()
+            },
+            Some("schedule"),
+        ),
+        (
+            RoutineDraft {
+                timezone: Some("Mars/Base".into()),
+                ..base()
+            },
+            Some("timezone"),
+        ),
+        (
+            RoutineDraft {
+                timeout_seconds: Some(0),
+                ..base()
+            },
+            Some("timeout_seconds"),
+        ),
+        (
+            RoutineDraft {
+                kind: Some("x".into()),
+                ..base()
+            },
+            Some("kind"),
+        ),
+        (
+            RoutineDraft {
+                schedule: None,
+                next_run_at: Some(1),
+                ..base()
+            },
+            Some("next_run_at"),
+        ),
+    ];
+    for (d, expected) in cases {
+        let refused = create(d.clone()).await.expect_err(&format!("{d:?} is refused"));
+        assert_eq!(field(refused), expected, "{d:?}");
+    }
+    let kept = create(base()).await.unwrap().0;
+    assert_eq!(
+        field(create(base()).await.unwrap_err()),
+        Some("title"),
+        "a similar routine exists"
+    );
+    let changes = RoutineDraft {
+        timeout_seconds: Some(0),
+        ..RoutineDraft::default()
+    };
+    assert_eq!(
+        field(r.s.update_routine(&kept.id, changes).await.unwrap_err()),
+        Some("timeout_seconds")
+    );
+    let missing = r.s.update_routine("nope", RoutineDraft::default()).await.unwrap_err();
+    assert_eq!(field(missing), None, "about the request, not a field");
+}

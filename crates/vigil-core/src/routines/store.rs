@@ -52,7 +52,40 @@ pub enum StoreError {
     /// The change itself was refused (a bad schedule, a duplicate, no such routine).
     /// Recover: change the request as the message says.
     #[error("{0}")]
-    Rejected(String),
+    Rejected(Refusal),
+}
+
+/// Why a change was refused, and the draft field it is about when there is one (`title`,
+/// `schedule`, `timezone`, `next_run_at`, `timeout_seconds`, `kind`), so an editor can show
+/// it at that field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub field: Option<&'static str>,
+    pub message: String,
+}
+
+impl Refusal {
+    /// A refusal about the request as a whole.
+    pub fn new(message: impl Into<String>) -> Self {
+        Refusal {
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    /// A refusal about one field of the draft.
+    pub fn at(field: &'static str, message: impl Into<String>) -> Self {
+        Refusal {
+            field: Some(field),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
 }
 
 /// One task of the block: its text as found, and the routine if it could be read.
@@ -434,17 +467,17 @@ impl RoutineStore {
     /// so, rather than one side's words silently replacing the other's.
     pub async fn save_checks(&self, expected: &str, text: &str) -> Result<String, StoreError> {
         if !matches!(find_block(text), Ok(None)) {
-            return Err(StoreError::Rejected(
-                "the checks cannot hold a ```json block under ## Tasks: routines are edited in the list".into(),
-            ));
+            return Err(StoreError::Rejected(Refusal::new(
+                "the checks cannot hold a ```json block under ## Tasks: routines are edited in the list",
+            )));
         }
         let guard = self.inner.locks.acquire(&self.inner.lock_id).await?;
         let current = self.read_text()?;
         let (checks, section) = split_checks(&current).map_err(StoreError::Corrupted)?;
         if checks.trim_end() != expected.trim_end() {
-            return Err(StoreError::Rejected(format!(
+            return Err(StoreError::Rejected(Refusal::new(format!(
                 "{HEARTBEAT_FILE} changed since it was opened here; reload to see the new text, then edit again"
-            )));
+            ))));
         }
         let out = join_checks(text, section);
         if out != current {
@@ -469,10 +502,10 @@ impl RoutineStore {
         })?;
         let fenced = format!("## Tasks\n\n```json\n{snap}\n```\n");
         let Parsed::Ok { entries, extra } = parse(&fenced) else {
-            return Err(StoreError::Rejected(format!(
+            return Err(StoreError::Rejected(Refusal::new(format!(
                 "{} is not readable either",
                 snap_path.display()
-            )));
+            ))));
         };
         let corrupt = self.inner.workspace.join(format!("{HEARTBEAT_FILE}.corrupt"));
         write_atomic(&corrupt, text.as_bytes()).map_err(|source| StoreError::Io {

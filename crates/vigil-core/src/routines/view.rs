@@ -11,6 +11,7 @@ use super::model::Routine;
 use super::schedule::Spec;
 use super::scheduler::Scheduler;
 use super::store::Parsed;
+use super::store::Refusal;
 
 /// How many upcoming runs a view lists.
 pub const PREVIEW_RUNS: usize = 3;
@@ -119,7 +120,7 @@ pub fn preview(
     next_run_at: Option<i64>,
     timezone: &str,
     now: i64,
-) -> Result<SchedulePreview, String> {
+) -> Result<SchedulePreview, Refusal> {
     let (spec, first) = validate(schedule, next_run_at, timezone, now, now)?;
     let mut next_runs = vec![first];
     next_runs.extend(spec.preview(first, now, None, PREVIEW_RUNS - 1));
@@ -148,7 +149,7 @@ impl Scheduler {
         schedule: Option<&str>,
         next_run_at: Option<i64>,
         timezone: Option<&str>,
-    ) -> Result<SchedulePreview, String> {
+    ) -> Result<SchedulePreview, Refusal> {
         let zone = timezone
             .filter(|z| !z.trim().is_empty())
             .unwrap_or(&self.config().default_zone);

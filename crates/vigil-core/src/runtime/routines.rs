@@ -73,7 +73,7 @@ impl Runtime {
         schedule: Option<&str>,
         next_run_at: Option<i64>,
         timezone: Option<&str>,
-    ) -> Result<SchedulePreview, String> {
+    ) -> Result<SchedulePreview, crate::routines::Refusal> {
         self.inner.routines.preview(schedule, next_run_at, timezone)
     }
 
