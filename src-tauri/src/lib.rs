@@ -38,7 +38,6 @@ static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::n
 /// Marks the process start; call first thing in `main`.
 pub fn started() {
     STARTED.get_or_init(std::time::Instant::now);
-    software_drawing();
 }
 
 /// Set to draw the window with WebKit's accelerated compositing (GPU layers) as WebKit
@@ -52,8 +51,8 @@ pub const GPU_ENV: &str = "VIGIL_GPU";
 /// more in the web process and cost ~150 ms before the first paint (`make bench-app`); with
 /// one, it is WebKitGTK's usual cause of blank windows. Set through the environment because
 /// WebKit reads it as the webview is made (changing the policy of a live webview restarts
-/// its page); called first thing in `main`, while the process has one thread.
-fn software_drawing() {
+/// its page); call it first thing in `main`, while the process has one thread.
+pub fn software_drawing() {
     const WEBKIT_ENV: &str = "WEBKIT_DISABLE_COMPOSITING_MODE";
     if std::env::var_os(GPU_ENV).is_none() && std::env::var_os(WEBKIT_ENV).is_none() {
         std::env::set_var(WEBKIT_ENV, "1");

@@ -3,5 +3,6 @@
 
 fn main() {
     vigil_app::started();
+    vigil_app::software_drawing();
     vigil_app::run()
 }

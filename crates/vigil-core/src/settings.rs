@@ -45,7 +45,16 @@ pub fn read_config_file(path: &Path) -> (StoreFile, Vec<String>) {
     };
     match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(v) => {
-            let (file, mut warnings, heartbeat_warnings) = store_entries(&v, path);
+            let (file, provider_error, heartbeat_warnings) = store_entries(&v, path);
+            let mut warnings: Vec<String> = provider_error
+                .map(|e| {
+                    format!(
+                        "The provider settings in {} are invalid ({e}); defaults are in use.",
+                        path.display()
+                    )
+                })
+                .into_iter()
+                .collect();
             warnings.extend(heartbeat_warnings);
             (file, warnings)
         }
@@ -56,22 +65,17 @@ pub fn read_config_file(path: &Path) -> (StoreFile, Vec<String>) {
     }
 }
 
-/// The entries of a store file, with the problems of the provider entry and of the
-/// heartbeat entry apart (the app reports them in different places).
-fn store_entries(v: &serde_json::Value, path: &Path) -> (StoreFile, Vec<String>, Vec<String>) {
-    let mut warnings = Vec::new();
-    let mut heartbeat_warnings = Vec::new();
+/// The entries of a store file: the provider entry's parse error apart (a `--config` file
+/// reports it, the data folder's file is set aside for it), then the heartbeat entry's
+/// problems (the app reports them in a different place).
+fn store_entries(v: &serde_json::Value, path: &Path) -> (StoreFile, Option<String>, Vec<String>) {
     let entry = |key: &str| v.get(key).filter(|e| !e.is_null()).cloned();
-    let provider = entry(PROVIDER_KEY).and_then(|p| match serde_json::from_value::<ProviderSettings>(p) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            warnings.push(format!(
-                "The provider settings in {} are invalid ({e}); defaults are in use.",
-                path.display()
-            ));
-            None
-        }
-    });
+    let (provider, provider_error) = match entry(PROVIDER_KEY).map(serde_json::from_value::<ProviderSettings>) {
+        None => (None, None),
+        Some(Ok(p)) => (Some(p), None),
+        Some(Err(e)) => (None, Some(e.to_string())),
+    };
+    let mut heartbeat_warnings = Vec::new();
     let heartbeat = entry(HEARTBEAT_KEY).and_then(|h| match serde_json::from_value::<HeartbeatSettings>(h) {
         Ok(h) => Some(h),
         Err(e) => {
@@ -82,7 +86,7 @@ fn store_entries(v: &serde_json::Value, path: &Path) -> (StoreFile, Vec<String>,
             None
         }
     });
-    (StoreFile { provider, heartbeat }, warnings, heartbeat_warnings)
+    (StoreFile { provider, heartbeat }, provider_error, heartbeat_warnings)
 }
 
 /// Checks settings a user typed; the message names the field.
@@ -139,22 +143,19 @@ pub fn load_at_start(data_dir: &Path, now_ms: i64) -> AtStart {
             }
         }
     };
-    let parsed = serde_json::from_str::<serde_json::Value>(&text)
+    let read = serde_json::from_str::<serde_json::Value>(&text)
         .map_err(|e| e.to_string())
-        .and_then(|v| match v.get(PROVIDER_KEY) {
-            Some(p) => serde_json::from_value::<ProviderSettings>(p.clone())
-                .map(|_| v)
-                .map_err(|e| e.to_string()),
-            None => Ok(v),
+        .and_then(|v| match store_entries(&v, &path) {
+            (file, None, heartbeat_warnings) => Ok((v, file, heartbeat_warnings)),
+            (_, Some(e), _) => Err(e),
         });
-    match parsed {
-        Ok(v) => {
-            let (file, warnings, heartbeat_warnings) = store_entries(&v, &path);
+    match read {
+        Ok((v, file, heartbeat_warnings)) => {
             let desktop = crate::preferences::from_value(v.get(crate::preferences::DESKTOP_KEY));
             AtStart {
                 file,
                 desktop: desktop.settings,
-                warnings,
+                warnings: vec![],
                 heartbeat_warnings,
                 desktop_warnings: desktop.warnings,
             }
@@ -261,6 +262,12 @@ mod tests {
         assert!(!path.exists(), "moved out of the way so a save cannot overwrite it");
         let kept = std::fs::read_to_string(dir.path().join("settings.json.broken-42")).unwrap();
         assert!(kept.starts_with("{\"provider\""));
+        // JSON whose provider entry is wrong is set aside too, with the entry's error.
+        std::fs::write(&path, r#"{"provider": {"kind": 5}, "heartbeat": {"every": "5m"}}"#).unwrap();
+        let start = load_at_start(dir.path(), 43);
+        assert_eq!(start.file, StoreFile::default(), "everything starts from defaults");
+        assert!(start.warnings[0].contains("invalid type"), "{:?}", start.warnings);
+        assert!(dir.path().join("settings.json.broken-43").exists());
     }
 
     #[test]
