@@ -51,11 +51,14 @@ pub const GPU_ENV: &str = "VIGIL_GPU";
 /// more in the web process and cost ~150 ms before the first paint (`make bench-app`); with
 /// one, it is WebKitGTK's usual cause of blank windows. Set through the environment because
 /// WebKit reads it as the webview is made (changing the policy of a live webview restarts
-/// its page); call it first thing in `main`, while the process has one thread.
+/// its page); call it first thing in `main`, while the process has one thread. The
+/// commands Vigil runs start without it ([`vigil_core::exec::APP_ADDED_ENV`]).
 pub fn software_drawing() {
     const WEBKIT_ENV: &str = "WEBKIT_DISABLE_COMPOSITING_MODE";
     if std::env::var_os(GPU_ENV).is_none() && std::env::var_os(WEBKIT_ENV).is_none() {
         std::env::set_var(WEBKIT_ENV, "1");
+        // Vigil's choice, not the user's: the commands it runs do not inherit it.
+        std::env::set_var(vigil_core::exec::APP_ADDED_ENV, WEBKIT_ENV);
     }
 }
 

@@ -93,3 +93,17 @@ test("a command run from the panel is announced when it ends, and the notificati
     (await attr(`[data-testid="process-item"][data-process-id="${id}"]`, 'aria-current')) === 'true', 10000);
   await waitFor('its output in the terminal', async () => (await terminalText(id)).includes('panel-done'), 10000);
 });
+
+test("a command from the panel does not inherit the app's own drawing setting", async () => {
+  // Vigil sets WEBKIT_DISABLE_COMPOSITING_MODE for its window (src-tauri, software_drawing);
+  // the user's commands must run as in their own terminal.
+  if ((await driver.findElements(By.css('[data-testid="processes-panel"]'))).length === 0) {
+    await css('[data-testid="processes-toggle"]').click();
+  }
+  const input = await waitFor('the command box', async () => (await driver.findElements(By.css('[data-testid="process-command-input"]')))[0], 5000);
+  await input.sendKeys('echo "compositing=${WEBKIT_DISABLE_COMPOSITING_MODE:-unset} marker=${VIGIL_APP_ADDED_ENV:-unset}"', '\uE007');
+  const id = await waitFor('the process', async () =>
+    driver.executeScript(`const items = [...document.querySelectorAll('[data-testid="process-item"]')];
+      const p = items.find((e) => e.innerText.includes('compositing=')); return p ? p.dataset.processId : null;`), 5000);
+  await waitFor('its output', async () => (await terminalText(id)).includes('compositing=unset marker=unset'), 10000);
+});

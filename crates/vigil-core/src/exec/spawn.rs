@@ -85,6 +85,11 @@ pub(super) fn spawn(
     Ok(spawned)
 }
 
+/// The desktop app's own variables, which no child inherits ([`super::APP_ADDED_ENV`]).
+fn app_only_env() -> Vec<String> {
+    super::removed_from_children(std::env::var(super::APP_ADDED_ENV).ok().as_deref())
+}
+
 fn spawn_pty(
     id: &Arc<str>,
     req: &SpawnRequest,
@@ -94,6 +99,9 @@ fn spawn_pty(
     let mut cmd = CommandBuilder::new("sh");
     cmd.args(["-c", &req.command]);
     cmd.cwd(&req.cwd);
+    for name in app_only_env() {
+        cmd.env_remove(name);
+    }
     cmd.env("TERM", "xterm-256color");
     for (k, v) in &req.env {
         cmd.env(k, v);
@@ -139,10 +147,11 @@ fn spawn_pipes(id: &Arc<str>, req: &SpawnRequest, pump: &mpsc::Sender<Pump>) -> 
         .try_clone()
         .map_err(|e| format!("could not create a pipe: {e}"))?;
     let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(&req.command)
-        .current_dir(&req.cwd)
-        .env("TERM", "xterm-256color")
+    cmd.arg("-c").arg(&req.command).current_dir(&req.cwd);
+    for name in app_only_env() {
+        cmd.env_remove(name);
+    }
+    cmd.env("TERM", "xterm-256color")
         .envs(req.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(writer)

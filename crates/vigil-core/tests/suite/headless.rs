@@ -197,3 +197,55 @@ async fn sigterm_shuts_down_cleanly_and_kills_process_groups() {
     assert!(gone(pid), "sleep {pid} survived the runner");
     drop(stdin);
 }
+
+/// Variables the desktop app set for itself (listed in `VIGIL_APP_ADDED_ENV`) reach no
+/// command the agent runs, in a terminal or with pipes; the user's own variables do.
+#[tokio::test]
+async fn commands_do_not_inherit_the_apps_own_environment() {
+    use serde_json::json;
+    let print_env = "echo \"app=${APP_ONLY_A:-unset},${APP_ONLY_B:-unset} marker=${VIGIL_APP_ADDED_ENV:-unset} user=${USER_OWN:-unset}\"";
+    let fake = FakeLlm::start(
+        Script::steps(vec![
+            Step::tool_call("call_pty", "exec", json!({"command": print_env})),
+            Step::tool_call("call_pipes", "exec", json!({"command": print_env, "pty": false})),
+            Step::text("done"),
+        ])
+        .with_api_key("sk-env"),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = tokio::process::Command::from(super::support::headless(dir.path(), &fake, "sk-env"));
+    let mut child = cmd
+        .env("VIGIL_APPROVAL_POLICY", "full-auto")
+        .env("VIGIL_APP_ADDED_ENV", "APP_ONLY_A, APP_ONLY_B")
+        .env("APP_ONLY_A", "1")
+        .env("APP_ONLY_B", "1")
+        .env("USER_OWN", "kept")
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"type\":\"user_message\",\"text\":\"print the environment\"}\n")
+        .await
+        .unwrap();
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the turn ends")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    let transcript = std::fs::read_to_string(dir.path().join("sessions/main.jsonl")).unwrap();
+    let results: Vec<String> = transcript
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["type"] == "tool_result")
+        .map(|c| c["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(results.len(), 2, "both commands ran: {transcript}");
+    for output in &results {
+        assert!(output.contains("app=unset,unset marker=unset user=kept"), "{output}");
+    }
+}
