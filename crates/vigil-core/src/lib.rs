@@ -29,6 +29,7 @@
 //! - [`routines`] — routines in `HEARTBEAT.md`'s task block: schedules in IANA zones, the one
 //!   scheduler loop (heartbeat interval + routines), claims, job sessions, the routine tools.
 //! - [`workspace`] — the agent's folder and the prompt files read fresh each turn.
+//! - [`leftovers`] — temp files of writes a crash cut off, swept once at start.
 //! - [`clock`] — injected time, so tests never sleep.
 
 pub mod agent;
@@ -37,6 +38,7 @@ pub mod clock;
 pub mod events;
 pub mod exec;
 pub mod heartbeat;
+pub mod leftovers;
 pub mod preferences;
 pub mod provider;
 pub mod routines;

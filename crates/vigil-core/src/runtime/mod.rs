@@ -170,6 +170,7 @@ impl Runtime {
             path: workspace_dir,
             source,
         })?;
+        crate::leftovers::sweep_in_background(data_dir, workspace.root());
         let emitter = Emitter::new(sink, clock.clone());
         let system_events = SystemEvents::new();
         let routines = crate::routines::Scheduler::new(

@@ -268,3 +268,30 @@ async fn conversations_can_be_created_named_renamed_and_deleted() {
     }
     assert!(!dir.path().join(format!("sessions/{}.jsonl", created.id)).exists());
 }
+
+/// A start removes the temp files writes cut off by a crash left behind (here an hour old),
+/// and nothing else.
+#[tokio::test]
+async fn a_start_sweeps_temp_files_left_by_interrupted_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 60 * 60);
+    let stale = [
+        dir.path().join("wake/.pending.json.Xy12ab"),
+        dir.path().join(".vigil-tmp-a1b2c3"),
+    ];
+    for p in &stale {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::File::create(p).unwrap().set_modified(old).unwrap();
+    }
+    let (_rt, _rx) = runtime(dir.path(), None);
+    for _ in 0..100 {
+        if stale.iter().all(|p| !p.exists()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    for p in &stale {
+        assert!(!p.exists(), "{} is still there", p.display());
+    }
+    assert!(dir.path().join("workspace").is_dir(), "the start itself went on");
+}
