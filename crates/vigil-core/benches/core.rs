@@ -68,6 +68,18 @@ fn load_cost(n: usize) -> Duration {
     median(samples)
 }
 
+/// Signals each finished turn, so the timing loop waits without polling (a spinning
+/// waiter took one of the two cores from the runtime it was timing).
+struct TurnEnds(tokio::sync::mpsc::UnboundedSender<()>);
+
+impl vigil_core::events::EventSink for TurnEnds {
+    fn emit(&self, e: vigil_core::protocol::EventEnvelope) {
+        if matches!(e.event, Event::TurnFinished { .. }) {
+            let _ = self.0.send(());
+        }
+    }
+}
+
 async fn turn_overhead() -> (Duration, Duration) {
     let fake = FakeLlm::start(Script::steps(vec![]).with_fallback(Step::text("ok")))
         .await
@@ -94,26 +106,19 @@ async fn turn_overhead() -> (Duration, Duration) {
     }
 
     let dir = tempfile::tempdir().unwrap();
-    let sink = CollectingSink::default();
-    let rt = vigil_core::Runtime::new(dir.path(), Arc::new(SystemClock), Arc::new(sink.clone())).unwrap();
+    let (finished, mut turns) = tokio::sync::mpsc::unbounded_channel();
+    let rt = vigil_core::Runtime::new(dir.path(), Arc::new(SystemClock), Arc::new(TurnEnds(finished))).unwrap();
     rt.set_client(Some(client));
     let mut full = Vec::new();
     for i in 0..60 {
+        // The user types while the lane is idle: the previous turn's wrap-up is not timed.
+        tokio::time::sleep(Duration::from_millis(20)).await;
         let t = Instant::now();
         rt.submit(Op::UserMessage {
             text: format!("hi {i}"),
             session_id: None,
         });
-        loop {
-            if sink
-                .take()
-                .iter()
-                .any(|e| matches!(e.event, Event::TurnFinished { .. }))
-            {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
+        turns.recv().await.expect("the runtime is alive");
         full.push(t.elapsed());
     }
     rt.shutdown().await;

@@ -96,6 +96,15 @@ impl FakeLlm {
         let app = server::router(shared.clone());
         let stop = shutdown.clone();
         let task = tokio::spawn(async move {
+            use axum::serve::ListenerExt as _;
+            // As real providers' servers do: each SSE frame leaves at once. With Nagle on,
+            // a frame written while the previous one waits for its (delayed) ACK stalls
+            // ~40 ms, which made every scripted turn on loopback take ~45 ms.
+            let listener = listener.tap_io(|tcp| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::warn!("fake LLM: TCP_NODELAY not set: {e}");
+                }
+            });
             let served = axum::serve(listener, app)
                 .with_graceful_shutdown(stop.cancelled_owned())
                 .await;
