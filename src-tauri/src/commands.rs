@@ -304,22 +304,6 @@ pub async fn routine_history(state: State<'_, AppState>, id: String) -> Result<V
     Ok(state.runtime.routine_history(&id))
 }
 
-/// Every routine's latest runs in one answer: one call per routine cost a second for a
-/// list of 1 000.
-#[tauri::command]
-pub async fn routine_histories(
-    state: State<'_, AppState>,
-) -> Result<std::collections::HashMap<String, Vec<RoutineRun>>, CommandError> {
-    let ids: Vec<String> = state.runtime.routines().routines.into_iter().map(|r| r.id).collect();
-    Ok(ids
-        .into_iter()
-        .map(|id| {
-            let runs = state.runtime.routine_history(&id);
-            (id, runs)
-        })
-        .collect())
-}
-
 /// The editor's live preview: the schedule in words and its next runs, or why it cannot be
 /// used (`invalid_routine`, naming the field), with the same checks as saving.
 #[tauri::command]

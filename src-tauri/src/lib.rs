@@ -270,7 +270,6 @@ pub fn run() {
             commands::run_routine_now,
             commands::set_routine_enabled,
             commands::routine_history,
-            commands::routine_histories,
             commands::preview_schedule,
             commands::restore_routines,
             commands::heartbeat_checks,

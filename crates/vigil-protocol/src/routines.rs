@@ -90,6 +90,9 @@ pub struct RoutineView {
     pub next_runs: Vec<i64>,
     /// Why this routine cannot run as written (a bad cron expression or zone in the file).
     pub problem: Option<String>,
+    /// The latest run, for the list's "how the last run went"; the whole history is asked
+    /// for when the user unfolds it.
+    pub last_run: Option<RoutineRun>,
 }
 
 /// The routine list and the state of the file it comes from.

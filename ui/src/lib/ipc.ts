@@ -272,11 +272,6 @@ export function routineHistory(id: string): Promise<RoutineRun[]> {
   return call('routine_history', { id });
 }
 
-/** Every routine's latest runs, by routine id, in one call. */
-export function routineHistories(): Promise<Record<string, RoutineRun[]>> {
-  return call('routine_histories');
-}
-
 /** A schedule in words and its next runs, or why it cannot be used (same checks as saving). */
 export function previewSchedule(schedule: string | null, timezone: string | null, nextRunAt: number | null = null): Promise<SchedulePreview> {
   return call('preview_schedule', { schedule, timezone, nextRunAt });

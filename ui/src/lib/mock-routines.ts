@@ -74,6 +74,7 @@ export function createMockRoutines(variant: string, emit: Emit) {
       schedule_description: p.description,
       next_runs: p.next_runs,
       problem: null,
+      last_run: null,
       ...extra,
     };
   }
@@ -111,7 +112,7 @@ export function createMockRoutines(variant: string, emit: Emit) {
   const view = (): RoutinesView =>
     corrupted
       ? { status: 'corrupted', error: 'line 14, column 3: expected `,` or `]`', routines: [] }
-      : { status: routines.length ? 'ok' : 'empty', error: null, routines: [...routines] };
+      : { status: routines.length ? 'ok' : 'empty', error: null, routines: routines.map((r) => ({ ...r, last_run: runs[r.id]?.at(-1) ?? null })) };
 
   function changed(): void {
     emit(null, null, { type: 'routines_changed', routines: view() });

@@ -469,7 +469,6 @@ export function createMockBackend(variant: string): Backend {
     ui_ready: () => undefined,
     list_routines: () => routines.list(),
     routine_history: (args) => routines.history(args.id as string),
-    routine_histories: () => Object.fromEntries(routines.list().routines.map((r) => [r.id, routines.history(r.id)])),
     preview_schedule: (args) =>
       routines.preview(args.schedule as string | null, args.timezone as string | null, args.nextRunAt as number | null),
     add_routine: (args) => routines.add(args.draft as RoutineDraft),

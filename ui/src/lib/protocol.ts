@@ -287,7 +287,12 @@ next_runs: Array<number>,
 /**
  * Why this routine cannot run as written (a bad cron expression or zone in the file).
  */
-problem: string | null, };
+problem: string | null, 
+/**
+ * The latest run, for the list's "how the last run went"; the whole history is asked
+ * for when the user unfolds it.
+ */
+last_run: RoutineRun | null, };
 
 export type RoutinesView = { status: ParseStatus, 
 /**

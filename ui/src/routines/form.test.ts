@@ -33,6 +33,7 @@ const routine = (over: Partial<RoutineView> = {}): RoutineView => ({
   schedule_description: 'every weekday at 09:00, Europe/Berlin',
   next_runs: [],
   problem: null,
+  last_run: null,
   ...over,
 });
 
@@ -94,16 +95,16 @@ describe('times and states', () => {
     expect(formatRun(t, 'Mars/Base')).toMatch(/12 Feb/);
   });
 
-  it('labels the last run from the history first, then from the routine', () => {
+  it('labels the last run from its outcome first, then from the routine', () => {
     const t = Date.UTC(2026, 1, 12, 8, 0);
     const run: RoutineRun = {
       run_id: 'r', routine_id: 'water', mode: 'inline', due_at: t, started_at: t, finished_at: t,
       outcome: 'timed_out', session_id: null, summary: null, error: 'slow', deterministic: false,
     };
-    expect(lastRunLabel(routine(), [run])).toBe('Timed out Thu 12 Feb, 09:00');
-    expect(lastRunLabel(routine({ last_run_at: t }), [])).toBe('Ran Thu 12 Feb, 09:00');
-    expect(lastRunLabel(routine(), undefined)).toBe('Not run yet');
-    expect(lastRunLabel(routine({ state: 'running' }), [run])).toBe('Running now');
+    expect(lastRunLabel(routine({ last_run: run, last_run_at: t }))).toBe('Timed out Thu 12 Feb, 09:00');
+    expect(lastRunLabel(routine({ last_run_at: t }))).toBe('Ran Thu 12 Feb, 09:00');
+    expect(lastRunLabel(routine())).toBe('Not run yet');
+    expect(lastRunLabel(routine({ state: 'running', last_run: run }))).toBe('Running now');
   });
 
   it('a problem outranks every other state', () => {

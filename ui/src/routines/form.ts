@@ -168,10 +168,9 @@ function runFormat(zone: string): Intl.DateTimeFormat {
 }
 
 /** The row's summary of how the last run went. */
-export function lastRunLabel(r: RoutineView, runs: RoutineRun[] | undefined): string {
+export function lastRunLabel(r: RoutineView): string {
   if (r.state === 'running') return 'Running now';
-  const last = runs?.at(-1);
-  if (last) return `${OUTCOME_WORDS[last.outcome]} ${formatRun(last.finished_at, r.timezone)}`;
+  if (r.last_run) return `${OUTCOME_WORDS[r.last_run.outcome]} ${formatRun(r.last_run.finished_at, r.timezone)}`;
   if (r.last_run_at !== null) return `Ran ${formatRun(r.last_run_at, r.timezone)}`;
   return 'Not run yet';
 }

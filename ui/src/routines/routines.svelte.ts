@@ -1,5 +1,6 @@
-// The routines for the pane: the list and the task block's state (`RoutinesView`), each
-// routine's run history, and the pane's actions. Refreshed on `routines_changed` (the
+// The routines for the pane: the list and the task block's state (`RoutinesView`, each
+// routine with its latest run), a routine's history when it is unfolded, and the pane's
+// actions. Refreshed on `routines_changed` (the
 // agent's tools, the scheduler, a hand edit) whether or not the pane is open.
 
 import * as ipc from '../lib/ipc';
@@ -7,8 +8,6 @@ import type { HeartbeatChecks, RoutineDraft, RoutineRun, RoutinesView } from '..
 
 export class RoutinesStore {
   view = $state.raw<RoutinesView | null>(null);
-  /** Run history per routine id, oldest first. */
-  history = $state.raw<Record<string, RoutineRun[]>>({});
   /** The pane is showing. */
   open = $state(false);
   /** The routine the pane opens at (a result card's link), expanded and scrolled to. */
@@ -36,7 +35,6 @@ export class RoutinesStore {
       unlisten = await ipc.onEvent((event) => {
         if (event.type !== 'routines_changed') return;
         this.view = event.routines;
-        void this.#loadHistory();
       });
     } catch {
       // Reported by the chat store.
@@ -47,24 +45,18 @@ export class RoutinesStore {
 
   async refresh(): Promise<void> {
     const asked = ++this.#asked;
-    // Both asked at once: one round trip, not two, before the window is ready.
-    const history = this.#loadHistory();
     try {
       const view = await ipc.listRoutines();
       if (asked !== this.#asked) return;
       this.view = view;
-      await history;
     } catch (e) {
       if (asked === this.#asked) this.error = ipc.toCommandError(e).message;
     }
   }
 
-  async #loadHistory(): Promise<void> {
-    try {
-      this.history = await ipc.routineHistories();
-    } catch {
-      // The rows say "Not run yet" / "Ran …" from the list itself.
-    }
+  /** A routine's latest runs, oldest first: asked for when its row is unfolded. */
+  history(id: string): Promise<RoutineRun[]> {
+    return ipc.routineHistory(id);
   }
 
   /** Runs `action`, shows what went wrong, and refreshes either way. */

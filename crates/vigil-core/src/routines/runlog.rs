@@ -2,12 +2,18 @@
 //! line, appended whole; bounded to the latest [`KEEP`] runs (trimmed with an atomic
 //! rewrite once it holds twice that).
 //!
+//! The latest run of each routine is kept in memory too, for the routine list, which is
+//! rebuilt on every change: it is read from a file only when the file changed (another
+//! process sharing the data folder may have run the routine).
+//!
 //! Must never: let a history grow without bound, or fail a run because its log could not
 //! be written (that is logged and the run goes on).
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use vigil_protocol::RoutineRun;
 
@@ -22,6 +28,20 @@ pub struct RunLog {
     dir: PathBuf,
     /// `std` lock: serialises appends and trims in this process; never held across an await.
     lock: Arc<Mutex<()>>,
+    /// Per routine: the latest run, and the file's length and time it was read from.
+    last: Arc<Mutex<HashMap<String, LastRun>>>,
+}
+
+#[derive(Clone)]
+struct LastRun {
+    stamp: Option<(u64, SystemTime)>,
+    run: Option<RoutineRun>,
+}
+
+/// The length and modification time of `path`, or `None` if it cannot be read.
+fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
 }
 
 impl RunLog {
@@ -29,6 +49,7 @@ impl RunLog {
         Self {
             dir: data_dir.join("routines").join("runs"),
             lock: Arc::default(),
+            last: Arc::default(),
         }
     }
 
@@ -42,6 +63,33 @@ impl RunLog {
         if let Err(e) = self.try_record(run) {
             tracing::warn!("could not write the run log of routine {}: {e}", run.routine_id);
         }
+        let entry = LastRun {
+            stamp: stamp(&self.file(&run.routine_id)),
+            run: Some(run.clone()),
+        };
+        self.lock_last().insert(run.routine_id.clone(), entry);
+    }
+
+    /// The latest run, from memory unless the file changed since it was last read.
+    pub fn last_run(&self, routine_id: &str) -> Option<RoutineRun> {
+        let path = self.file(routine_id);
+        let now = stamp(&path);
+        if let Some(known) = self.lock_last().get(routine_id) {
+            if known.stamp == now {
+                return known.run.clone();
+            }
+        }
+        let run = self.history(routine_id).pop();
+        let entry = LastRun {
+            stamp: now,
+            run: run.clone(),
+        };
+        self.lock_last().insert(routine_id.to_string(), entry);
+        run
+    }
+
+    fn lock_last(&self) -> std::sync::MutexGuard<'_, HashMap<String, LastRun>> {
+        self.last.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn try_record(&self, run: &RoutineRun) -> std::io::Result<()> {
@@ -75,6 +123,7 @@ impl RunLog {
     /// Forgets a routine's history.
     pub fn remove(&self, routine_id: &str) {
         let _ = std::fs::remove_file(self.file(routine_id));
+        self.lock_last().remove(routine_id);
     }
 }
 
@@ -113,5 +162,21 @@ mod tests {
         assert!(lines < 2 * KEEP, "{lines}");
         log.remove("water");
         assert!(log.history("water").is_empty());
+    }
+
+    #[test]
+    fn the_last_run_follows_runs_recorded_here_and_by_another_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let here = RunLog::new(dir.path());
+        let other = RunLog::new(dir.path());
+        assert!(here.last_run("water").is_none());
+        here.record(&run(1));
+        assert_eq!(here.last_run("water").unwrap().run_id, "r1");
+        // Another process sharing the data folder: its own memory, the same file.
+        other.record(&run(2));
+        assert_eq!(here.last_run("water").unwrap().run_id, "r2");
+        here.remove("water");
+        assert!(here.last_run("water").is_none());
+        assert!(other.last_run("water").is_none(), "the file is gone for both");
     }
 }

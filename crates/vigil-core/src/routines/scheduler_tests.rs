@@ -359,6 +359,10 @@ async fn a_crash_mid_run_is_retried_by_the_next_start_never_run_twice() {
         runs.iter().map(|r| r.due_at).collect::<Vec<_>>(),
         [Some(T0 + 24 * HOUR); 2]
     );
+    // The list carries the latest run: the retry that went through, not the interrupted one.
+    let listed = r.s.view().routines.into_iter().find(|v| v.id == job.id).unwrap();
+    assert_eq!(listed.last_run.as_ref().map(|l| l.outcome), Some(RunOutcome::Ok));
+    assert_eq!(listed.last_run.as_ref(), runs.last());
 }
 
 #[tokio::test]

@@ -66,7 +66,15 @@ pub fn routine_view(r: &Routine, default_zone: &str, now: i64) -> RoutineView {
         schedule_description: description,
         next_runs,
         problem,
+        // The run log's to tell: [`with_last_run`].
+        last_run: None,
     }
+}
+
+/// `v` with its latest run from the run log.
+pub fn with_last_run(mut v: RoutineView, runlog: &super::RunLog) -> RoutineView {
+    v.last_run = runlog.last_run(&v.id);
+    v
 }
 
 /// The whole list, with the file's state.
@@ -92,7 +100,7 @@ pub fn routines_view(s: &Scheduler, now: i64) -> RoutinesView {
         .entries()
         .iter()
         .map(|e| match &e.routine {
-            Ok(r) => routine_view(r, zone, now),
+            Ok(r) => with_last_run(routine_view(r, zone, now), &s.deps().runlog),
             Err(p) => {
                 let id = e.id().unwrap_or("?").to_string();
                 let mut r = Routine::new(id.clone(), id, now);

@@ -10,7 +10,7 @@ use vigil_protocol::{
 use super::Runtime;
 use crate::agent::TurnExtras;
 use crate::heartbeat::file::is_effectively_empty;
-use crate::routines::view::routine_view;
+use crate::routines::view::{routine_view, with_last_run};
 use crate::routines::{JobOutcome, JobTurn, Scheduler, StoreError};
 
 impl Runtime {
@@ -25,7 +25,8 @@ impl Runtime {
     }
 
     fn routine_view(&self, r: &crate::routines::Routine) -> RoutineView {
-        routine_view(r, &self.inner.routines.config().default_zone, self.inner.clock.now_ms())
+        let v = routine_view(r, &self.inner.routines.config().default_zone, self.inner.clock.now_ms());
+        with_last_run(v, &self.inner.routines.deps().runlog)
     }
 
     /// Creates a routine as the user's (`source: manual`). Over the soft limit it is still
