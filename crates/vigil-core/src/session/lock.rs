@@ -311,11 +311,13 @@ impl SessionLocks {
             acquired_at_ms: self.inner.clock.now_ms(),
         };
         // Not fsync'd: the record is for diagnosis and staleness, and after a crash the
-        // kernel has already dropped the lock it describes.
+        // kernel has already dropped the lock it describes. Written over the last record,
+        // then cut to its own length: truncating to zero first made ext4 flush the file as
+        // it was closed (auto_da_alloc), about 1.3 ms for every lock taken.
         let bytes = serde_json::to_vec(&record).unwrap_or_default();
-        file.set_len(0)
-            .and_then(|_| file.seek(SeekFrom::Start(0)))
+        file.seek(SeekFrom::Start(0))
             .and_then(|_| file.write_all(&bytes))
+            .and_then(|_| file.set_len(bytes.len() as u64))
             .map_err(io("write the lock record", path))?;
         Ok(Attempt::Got(file))
     }
@@ -401,7 +403,11 @@ fn read_record(path: &Path) -> Option<LockHolder> {
     // On Windows a locked range cannot be read, so this is `None` there and only Unix
     // reclaims; a Windows holder that dies still releases its lock through the kernel.
     let bytes = fs::read(path).ok()?;
-    serde_json::from_slice(&bytes).ok()
+    // The first record: a longer one it replaced may still trail it for an instant.
+    serde_json::Deserializer::from_slice(&bytes)
+        .into_iter::<LockHolder>()
+        .next()?
+        .ok()
 }
 
 /// Whether `path` still names the file `file` has open.
@@ -443,6 +449,37 @@ pub(crate) fn pid_alive(_pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_is_read_even_with_the_tail_of_a_longer_one_behind_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("main.lock");
+        let held = LockHolder {
+            pid: 42,
+            acquired_at_ms: 7,
+        };
+        let mut bytes = serde_json::to_vec(&held).unwrap();
+        bytes.extend_from_slice(b"000}");
+        fs::write(&path, &bytes).unwrap();
+        assert_eq!(read_record(&path), Some(held));
+    }
+
+    #[test]
+    fn a_new_record_replaces_a_longer_one_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("main.lock");
+        fs::write(
+            &path,
+            format!("{{\"pid\":1,\"acquired_at_ms\":1,\"note\":\"{}\"}}", "x".repeat(200)),
+        )
+        .unwrap();
+        let locks = locks(dir.path(), 100);
+        let guard = locks.acquire_blocking("main").unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        let record: LockHolder = serde_json::from_str(&text).expect("only the new record is left");
+        assert_eq!(record.pid, std::process::id());
+        drop(guard);
+    }
 
     fn locks(dir: &Path, timeout_ms: u64) -> SessionLocks {
         SessionLocks::new(
