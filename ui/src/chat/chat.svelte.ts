@@ -48,11 +48,9 @@ export class ChatStore {
     } catch (e) {
       this.state = showBanner(this.state, { kind: 'ui', message: ipc.toCommandError(e).message });
     }
-    // History asked for before the window mounted, and the events since its subscription;
-    // ones the handler got too are dropped as seen.
-    const early = ipc.takeEarly();
-    if (early) this.#queue = [...early.events, ...this.#queue];
-    await this.#load(PRIMARY_SESSION, false, early?.history);
+    // The history asked for before the window mounted; the events since its subscription
+    // reached the handler above as it registered (ipc.ts, startEarly).
+    await this.#load(PRIMARY_SESSION, false, ipc.takeEarly() ?? undefined);
     return () => {
       unlisten();
       this.#cancelScheduled();

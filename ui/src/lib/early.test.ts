@@ -1,5 +1,6 @@
 // The early start (ipc.ts, startEarly): the subscription comes before the history is asked
-// for, and the events from the subscription on are held for the chat, once.
+// for, and the events from the subscription on are replayed to every handler that registers
+// before the stores have all started.
 import { beforeEach, expect, it, vi } from 'vitest';
 import type { EventEnvelope } from './protocol';
 
@@ -33,24 +34,33 @@ beforeEach(() => {
   (window as unknown as Record<string, unknown>).__TAURI_INTERNALS__ = {};
 });
 
-it('subscribes before it reads the history, and holds the events since for the chat once', async () => {
+it('subscribes before it reads the history, and replays the events since to each store that starts', async () => {
   const ipc = await import('./ipc');
   await ipc.startEarly();
   expect(tauri.calls).toEqual(['listen vigil://events', 'history']);
 
-  const seen: string[] = [];
-  await ipc.onEvent((e) => seen.push(e.id));
+  // The chat, then a store with no history of its own (approvals, updates): both see e1,
+  // which came before either listened.
+  const chat: string[] = [];
+  await ipc.onEvent((e) => chat.push(e.id));
   tauri.deliver?.({ payload: [event('e2')] });
+  const other: string[] = [];
+  await ipc.onEvent((e) => other.push(e.id));
+  expect(chat).toEqual(['e1', 'e2']);
+  expect(other).toEqual(['e1', 'e2']);
 
-  const early = ipc.takeEarly();
-  expect(early).not.toBeNull();
-  expect((await early!.history).session_id).toBe('main');
-  expect(early!.events.map((e) => e.id)).toEqual(['e1', 'e2']);
-  expect(seen).toEqual(['e2']);
+  const history = ipc.takeEarly();
+  expect(history).not.toBeNull();
+  expect((await history!).session_id).toBe('main');
   expect(ipc.takeEarly()).toBeNull();
 
-  // Held no longer: later events reach the handlers only.
+  // Once every store has started nothing is held: later handlers get only what comes next.
+  ipc.endEarly();
   tauri.deliver?.({ payload: [event('e3')] });
-  expect(seen).toEqual(['e2', 'e3']);
+  const late: string[] = [];
+  await ipc.onEvent((e) => late.push(e.id));
+  tauri.deliver?.({ payload: [event('e4')] });
+  expect(chat).toEqual(['e1', 'e2', 'e3', 'e4']);
+  expect(late).toEqual(['e4']);
   expect(tauri.calls.filter((c) => c.startsWith('listen'))).toHaveLength(1);
 });

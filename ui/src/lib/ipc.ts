@@ -54,7 +54,8 @@ export interface Backend {
 const handlers = new Set<(event: EventEnvelope) => void>();
 let subscribed: Promise<Unlisten> | null = null;
 
-/** Events since the early subscription, held for the chat until it takes its history. */
+/** Events since the early subscription, replayed to each handler that registers before the
+ *  window's stores have all started ([`endEarly`]). */
 let held: EventEnvelope[] | null = null;
 let earlyHistory: Promise<History> | null = null;
 
@@ -71,8 +72,10 @@ function subscribe(): Promise<Unlisten> {
  * Before the window mounts: subscribes to events, then asks for the primary conversation,
  * so the first paint already shows it. Answered while the page is idle these are two quick
  * round trips; asked from the mounted window they waited behind its first paint. Events
- * from the subscription on are held for the chat ([`takeEarly`]), so none between the
- * history's reading and the chat's handler is lost. Resolves when both are in or failed.
+ * from the subscription on are held and replayed to every store's handler as it registers,
+ * until [`endEarly`], so none between the subscription and a store's start is lost (an
+ * approval asked or an update delivered in that moment). Resolves when both are in or
+ * failed.
  */
 export async function startEarly(): Promise<void> {
   if (!inTauri()) return;
@@ -88,18 +91,24 @@ export async function startEarly(): Promise<void> {
   await earlyHistory.catch(() => {});
 }
 
-/** What [`startEarly`] got, once: the primary history's answer and the events since. */
-export function takeEarly(): { history: Promise<History>; events: EventEnvelope[] } | null {
-  const taken = earlyHistory && held ? { history: earlyHistory, events: held } : null;
+/** The primary history [`startEarly`] asked for, once. */
+export function takeEarly(): Promise<History> | null {
+  const taken = earlyHistory;
   earlyHistory = null;
-  held = null;
   return taken;
+}
+
+/** Every store has started: events are no longer held for handlers still to come. */
+export function endEarly(): void {
+  held = null;
 }
 
 const tauriBackend: Backend = {
   invoke: (command, args) => invoke(command, args),
   listen: async (handler) => {
     handlers.add(handler);
+    // Registered while the window starts: the events since the early subscription first.
+    for (const event of held ?? []) handler(event);
     try {
       await subscribe();
     } catch (e) {
