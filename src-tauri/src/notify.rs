@@ -3,6 +3,8 @@
 //! (`vigil://focus`); elsewhere through tauri-plugin-notification, which has no click
 //! callback there.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde::Serialize;
 use tauri::{Emitter, Manager};
 
@@ -49,7 +51,7 @@ pub fn show(app: &tauri::AppHandle, title: &str, body: &str, target: FocusTarget
                     focus(&app, target);
                 }
             }),
-            Err(e) => tracing::warn!("could not show a notification: {e}"),
+            Err(e) => unavailable(&app, &e.to_string()),
         }
     });
     if let Err(e) = spawned {
@@ -61,6 +63,32 @@ pub fn show(app: &tauri::AppHandle, title: &str, body: &str, target: FocusTarget
 pub fn show(app: &tauri::AppHandle, title: &str, body: &str, _target: FocusTarget) {
     use tauri_plugin_notification::NotificationExt;
     if let Err(e) = app.notification().builder().title(title).body(body).show() {
-        tracing::warn!("could not show a notification: {e}");
+        unavailable(app, &e.to_string());
     }
+}
+
+/// Whether the window was told, this run, that notifications cannot be shown.
+static TOLD: AtomicBool = AtomicBool::new(false);
+
+/// A notification that could not be shown: logged each time, and said in the window the
+/// first time in a run (what it announced is still under the bell and in the chat).
+fn unavailable(app: &tauri::AppHandle, error: &str) {
+    tracing::warn!("could not show a notification: {error}");
+    if TOLD.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    if let Some(state) = app.try_state::<crate::AppState>() {
+        state
+            .runtime
+            .report(vigil_core::protocol::ErrorKind::Desktop, unavailable_message(error));
+    }
+}
+
+/// What the window says when a notification could not be shown.
+pub fn unavailable_message(error: &str) -> String {
+    let error = error.trim().trim_end_matches('.');
+    format!(
+        "Desktop notifications cannot be shown: is a notification service running? Nothing is lost: \
+         background updates stay under the bell and in the conversation. ({error})"
+    )
 }

@@ -348,6 +348,9 @@ pub enum ErrorKind {
     InvalidOp,
     /// A conversation could not be found, created, renamed or deleted.
     Session,
+    /// The desktop could not do something for Vigil (show a notification); Vigil goes on
+    /// without it.
+    Desktop,
 }
 
 /// Who wrote a transcript message.
