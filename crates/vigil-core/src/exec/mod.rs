@@ -43,16 +43,6 @@ pub use registry::RegistryHandle;
 /// terminal. A variable the user set themselves is not listed and passes through.
 pub const APP_ADDED_ENV: &str = "VIGIL_APP_ADDED_ENV";
 
-/// The variables to remove from a child's environment, given the marker's value.
-pub fn removed_from_children(marker: Option<&str>) -> Vec<String> {
-    let listed = marker.unwrap_or_default().split(',').map(str::trim);
-    listed
-        .filter(|n| !n.is_empty())
-        .chain([APP_ADDED_ENV])
-        .map(String::from)
-        .collect()
-}
-
 /// A terminal's size in character cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TermSize {

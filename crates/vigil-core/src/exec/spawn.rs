@@ -87,7 +87,9 @@ pub(super) fn spawn(
 
 /// The desktop app's own variables, which no child inherits ([`super::APP_ADDED_ENV`]).
 fn app_only_env() -> Vec<String> {
-    super::removed_from_children(std::env::var(super::APP_ADDED_ENV).ok().as_deref())
+    let listed = std::env::var(super::APP_ADDED_ENV).unwrap_or_default();
+    let names = listed.split(',').map(str::trim).filter(|n| !n.is_empty());
+    names.chain([super::APP_ADDED_ENV]).map(String::from).collect()
 }
 
 fn spawn_pty(
