@@ -73,17 +73,15 @@ fn walk(dir: &Path, workspace: &Path, depth: usize, now: SystemTime, removed: &m
     if dir == workspace {
         return;
     }
-    remove_stale(dir, now, is_temp_name, removed);
-    if depth >= MAX_DEPTH {
-        return;
-    }
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
-        // `file_type` does not follow links: a linked folder is not walked.
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            walk(&entry.path(), workspace, depth + 1, now, removed);
+        // `file_type` does not follow links: a linked folder is not walked, a link not removed.
+        match entry.file_type() {
+            Ok(t) if t.is_dir() && depth < MAX_DEPTH => walk(&entry.path(), workspace, depth + 1, now, removed),
+            Ok(t) if t.is_file() => remove_if_stale(&entry, now, is_temp_name, removed),
+            _ => {}
         }
     }
 }
@@ -94,19 +92,27 @@ fn remove_stale(dir: &Path, now: SystemTime, matches: impl Fn(&str) -> bool, rem
         return;
     };
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        if !name.to_str().is_some_and(&matches) {
-            continue;
+        // A link is never a regular file here: `file_type` does not follow it.
+        if entry.file_type().is_ok_and(|t| t.is_file()) {
+            remove_if_stale(&entry, now, &matches, removed);
         }
-        let Ok(meta) = entry.metadata() else { continue };
-        // `DirEntry::metadata` does not follow links: a link is never a regular file here.
-        if !meta.is_file() {
-            continue;
-        }
-        let age = meta.modified().ok().and_then(|m| now.duration_since(m).ok());
-        if age.is_some_and(|a| a >= STALE_AFTER) && std::fs::remove_file(entry.path()).is_ok() {
-            removed.push(entry.path());
-        }
+    }
+}
+
+/// Removes `entry`, a regular file, if its name `matches` and it is stale.
+fn remove_if_stale(
+    entry: &std::fs::DirEntry,
+    now: SystemTime,
+    matches: impl Fn(&str) -> bool,
+    removed: &mut Vec<PathBuf>,
+) {
+    if !entry.file_name().to_str().is_some_and(matches) {
+        return;
+    }
+    let modified = entry.metadata().and_then(|m| m.modified()).ok();
+    let age = modified.and_then(|m| now.duration_since(m).ok());
+    if age.is_some_and(|a| a >= STALE_AFTER) && std::fs::remove_file(entry.path()).is_ok() {
+        removed.push(entry.path());
     }
 }
 

@@ -38,7 +38,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<Written> {
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, "the file is read-only"));
     }
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".vigil-tmp-");
+    builder.prefix(crate::leftovers::TEMP_PREFIX);
     #[cfg(unix)]
     if existing.is_none() {
         use std::os::unix::fs::PermissionsExt;
