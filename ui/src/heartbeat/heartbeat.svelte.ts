@@ -16,9 +16,13 @@ export class HeartbeatStore {
   #asked = 0;
 
   async start(): Promise<ipc.Unlisten> {
-    let unlisten: ipc.Unlisten = () => {};
-    try {
-      unlisten = await ipc.onEvent((event) => {
+    const { unlisten, error } = await ipc.startStore(
+      'heartbeat_view',
+      (view) => {
+        this.view = view;
+        this.error = null;
+      },
+      (event) => {
         if (event.type === 'background_paused') {
           if (this.view) this.view = { ...this.view, paused: event.paused };
           void this.refresh();
@@ -27,11 +31,10 @@ export class HeartbeatStore {
         if (event.type !== 'heartbeat') return;
         this.view = withHeartbeatEvent(this.view, event);
         void this.refresh();
-      });
-    } catch {
-      // Reported by the chat store.
-    }
-    await this.refresh();
+      },
+    );
+    // A missing backend is reported by the chat store.
+    if (error !== null && error.code !== 'not_ready') this.error = error.message;
     const timer = setInterval(() => void this.refresh(), REFRESH_MS);
     return () => {
       unlisten();

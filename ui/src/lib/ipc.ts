@@ -46,7 +46,8 @@ export type Unlisten = () => void;
 /** What the wrappers below need from a backend; the mock implements the same shape. */
 export interface Backend {
   invoke<T>(command: string, args?: Record<string, unknown>): Promise<T>;
-  listen(handler: (event: EventEnvelope) => void): Promise<Unlisten>;
+  /** `from`: of the events held while the window starts, replay those from this index on. */
+  listen(handler: (event: EventEnvelope) => void, from?: number): Promise<Unlisten>;
 }
 
 /** Every store's handler, fed from one subscription: each subscription is a script run in
@@ -59,6 +60,39 @@ let subscribed: Promise<Unlisten> | null = null;
 let held: EventEnvelope[] | null = null;
 let earlyHistory: Promise<History> | null = null;
 
+/** What each store starts from, by command: asked for together as the window starts
+ *  ([`startEarly`]), read by [`startStore`] and [`storeRead`]. */
+export interface StartupReads {
+  /** The conversations, most recent first; always includes the primary one. */
+  list_sessions: SessionSummary[];
+  /** Every process the registry knows (running and recently finished). */
+  list_processes: ProcessSummary[];
+  /** Every routine and the state of `HEARTBEAT.md`'s task block. */
+  list_routines: RoutinesView;
+  /** The heartbeat's settings, last run, next run and counters. */
+  heartbeat_view: HeartbeatView;
+  /** The provider settings (never the key itself). */
+  get_settings: SettingsView;
+  /** The desktop preferences and problems reading them. */
+  get_desktop_settings: DesktopSettingsView;
+}
+const STARTUP_READS: (keyof StartupReads)[] = [
+  'list_sessions',
+  'list_processes',
+  'list_routines',
+  'heartbeat_view',
+  'get_settings',
+  'get_desktop_settings',
+];
+
+/** A read asked for before the window mounted, and how many held events came before it was
+ *  asked: the ones after may be newer than its answer. */
+interface EarlyRead<T> {
+  answer: Promise<T>;
+  from: number;
+}
+const earlyReads = new Map<keyof StartupReads, EarlyRead<unknown>>();
+
 function subscribe(): Promise<Unlisten> {
   subscribed ??= listen<EventEnvelope[]>(EVENTS_NAME, (e) => {
     held?.push(...e.payload);
@@ -69,17 +103,21 @@ function subscribe(): Promise<Unlisten> {
 }
 
 /**
- * Before the window mounts: subscribes to events, then asks for the primary conversation,
- * so the first paint already shows it. Answered while the page is idle these are two quick
- * round trips; asked from the mounted window they waited behind its first paint. Events
- * from the subscription on are held and replayed to every store's handler as it registers,
- * until [`endEarly`], so none between the subscription and a store's start is lost (an
- * approval asked or an update delivered in that moment). Resolves when both are in or
- * failed.
+ * Before the window mounts: subscribes to events and to the shell's own (a notification
+ * clicked, a quit asked), then asks for the primary conversation and every store's first
+ * read at once, so the first paint already shows them. Answered while the page is idle these
+ * are quick round trips in parallel; asked from the mounted window, each waited behind the
+ * first paint and changed the window again after it. Events from the subscription on are
+ * held and replayed to every store's handler as it registers, until [`endEarly`], so none
+ * between the subscription and a store's start is lost (an approval asked or an update
+ * delivered in that moment). Resolves when all are in or failed.
  */
 export async function startEarly(): Promise<void> {
   if (!inTauri()) return;
   held = [];
+  // Theirs are retried when their handlers come (`on`).
+  void focusChannel.subscribe().catch(() => {});
+  void quitChannel.subscribe().catch(() => {});
   try {
     await subscribe();
   } catch {
@@ -88,7 +126,8 @@ export async function startEarly(): Promise<void> {
     return;
   }
   earlyHistory = history(PRIMARY_SESSION);
-  await earlyHistory.catch(() => {});
+  for (const command of STARTUP_READS) earlyReads.set(command, { answer: call(command), from: held.length });
+  await Promise.allSettled([earlyHistory, ...[...earlyReads.values()].map((r) => r.answer)]);
 }
 
 /** The primary history [`startEarly`] asked for, once. */
@@ -101,14 +140,70 @@ export function takeEarly(): Promise<History> | null {
 /** Every store has started: events are no longer held for handlers still to come. */
 export function endEarly(): void {
   held = null;
+  earlyReads.clear();
+}
+
+/** How a store's start went: its handler's unlisten (a no-op when the subscription failed)
+ *  and the first failure of the subscription or the read, if any. */
+export interface StoreStart {
+  unlisten: Unlisten;
+  error: CommandError | null;
+}
+
+/**
+ * A store's start: `apply` gets its first read (`command`) and `handler` every event after
+ * it, so an answer older than an event never lands on top of it. The read [`startEarly`]
+ * asked for is applied first, then the events held since it was asked (they may repeat what
+ * it says, so handlers apply events idempotently); without one the handler registers first
+ * and the read is asked after. A failed subscription skips the read, as nothing would keep it
+ * current.
+ */
+export async function startStore<K extends keyof StartupReads>(
+  command: K,
+  apply: (answer: StartupReads[K]) => void,
+  handler: (event: EventEnvelope) => void,
+): Promise<StoreStart> {
+  const early = earlyReads.get(command) as EarlyRead<StartupReads[K]> | undefined;
+  earlyReads.delete(command);
+  let error: CommandError | null = null;
+  if (early !== undefined) {
+    try {
+      apply(await early.answer);
+    } catch (e) {
+      error = toCommandError(e);
+    }
+  }
+  let unlisten: Unlisten;
+  try {
+    unlisten = await onEvent(handler, early?.from ?? 0);
+  } catch (e) {
+    return { unlisten: () => {}, error: error ?? toCommandError(e) };
+  }
+  if (early === undefined) {
+    try {
+      apply(await call<StartupReads[K]>(command));
+    } catch (e) {
+      error = toCommandError(e);
+    }
+  }
+  return { unlisten, error };
+}
+
+/** A read of a store without events to follow (settings): the answer [`startEarly`] got if
+ *  this is its first, else asked now. */
+export function storeRead<K extends keyof StartupReads>(command: K): Promise<StartupReads[K]> {
+  const early = earlyReads.get(command) as EarlyRead<StartupReads[K]> | undefined;
+  earlyReads.delete(command);
+  return early?.answer ?? call<StartupReads[K]>(command);
 }
 
 const tauriBackend: Backend = {
   invoke: (command, args) => invoke(command, args),
-  listen: async (handler) => {
+  listen: async (handler, from = 0) => {
     handlers.add(handler);
-    // Registered while the window starts: the events since the early subscription first.
-    for (const event of held ?? []) handler(event);
+    // Registered while the window starts: the events since the early subscription (or since
+    // `from` of them) first.
+    for (const event of held?.slice(from) ?? []) handler(event);
     try {
       await subscribe();
     } catch (e) {
@@ -177,18 +272,9 @@ export function submit(op: Op): Promise<void> {
   return call('submit', { op });
 }
 
-/** The conversations, most recent first; always includes the primary one. */
-export function listSessions(): Promise<SessionSummary[]> {
-  return call('list_sessions');
-}
-
 /** The saved conversation; without an id, the primary session. */
 export function history(sessionId?: string): Promise<History> {
   return call('history', sessionId === undefined ? {} : { sessionId });
-}
-
-export function getSettings(): Promise<SettingsView> {
-  return call('get_settings');
 }
 
 /**
@@ -235,11 +321,6 @@ export function heartbeatView(): Promise<HeartbeatView> {
  */
 export function saveHeartbeatSettings(settings: HeartbeatSettings): Promise<HeartbeatView> {
   return call('save_heartbeat_settings', { settings });
-}
-
-/** Every process the registry knows (running and recently finished), for the Processes panel. */
-export function listProcesses(): Promise<ProcessSummary[]> {
-  return call('list_processes');
 }
 
 /** A process's kept raw terminal bytes, base64, to replay them in the panel's terminal. */
@@ -301,12 +382,6 @@ export function saveHeartbeatChecks(expected: string, text: string): Promise<Hea
   return call('save_heartbeat_checks', { expected, text });
 }
 
-/** The desktop preferences (close to tray, start at login, theme, notification kinds,
- *  workspace folder) and problems reading them. */
-export function getDesktopSettings(): Promise<DesktopSettingsView> {
-  return call('get_desktop_settings');
-}
-
 /** Saves and applies at once; rejects (`autostart`) when the login item cannot be changed,
  *  (`invalid_workspace`, field `workspace`) for a folder that is not there. */
 export function saveDesktopSettings(settings: DesktopSettings): Promise<DesktopSettingsView> {
@@ -339,7 +414,7 @@ export const QUIT_EVENT = 'vigil://quit-requested';
 /** Subscribes to quit requests; outside Tauri (the mock) there are none. */
 export async function onQuitRequested(handler: (request: QuitRequest) => void): Promise<Unlisten> {
   if (!inTauri()) return () => {};
-  return listen<QuitRequest>(QUIT_EVENT, (e) => handler(e.payload));
+  return quitChannel.on(handler);
 }
 
 /** Where a clicked native notification leads (the shell brings the window forward first). */
@@ -353,16 +428,52 @@ export interface FocusTarget {
 /** The event the shell emits when the user clicks a notification. */
 export const FOCUS_EVENT = 'vigil://focus';
 
+/** The shell's events for the quit prompt and notification clicks: subscribed by
+ *  [`startEarly`], handled once the window has mounted. */
+const quitChannel = shellChannel<QuitRequest>(QUIT_EVENT);
+const focusChannel = shellChannel<FocusTarget>(FOCUS_EVENT);
+
 /** Subscribes to notification clicks; outside Tauri (the mock) there are none. */
 export async function onFocus(handler: (target: FocusTarget) => void): Promise<Unlisten> {
   if (!inTauri()) return () => {};
-  return listen<FocusTarget>(FOCUS_EVENT, (e) => handler(e.payload));
+  return focusChannel.on(handler);
+}
+
+/**
+ * One of the shell's own events, subscribed once (early, by [`startEarly`]) for one handler
+ * that comes later: what arrives before the handler is kept and handed to it, so a
+ * notification clicked while the window starts still leads somewhere.
+ */
+function shellChannel<T>(name: string) {
+  let subscription: Promise<Unlisten> | null = null;
+  let handler: ((payload: T) => void) | null = null;
+  const kept: T[] = [];
+  const subscribe = (): Promise<Unlisten> => {
+    subscription ??= listen<T>(name, (e) => (handler ? handler(e.payload) : kept.push(e.payload))).catch((e) => {
+      subscription = null;
+      throw e;
+    });
+    return subscription;
+  };
+  return {
+    subscribe,
+    async on(h: (payload: T) => void): Promise<Unlisten> {
+      const unlisten = await subscribe();
+      handler = h;
+      for (const payload of kept.splice(0)) h(payload);
+      return () => {
+        handler = null;
+        subscription = null;
+        unlisten();
+      };
+    },
+  };
 }
 
 /** Subscribes to every event the core emits; resolves once the listener is registered. */
-export async function onEvent(handler: (event: EventEnvelope) => void): Promise<Unlisten> {
+export async function onEvent(handler: (event: EventEnvelope) => void, from = 0): Promise<Unlisten> {
   try {
-    return await (await backend()).listen(handler);
+    return await (await backend()).listen(handler, from);
   } catch (e) {
     throw toCommandError(e);
   }

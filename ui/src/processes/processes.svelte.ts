@@ -53,16 +53,13 @@ export class ProcessesStore {
 
   /** Registers the event listener first, so nothing is missed, then loads the list. */
   async start(): Promise<ipc.Unlisten> {
-    let unlisten: ipc.Unlisten = () => {};
-    try {
-      unlisten = await ipc.onEvent((event) => this.onEvent(event));
-      this.#setState(withListed(this.state, await ipc.listProcesses()));
-    } catch (e) {
-      // Without a backend the chat says so; a failed list is worth a line in the panel.
-      if (ipc.toCommandError(e).code !== 'not_ready') {
-        this.error = `Could not list the processes: ${ipc.toCommandError(e).message}`;
-      }
-    }
+    const { unlisten, error } = await ipc.startStore(
+      'list_processes',
+      (list) => this.#setState(withListed(this.state, list)),
+      (event) => this.onEvent(event),
+    );
+    // Without a backend the chat says so; a failed list is worth a line in the panel.
+    if (error !== null && error.code !== 'not_ready') this.error = `Could not list the processes: ${error.message}`;
     return () => {
       unlisten();
       if (this.#startTimer !== null) clearTimeout(this.#startTimer);

@@ -17,7 +17,12 @@ vi.mock('../lib/ipc', () => ({
     ipc.handler = h;
     return () => (ipc.handler = null);
   },
-  listProcesses: async () => ipc.listed,
+  // As with no early read: the handler registers, then the list is read.
+  startStore: async (_command: string, apply: (list: ProcessSummary[]) => void, h: (e: EventEnvelope) => void) => {
+    ipc.handler = h;
+    apply(ipc.listed);
+    return { unlisten: () => (ipc.handler = null), error: null };
+  },
   processOutput: (_id: string) => new Promise<string>((resolve) => (ipc.replay = { resolve })),
   submit: async (op: Op) => {
     ipc.submitted.push(op);

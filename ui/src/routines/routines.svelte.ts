@@ -30,16 +30,16 @@ export class RoutinesStore {
   }
 
   async start(): Promise<ipc.Unlisten> {
-    let unlisten: ipc.Unlisten = () => {};
-    try {
-      unlisten = await ipc.onEvent((event) => {
+    const { unlisten, error } = await ipc.startStore(
+      'list_routines',
+      (view) => (this.view = view),
+      (event) => {
         if (event.type !== 'routines_changed') return;
         this.view = event.routines;
-      });
-    } catch {
-      // Reported by the chat store.
-    }
-    await this.refresh();
+      },
+    );
+    // A missing backend is reported by the chat store.
+    if (error !== null && error.code !== 'not_ready') this.error = error.message;
     return unlisten;
   }
 

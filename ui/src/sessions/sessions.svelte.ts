@@ -24,14 +24,12 @@ export class SessionsStore {
   }
 
   async start(): Promise<ipc.Unlisten> {
-    let unlisten: ipc.Unlisten = () => {};
-    try {
-      unlisten = await ipc.onEvent((event) => this.#onEvent(event));
-      this.list = await ipc.listSessions();
-      this.error = null;
-    } catch (e) {
-      this.error = `Could not list the conversations: ${ipc.toCommandError(e).message}`;
-    }
+    const { unlisten, error } = await ipc.startStore(
+      'list_sessions',
+      (list) => (this.list = list),
+      (event) => this.#onEvent(event),
+    );
+    this.error = error === null ? null : `Could not list the conversations: ${error.message}`;
     return unlisten;
   }
 

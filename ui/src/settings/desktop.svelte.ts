@@ -17,7 +17,7 @@ export class DesktopStore {
 
   async load(): Promise<void> {
     try {
-      this.view = await ipc.getDesktopSettings();
+      this.view = await ipc.storeRead('get_desktop_settings');
       this.loadError = null;
       this.#theme.set(this.view.settings.theme);
     } catch (e) {

@@ -7,7 +7,10 @@ const backend = vi.hoisted(() => ({
 }));
 
 vi.mock('../lib/ipc', () => ({
-  getDesktopSettings: async () => ({ settings: { ...backend.stored }, warnings: ['"theme" should be …'] }),
+  storeRead: async (command: string) => {
+    expect(command).toBe('get_desktop_settings');
+    return { settings: { ...backend.stored }, warnings: ['"theme" should be …'] };
+  },
   saveDesktopSettings: async (settings: DesktopSettings) => {
     if (backend.failNext) {
       const e = backend.failNext;

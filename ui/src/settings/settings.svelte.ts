@@ -12,7 +12,7 @@ export class SettingsStore {
 
   async load(): Promise<void> {
     try {
-      this.view = await ipc.getSettings();
+      this.view = await ipc.storeRead('get_settings');
       this.loadError = null;
     } catch (e) {
       this.loadError = ipc.toCommandError(e).message;
