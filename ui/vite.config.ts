@@ -21,5 +21,7 @@ export default defineConfig({
   test: {
     environment: 'jsdom',
     include: ['src/**/*.test.ts'],
+    // Read as text by typescale.test.ts (vitest empties the stylesheets it does not include).
+    css: { include: [/src\/app\.css/] },
   },
 });
