@@ -76,7 +76,7 @@ export interface StartupReads {
   /** The desktop preferences and problems reading them. */
   get_desktop_settings: DesktopSettingsView;
 }
-const STARTUP_READS: (keyof StartupReads)[] = [
+export const STARTUP_READS: readonly (keyof StartupReads)[] = [
   'list_sessions',
   'list_processes',
   'list_routines',
