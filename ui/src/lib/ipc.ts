@@ -58,11 +58,12 @@ let subscribed: Promise<Unlisten> | null = null;
 /** Events since the early subscription, replayed to each handler that registers before the
  *  window's stores have all started ([`endEarly`]). */
 let held: EventEnvelope[] | null = null;
-let earlyHistory: Promise<History> | null = null;
 
 /** What each store starts from, by command: asked for together as the window starts
  *  ([`startEarly`]), read by [`startStore`] and [`storeRead`]. */
 export interface StartupReads {
+  /** The primary conversation (the chat's; [`takeEarly`]). */
+  history: History;
   /** The conversations, most recent first; always includes the primary one. */
   list_sessions: SessionSummary[];
   /** Every process the registry knows (running and recently finished). */
@@ -77,6 +78,7 @@ export interface StartupReads {
   get_desktop_settings: DesktopSettingsView;
 }
 export const STARTUP_READS: readonly (keyof StartupReads)[] = [
+  'history',
   'list_sessions',
   'list_processes',
   'list_routines',
@@ -92,6 +94,14 @@ interface EarlyRead<T> {
   from: number;
 }
 const earlyReads = new Map<keyof StartupReads, EarlyRead<unknown>>();
+
+/** The read [`startEarly`] asked for `command`, once; null when there is none (the mock, or
+ *  taken already, or every store has started). */
+function takeEarlyRead<K extends keyof StartupReads>(command: K): EarlyRead<StartupReads[K]> | null {
+  const early = earlyReads.get(command) as EarlyRead<StartupReads[K]> | undefined;
+  earlyReads.delete(command);
+  return early ?? null;
+}
 
 function subscribe(): Promise<Unlisten> {
   subscribed ??= listen<EventEnvelope[]>(EVENTS_NAME, (e) => {
@@ -125,16 +135,13 @@ export async function startEarly(): Promise<void> {
     held = null;
     return;
   }
-  earlyHistory = history(PRIMARY_SESSION);
   for (const command of STARTUP_READS) earlyReads.set(command, { answer: call(command), from: held.length });
-  await Promise.allSettled([earlyHistory, ...[...earlyReads.values()].map((r) => r.answer)]);
+  await Promise.allSettled([...earlyReads.values()].map((r) => r.answer));
 }
 
 /** The primary history [`startEarly`] asked for, once. */
 export function takeEarly(): Promise<History> | null {
-  const taken = earlyHistory;
-  earlyHistory = null;
-  return taken;
+  return takeEarlyRead('history')?.answer ?? null;
 }
 
 /** Every store has started: events are no longer held for handlers still to come. */
@@ -163,10 +170,9 @@ export async function startStore<K extends keyof StartupReads>(
   apply: (answer: StartupReads[K]) => void,
   handler: (event: EventEnvelope) => void,
 ): Promise<StoreStart> {
-  const early = earlyReads.get(command) as EarlyRead<StartupReads[K]> | undefined;
-  earlyReads.delete(command);
+  const early = takeEarlyRead(command);
   let error: CommandError | null = null;
-  if (early !== undefined) {
+  if (early !== null) {
     try {
       apply(await early.answer);
     } catch (e) {
@@ -179,7 +185,7 @@ export async function startStore<K extends keyof StartupReads>(
   } catch (e) {
     return { unlisten: () => {}, error: error ?? toCommandError(e) };
   }
-  if (early === undefined) {
+  if (early === null) {
     try {
       apply(await call<StartupReads[K]>(command));
     } catch (e) {
@@ -192,9 +198,7 @@ export async function startStore<K extends keyof StartupReads>(
 /** A read of a store without events to follow (settings): the answer [`startEarly`] got if
  *  this is its first, else asked now. */
 export function storeRead<K extends keyof StartupReads>(command: K): Promise<StartupReads[K]> {
-  const early = earlyReads.get(command) as EarlyRead<StartupReads[K]> | undefined;
-  earlyReads.delete(command);
-  return early?.answer ?? call<StartupReads[K]>(command);
+  return takeEarlyRead(command)?.answer ?? call<StartupReads[K]>(command);
 }
 
 const tauriBackend: Backend = {
