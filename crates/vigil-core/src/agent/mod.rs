@@ -44,6 +44,10 @@ pub fn interrupt_text(text: &str) -> String {
 /// Everything one turn needs.
 pub struct Turn<'a> {
     pub session_id: &'a str,
+    /// Whose processes this turn's `exec` starts and its `process` tool sees, and so whose
+    /// queue a backgrounded command's exit notice joins: the session itself, except for the
+    /// heartbeat, which works for the primary conversation (see `runtime::process_owner`).
+    pub process_owner: &'a str,
     pub store: &'a SessionStore,
     pub client: Option<ModelClient>,
     pub tools: ToolRegistry,
@@ -379,7 +383,7 @@ impl Turn<'_> {
                     workspace: self.workspace.root().to_path_buf(),
                     cancel: self.cancel.clone(),
                     updates: Some(updates),
-                    owner: self.session_id.to_string(),
+                    owner: self.process_owner.to_string(),
                     gate: self.gate.clone(),
                 };
                 // Live output (throttled by the tool) goes out as it comes; any left when the

@@ -449,6 +449,7 @@ impl Runtime {
         };
         Turn {
             session_id,
+            process_owner: processes::process_owner(session_id),
             store: &self.inner.store,
             client,
             tools: self.tools(),

@@ -11,11 +11,26 @@ use vigil_protocol::{ErrorKind, Event, NotificationKind, ProcessSummary, Source,
 
 use super::Runtime;
 use crate::exec::{ChannelExecEvents, ExecEvent, ProcessInfo, RegistryConfig, RegistryHandle, SpawnRequest, TermSize};
+use crate::heartbeat;
+use crate::session::meta::type_from_id;
+use crate::session::{SessionType, PRIMARY_SESSION};
 use crate::system_events::SystemEventKind;
 use crate::tools::ToolRegistry;
 
 /// The owner of commands the user starts from the panel: no agent session is woken for them.
 pub const USER_OWNER: &str = "user";
+
+/// Whose processes a turn of `session_id` starts and sees. The heartbeat works for the
+/// primary conversation, so its commands are that conversation's: their exit notices join
+/// the queue the next heartbeat reads, and the heartbeat turn that relays a command's exit
+/// can `process poll`/`log` it (seed 000 §2), as the conversation's own turns can.
+pub(super) fn process_owner(session_id: &str) -> &str {
+    if session_id == heartbeat::session_id(heartbeat::AGENT) {
+        PRIMARY_SESSION
+    } else {
+        session_id
+    }
+}
 
 pub(super) fn summary(info: &ProcessInfo) -> ProcessSummary {
     let exit = info.exit.clone().unwrap_or_default();
@@ -140,19 +155,23 @@ impl Runtime {
         }
     }
 
-    /// A backgrounded command ended. The agent that started it hears about it at once (a
-    /// system event plus an `exec-event` wake) and tells the user itself, so the user gets
-    /// one notification — the agent's report — not two. A command the user started from the
-    /// panel, or one whose agent cannot be woken (heartbeat off), is announced directly.
+    /// A backgrounded command ended. The primary conversation's agent hears about it at once
+    /// (a system event plus an `exec-event` wake of the heartbeat, which reads that queue) and
+    /// tells the user itself, so the user gets one notification — the agent's report — not
+    /// two. Every other command is announced directly: one the user started from the panel;
+    /// one from another conversation, whose agent also finds the notice at its next turn (no
+    /// heartbeat reads that queue, so waking one would only cost a model call); one a
+    /// routine's job left running (its turn is over); and any when the heartbeat is off.
     fn on_exit_notice(&self, owner: &str, process_id: &str, text: &str) {
-        let agent_will_report = owner != USER_OWNER && self.heartbeat_view().settings.enabled;
-        if owner != USER_OWNER {
+        if owner == PRIMARY_SESSION {
             self.enqueue_system_event(owner, text, SystemEventKind::ExecFinished);
-        }
-        if agent_will_report {
-            tracing::info!(process_id, "exec exit: waking the heartbeat");
-            self.request_wake(WakeReason::ExecEvent);
-            return;
+            if self.heartbeat_view().settings.enabled {
+                tracing::info!(process_id, "exec exit: waking the heartbeat");
+                self.request_wake(WakeReason::ExecEvent);
+                return;
+            }
+        } else if owner != USER_OWNER && type_from_id(owner) == SessionType::Primary {
+            self.enqueue_system_event(owner, text, SystemEventKind::ExecFinished);
         }
         let failed = text.starts_with("Exec failed");
         let title = if failed {

@@ -654,8 +654,9 @@ fn title_from(messages: &[Message]) -> String {
     }
 }
 
-/// The type a pre-metadata session must have had, from the id conventions of [`MetaStore::create`].
-fn type_from_id(id: &str) -> SessionType {
+/// The type a session has by the id conventions of [`MetaStore::create`] (and of sessions
+/// from before metadata).
+pub(crate) fn type_from_id(id: &str) -> SessionType {
     if id.starts_with("heartbeat") {
         SessionType::Heartbeat
     } else if id.starts_with("job_") {

@@ -624,6 +624,7 @@ async fn in_a_turn_exec_runs_in_the_session_and_streams_tool_call_updates() {
     let kind = vigil_core::protocol::ProviderKind::Anthropic;
     vigil_core::agent::Turn {
         session_id: "s-42",
+        process_owner: "s-42",
         store: &store,
         client: Some(super::support::client(super::support::config(&fake, kind), &clock)),
         tools: env.tools.clone(),

@@ -145,6 +145,109 @@ async fn a_background_command_that_exits_wakes_the_agent_to_tell_the_user() {
 }
 
 #[tokio::test]
+async fn a_background_command_from_another_conversation_is_announced_and_told_to_that_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::steps(vec![
+        Step::tool_call(
+            "c1",
+            "exec",
+            json!({"command": "sleep 0.3; echo side-build-ok", "background": true}),
+        ),
+        Step::text("Started it in the background."),
+        Step::text("It finished: side-build-ok."),
+    ]);
+    let fake = FakeLlm::start(script).await.unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals().set_policy(ApprovalPolicy::FullAuto);
+    assert!(rt.start_background());
+    rt.submit(Op::CreateSession {
+        title: Some("Side project".into()),
+    });
+    let side = next_matching(&mut rx, |e| match e {
+        Event::SessionsChanged { sessions } => sessions
+            .iter()
+            .find(|s| s.title == "Side project")
+            .map(|s| s.id.clone()),
+        _ => None,
+    })
+    .await;
+    rt.submit(Op::UserMessage {
+        text: "build the side project in the background".into(),
+        session_id: Some(side.clone()),
+    });
+    until_finished(&mut rx).await;
+    // No heartbeat reads that conversation's queue: the user is told directly, and the
+    // notification leads to the command.
+    let (body, process_id) = next_matching(&mut rx, |e| match e {
+        Event::Notification { body, process_id, .. } if body.starts_with("Exec completed") => {
+            Some((body.clone(), process_id.clone()))
+        }
+        _ => None,
+    })
+    .await;
+    assert!(body.contains("side-build-ok"), "{body}");
+    assert!(process_id.is_some());
+    // …and no heartbeat ran for it (it would have found nothing to relay).
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(fake.requests().len(), 2, "no model call after the exit");
+    // The conversation's agent hears of it at its next turn.
+    rt.submit(Op::UserMessage {
+        text: "how did it go?".into(),
+        session_id: Some(side),
+    });
+    until_finished(&mut rx).await;
+    let sent = fake.requests()[2].body["messages"].to_string();
+    assert!(
+        sent.contains("Exec completed") && sent.contains("side-build-ok"),
+        "{sent}"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_command_the_heartbeat_backgrounds_is_relayed_by_the_next_heartbeat_which_can_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::steps(vec![
+        // An interval heartbeat starts a long check in the background.
+        Step::tool_call(
+            "h1",
+            "exec",
+            json!({"command": "sleep 0.3; echo nightly-check-ok", "background": true}),
+        ),
+        Step::text("HEARTBEAT_OK"),
+        // Its exit wakes the heartbeat, which looks at the command before it reports.
+        Step::tool_call("h2", "process", json!({"action": "list"})),
+        Step::text("The nightly check finished: nightly-check-ok."),
+    ]);
+    let fake = FakeLlm::start(script).await.unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals().set_policy(ApprovalPolicy::FullAuto);
+    std::fs::write(rt.workspace().join("HEARTBEAT.md"), "- run the nightly check\n").unwrap();
+    assert!(rt.start_background());
+    rt.request_wake(vigil_core::protocol::WakeReason::Interval);
+    let report = next_matching(&mut rx, |e| match e {
+        Event::Notification { body, .. } if body.contains("nightly check finished") => Some(body.clone()),
+        _ => None,
+    })
+    .await;
+    assert!(report.contains("nightly-check-ok"));
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4);
+    let relay = requests[2].body["messages"].to_string();
+    assert!(
+        relay.contains("Exec completed") && relay.contains("nightly-check-ok"),
+        "{relay}"
+    );
+    // The relay's `process list` shows the command the heartbeat started.
+    let listed = requests[3].body["messages"].to_string();
+    assert!(
+        listed.contains("echo nightly-check-ok") && listed.contains("exited"),
+        "{listed}"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
 async fn files_outside_the_workspace_follow_the_approval_policy() {
     let dir = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
