@@ -203,7 +203,10 @@ impl Heartbeat {
                 Outcome::status(HeartbeatStatus::OkToken)
             }
             ReplyDecision::Deliver(text) => {
-                if !exec && self.delivered_recently(&session, &text, now) {
+                // The 24-hour duplicate rule is against a check that keeps raising the same
+                // alert (seed 002 §7.2); a due routine is meant to repeat ("drink water" every
+                // hour), so a run that carried one is always delivered.
+                if !exec && due.is_empty() && self.delivered_recently(&session, &text, now) {
                     self.take_back(&session, before_size, before_updated).await;
                     return Outcome::skipped(HeartbeatSkip::Duplicate, None);
                 }

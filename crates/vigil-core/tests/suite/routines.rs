@@ -165,6 +165,34 @@ async fn inline_routines_due_together_share_one_heartbeat_turn() {
 }
 
 #[tokio::test]
+async fn an_hourly_inline_reminder_is_delivered_every_hour_even_in_the_same_words() {
+    let reminder = "Time to drink a glass of water.";
+    let (rt, mut rx, clock, fake, _dir) = rig(Script::steps(vec![Step::text(reminder), Step::text(reminder)])).await;
+    rt.add_routine(RoutineDraft {
+        title: Some("Drink water".into()),
+        description: Some("Remind the user to drink water.".into()),
+        schedule: Some("1h".into()),
+        execution_mode: Some(ExecutionMode::Inline),
+        ..RoutineDraft::default()
+    })
+    .await
+    .unwrap();
+    for hour in 1..=2 {
+        clock.advance(Duration::from_secs(60 * 60));
+        assert_eq!(rt.scheduler().tick().await.claimed.len(), 1, "hour {hour}");
+        rt.heartbeat_once(WakeReason::Cron).await;
+        rt.scheduler().settle().await;
+    }
+    assert_eq!(fake.requests().len(), 2);
+    let events: Vec<EventEnvelope> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    let told = events
+        .iter()
+        .filter(|e| matches!(&e.event, Event::Notification { body, .. } if body == reminder))
+        .count();
+    assert_eq!(told, 2, "both hours reach the user, not only the first");
+}
+
+#[tokio::test]
 async fn a_user_turn_a_heartbeat_and_a_job_run_at_the_same_time() {
     // Every reply streams for about a second.
     let slow = Step::text("working on it, step by step, slowly")
