@@ -38,7 +38,7 @@ pub use routines::{
 };
 pub use settings::{
     ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings,
-    SettingsView,
+    SettingsView, DEFAULT_MAX_TOKENS,
 };
 
 /// A command into the runtime. Scripts depend on these names: keep them.

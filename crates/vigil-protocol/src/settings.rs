@@ -58,6 +58,10 @@ pub struct ProviderSettings {
     pub context_window: Option<u32>,
 }
 
+/// The reply-length bound every model call of the loop sends unless the user sets another
+/// (seed 001 §3: `max_tokens: 8192`).
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
 impl Default for ProviderSettings {
     fn default() -> Self {
         let kind = ProviderKind::Anthropic;
@@ -65,7 +69,7 @@ impl Default for ProviderSettings {
             kind,
             base_url: kind.default_base_url().into(),
             model: kind.default_model().into(),
-            max_tokens: 4096,
+            max_tokens: DEFAULT_MAX_TOKENS,
             context_window: None,
         }
     }

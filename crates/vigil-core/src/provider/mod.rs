@@ -61,7 +61,7 @@ impl ProviderConfig {
             kind,
             base_url: base_url.into(),
             model: model.into(),
-            max_tokens: 4096,
+            max_tokens: vigil_protocol::DEFAULT_MAX_TOKENS,
             api_key: None,
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(90),

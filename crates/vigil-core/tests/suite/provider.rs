@@ -35,6 +35,9 @@ async fn text_streams_in_order_and_whole_through_hostile_framing() {
         let done = result.unwrap_or_else(|f| panic!("{kind:?}: {}", f.error));
         assert_eq!(text_of(&events), TEXT, "{kind:?}");
         assert!(events.len() > 10, "{kind:?}: text arrived in many deltas");
+        // Every call asks for replies of up to 8192 tokens unless the user set another bound
+        // (seed 001 §3).
+        assert_eq!(fake.requests()[0].body["max_tokens"], 8192, "{kind:?}");
         assert_eq!(done.text(), TEXT);
         assert_eq!(done.stop_reason, StopReason::EndTurn);
         assert_eq!(
