@@ -147,6 +147,9 @@ struct Current {
     /// The revision salvaged from an unreadable main file, so a fallback to an older backup
     /// still moves `revision` forward.
     revision_floor: u64,
+    /// The main file and its backup were both there and neither is readable: the metadata is
+    /// rebuilt from the transcript (see [`MetaStore::adopt`]).
+    unreadable: bool,
 }
 
 enum ReadOne {
@@ -193,14 +196,14 @@ impl MetaStore {
                 warnings: current.warnings,
             });
         }
-        if id != PRIMARY_SESSION && !self.transcripts.exists(id)? {
+        if !current.unreadable && id != PRIMARY_SESSION && !self.transcripts.exists(id)? {
             return Err(SessionError::NotFound(id.to_string()));
         }
         let guard = self.transcripts.locks().acquire_blocking(id)?;
         let current = self.read_current(id)?;
         let meta = match current.meta {
             Some(meta) => meta,
-            None => self.adopt(&guard, id)?,
+            None => self.adopt(&guard, id, &current)?,
         };
         Ok(MetaLoaded {
             meta,
@@ -411,7 +414,7 @@ impl MetaStore {
         let current = self.read_current(id)?;
         let (base, main) = match current.meta {
             Some(meta) => (meta, current.main),
-            None => (self.adopt(guard, id)?, MainFile::Good),
+            None => (self.adopt(guard, id, &current)?, MainFile::Good),
         };
         let mut next = base.clone();
         let result = mutator(&mut next);
@@ -423,9 +426,20 @@ impl MetaStore {
     }
 
     /// Metadata for a session that has a transcript but no metadata yet (or the primary
-    /// session, which always exists), committed as revision 1.
-    fn adopt(&self, guard: &SessionLockGuard, id: &str) -> Result<SessionMeta, SessionError> {
-        if id != PRIMARY_SESSION && !self.transcripts.exists(id)? {
+    /// session, which always exists), committed as revision 1. Also for one whose metadata
+    /// and backup are both unreadable (seed 003 §10.3: start the metadata afresh, with a
+    /// warning): the messages are in the transcript, so only the title, the unread count and
+    /// undelivered background updates are lost, and both bad files are kept beside it
+    /// (`.meta.json.corrupt`, `.meta.json.bak.corrupt`) for a by-hand rescue.
+    fn adopt(&self, guard: &SessionLockGuard, id: &str, current: &Current) -> Result<SessionMeta, SessionError> {
+        if current.unreadable {
+            let bak = self.file(id, suffix::META_BAK);
+            let kept = self.file(id, suffix::META_BAK_CORRUPT);
+            match fs::rename(&bak, &kept) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io("set aside", &bak)(e)),
+                _ => {}
+            }
+        } else if id != PRIMARY_SESSION && !self.transcripts.exists(id)? {
             // Taking the lock made a lock file; do not leave it behind for a session that
             // does not exist.
             guard.remove_lock_file()?;
@@ -437,13 +451,13 @@ impl MetaStore {
             id: id.to_string(),
             title: title_from(&loaded.messages),
             session_type: type_from_id(id),
-            revision: 1,
+            revision: current.revision_floor + 1,
             created_at: loaded.messages.first().map_or(now, |m| m.ts),
             updated_at: now,
             mailbox: vec![],
             extra: Default::default(),
         };
-        self.commit(guard, id, &MainFile::Missing, &meta)?;
+        self.commit(guard, id, &current.main, &meta)?;
         Ok(meta)
     }
 
@@ -457,6 +471,7 @@ impl MetaStore {
                 main: MainFile::Good,
                 warnings: vec![],
                 revision_floor: 0,
+                unreadable: false,
             });
         }
         let bak = read_one(&bak_path, id)?;
@@ -471,6 +486,7 @@ impl MetaStore {
                 main: MainFile::Missing,
                 warnings: vec![],
                 revision_floor: 0,
+                unreadable: false,
             }),
             (ReadOne::Good(meta), _) => {
                 let warning = format!(
@@ -490,22 +506,28 @@ impl MetaStore {
                     main: main_state,
                     warnings: vec![warning],
                     revision_floor,
+                    unreadable: false,
                 })
             }
-            (ReadOne::Missing, _) => Err(SessionError::Corrupt {
-                id: id.to_string(),
-                main: main_path,
-                main_problem,
-                bak: bak_path,
-                bak_problem: "missing".to_string(),
-            }),
-            (ReadOne::Bad { problem, .. }, _) => Err(SessionError::Corrupt {
-                id: id.to_string(),
-                main: main_path,
-                main_problem,
-                bak: bak_path,
-                bak_problem: problem,
-            }),
+            (bak, _) => {
+                let bak_problem = match bak {
+                    ReadOne::Bad { problem, .. } => problem,
+                    _ => "missing".to_string(),
+                };
+                let warning = format!(
+                    "{} is {main_problem} and its backup {} is {bak_problem}: the conversation's details (title, unread updates) were rebuilt from its transcript, which is intact; the unreadable files are kept with a .corrupt suffix",
+                    main_path.display(),
+                    bak_path.display(),
+                );
+                tracing::warn!("{warning}");
+                Ok(Current {
+                    meta: None,
+                    main: main_state,
+                    warnings: vec![warning],
+                    revision_floor,
+                    unreadable: true,
+                })
+            }
         }
     }
 

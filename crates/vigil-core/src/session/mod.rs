@@ -58,17 +58,6 @@ pub enum SessionError {
         "lost the lock on session {id} (held too long and reclaimed by another process); the change was not saved"
     )]
     LockLost { id: String },
-    /// The metadata file and its backup are both unreadable. Both are left as they are for
-    /// inspection. Recover: restore one of them by hand, or delete both to start the metadata
-    /// afresh (the transcript is separate and unaffected).
-    #[error("the metadata of session {id} is unreadable: {} ({main_problem}) and its backup {} ({bak_problem})", .main.display(), .bak.display())]
-    Corrupt {
-        id: String,
-        main: PathBuf,
-        main_problem: String,
-        bak: PathBuf,
-        bak_problem: String,
-    },
     /// No such session. Recover: list sessions and pick an existing id.
     #[error("there is no session \"{0}\"")]
     NotFound(String),
@@ -116,5 +105,6 @@ pub(crate) mod suffix {
     pub const META_BAK: &str = ".meta.json.bak";
     pub const META_BAK_TMP: &str = ".meta.json.bak.tmp";
     pub const META_CORRUPT: &str = ".meta.json.corrupt";
+    pub const META_BAK_CORRUPT: &str = ".meta.json.bak.corrupt";
     pub const LOCK: &str = ".lock";
 }

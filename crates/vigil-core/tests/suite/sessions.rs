@@ -226,25 +226,45 @@ fn checksum_mismatch_is_detected_and_the_revision_still_moves_forward() {
 }
 
 #[test]
-fn corrupt_meta_and_bak_is_a_clear_error_and_touches_nothing() {
+fn unreadable_meta_and_bak_are_rebuilt_from_the_transcript_and_kept_aside() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, main, bak) = two_revisions(dir.path());
+    let store = meta_store(dir.path(), Arc::new(ManualClock::new(START_MS)));
+    let id = store.create("New conversation", SessionType::Primary).unwrap().id;
+    store
+        .transcripts()
+        .append(&id, &Message::user_text("Plan my trip to Kyoto\nin May", START_MS + 5))
+        .unwrap();
+    store.rename(&id, "Kyoto").unwrap();
+    store.rename(&id, "Kyoto in May").unwrap();
+    let main = dir.path().join(format!("sessions/{id}.meta.json"));
+    let bak = dir.path().join(format!("sessions/{id}.meta.json.bak"));
     fs::write(&main, b"garbage").unwrap();
     fs::write(&bak, b"{}").unwrap();
-    let err = store.load(PRIMARY_SESSION).unwrap_err();
-    assert!(matches!(err, SessionError::Corrupt { .. }), "{err:?}");
-    let msg = err.to_string();
+
+    // The conversation stays usable (seed 003 §10.3): its details start afresh from the
+    // transcript, with a warning that names both files.
+    let loaded = store.load(&id).unwrap();
+    assert_eq!(loaded.meta.title, "Plan my trip to Kyoto");
+    assert_eq!(loaded.meta.session_type, SessionType::Primary);
+    assert_eq!(loaded.meta.created_at, START_MS + 5);
+    let warning = loaded.warnings.join("\n");
     assert!(
-        msg.contains(&main.display().to_string()) && msg.contains(&bak.display().to_string()),
-        "{msg}"
+        warning.contains("rebuilt from its transcript")
+            && warning.contains(&main.display().to_string())
+            && warning.contains(&bak.display().to_string()),
+        "{warning}"
     );
-    assert!(matches!(
-        store.update_atomic(PRIMARY_SESSION, |m| m.title = "x".into()),
-        Err(SessionError::Corrupt { .. })
-    ));
-    assert!(matches!(store.list().map(|l| l.sessions.len()), Ok(0)));
-    assert_eq!(fs::read(&main).unwrap(), b"garbage");
-    assert_eq!(fs::read(&bak).unwrap(), b"{}");
+    // Nothing is lost: the messages are where they were, the bad files are kept aside.
+    assert_eq!(store.transcripts().load(&id).unwrap().messages.len(), 1);
+    assert_eq!(fs::read(main.with_extension("json.corrupt")).unwrap(), b"garbage");
+    assert_eq!(fs::read(bak.with_extension("bak.corrupt")).unwrap(), b"{}");
+    // It is listed, takes updates, and loads cleanly from now on.
+    assert!(store.list().unwrap().sessions.iter().any(|m| m.id == id));
+    let (meta, ()) = store.update_atomic(&id, |m| m.title = "Kyoto".into()).unwrap();
+    assert_eq!(meta.title, "Kyoto");
+    let again = store.load(&id).unwrap();
+    assert_eq!(again.meta, meta);
+    assert!(again.warnings.is_empty(), "{:?}", again.warnings);
 }
 
 #[test]
@@ -314,15 +334,25 @@ fn create_list_rename_delete() {
 }
 
 #[test]
-fn unreadable_sessions_are_skipped_in_the_listing_with_a_warning() {
+fn an_unreadable_session_without_messages_is_listed_empty_with_a_warning() {
     let dir = tempfile::tempdir().unwrap();
     let store = meta_store(dir.path(), Arc::new(ManualClock::new(START_MS)));
     let ok = store.create("fine", SessionType::Primary).unwrap();
     fs::write(dir.path().join("sessions/broken.meta.json"), "nope").unwrap();
     let listed = store.list().unwrap();
-    assert_eq!(listed.sessions, vec![ok]);
+    let ids: Vec<&str> = listed.sessions.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, vec!["broken", ok.id.as_str()]);
+    assert_eq!(listed.sessions[0].title, "Conversation");
     assert_eq!(listed.warnings.len(), 1);
-    assert!(listed.warnings[0].starts_with("skipped session broken:"));
+    assert!(
+        listed.warnings[0].contains("broken.meta.json") && listed.warnings[0].contains("rebuilt"),
+        "{}",
+        listed.warnings[0]
+    );
+    assert_eq!(
+        fs::read(dir.path().join("sessions/broken.meta.json.corrupt")).unwrap(),
+        b"nope"
+    );
 }
 
 #[tokio::test]
