@@ -40,6 +40,43 @@ pub fn started() {
     STARTED.get_or_init(std::time::Instant::now);
 }
 
+/// The signals that ask a desktop app to quit.
+#[cfg(unix)]
+struct QuitSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+}
+
+#[cfg(unix)]
+impl QuitSignals {
+    /// Takes them over from their default (dying on the spot); `None`, logged, if the OS
+    /// refuses, and the defaults stay.
+    fn new() -> Option<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::quit()),
+        ) {
+            (Ok(term), Ok(int), Ok(quit)) => Some(Self { term, int, quit }),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+                tracing::warn!("cannot handle quit signals, they end Vigil without shutting down: {e}");
+                None
+            }
+        }
+    }
+
+    /// The name of the next one to arrive.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+            _ = self.quit.recv() => "SIGQUIT",
+        }
+    }
+}
+
 /// Set to draw the window with WebKit's accelerated compositing (GPU layers) as WebKit
 /// decides; by default Vigil draws it without.
 pub const GPU_ENV: &str = "VIGIL_GPU";
@@ -225,18 +262,21 @@ pub fn run() {
                 tracing::warn!("no tray icon: {e}");
             }
             lifecycle::first_show(app.handle());
-            // SIGTERM (logging out, `kill`, a service manager) quits like the tray's Quit,
-            // through the exit handler below: turns cancelled, process groups killed.
+            // SIGTERM (logging out, `kill`, a service manager), SIGINT (Ctrl+C where `make
+            // run` was started) and SIGQUIT quit like the tray's Quit, through the exit
+            // handler below: turns cancelled, process groups killed. A second signal while
+            // that runs exits at once.
             #[cfg(unix)]
             {
                 let handle = app.handle().clone();
                 tauri::async_runtime::spawn(async move {
-                    use tokio::signal::unix::{signal, SignalKind};
-                    if let Ok(mut term) = signal(SignalKind::terminate()) {
-                        term.recv().await;
-                        tracing::info!("SIGTERM: quitting");
-                        lifecycle::shutdown_and_exit(&handle);
-                    }
+                    let Some(mut signals) = QuitSignals::new() else { return };
+                    let name = signals.next().await;
+                    tracing::info!("{name}: quitting");
+                    lifecycle::shutdown_and_exit(&handle);
+                    let again = signals.next().await;
+                    tracing::warn!("{again} during shutdown: exiting at once");
+                    std::process::exit(130);
                 });
             }
             // The heartbeat's wake loop lives on the async runtime.

@@ -75,3 +75,23 @@ test('quitting mid-reply with a command running cancels cleanly, and the next st
   await waitFor('the echo after the restart', async () => (await messages(driver)).at(-1)?.text === 'echo: are you still there?', 20000);
   await sleep(100);
 });
+
+test('Ctrl+C where Vigil was started (SIGINT) shuts down like Quit: no command outlives it', async () => {
+  fs.rmSync(pidFile(), { force: true });
+  await driver.findElement(By.css('[data-testid="processes-toggle"]')).click();
+  const input = await waitFor('the command box', async () => (await driver.findElements(By.css('[data-testid="process-command-input"]')))[0]);
+  await input.sendKeys(`echo $$ > ${pidFile()}; sleep 300`, '\uE007');
+  await waitFor('the pid file', async () => fs.existsSync(pidFile()) && fs.readFileSync(pidFile(), 'utf8').trim() !== '', 10000);
+  const sleeper = Number(fs.readFileSync(pidFile(), 'utf8').trim());
+  assert.ok(alive(sleeper));
+
+  const [app] = appPids();
+  process.kill(Number(app), 'SIGINT');
+  await waitFor('the app to exit', async () => appPids().length === 0, 15000);
+  await waitFor('the process group killed', async () => !alive(sleeper), 5000);
+  await quit(driver).catch(() => {});
+  driver = null;
+  const logs = fs.readdirSync(path.join(h.dataDir, 'logs')).map((f) => fs.readFileSync(path.join(h.dataDir, 'logs', f), 'utf8')).join('');
+  assert.match(logs, /SIGINT: quitting/);
+  assert.match(logs, /shut down; exiting/, 'the shutdown ran to its end');
+});

@@ -42,6 +42,10 @@ use crate::workspace::Workspace;
 /// Titles a conversation has before its first message names it.
 const DEFAULT_TITLES: [&str; 2] = ["Conversation", "New conversation"];
 
+/// How long shutdown waits for cancelled turns and background work to finish (seed 004
+/// §7.3: `waitForActiveTasks(30000)`).
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The first line of a message, shortened for the sidebar.
 fn title_from(text: &str) -> String {
     let line = text
@@ -643,9 +647,21 @@ impl Runtime {
                     registry.shutdown().await;
                 }
                 inner.tasks.close();
-                inner.tasks.wait().await;
                 inner.background.close();
-                inner.background.wait().await;
+                let drained = async {
+                    inner.tasks.wait().await;
+                    inner.background.wait().await;
+                };
+                // Each step saves as it goes, so a turn or wake stuck past the grace period
+                // loses nothing by being left behind (seed 004 §7.3).
+                if tokio::time::timeout(SHUTDOWN_GRACE, drained).await.is_err() {
+                    tracing::warn!(
+                        turns = inner.tasks.len(),
+                        background = inner.background.len(),
+                        "still running {} s after shutdown began; exiting without them",
+                        SHUTDOWN_GRACE.as_secs()
+                    );
+                }
             })
             .await;
     }
@@ -661,5 +677,29 @@ impl Runtime {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::events::CollectingSink;
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_stops_waiting_for_a_stuck_task_after_the_grace_period() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = Runtime::new(
+            dir.path(),
+            Arc::new(ManualClock::new(1_700_000_000_000)),
+            Arc::new(CollectingSink::default()),
+        )
+        .unwrap();
+        // A task that ignores cancellation: shutdown must not hang on it (Quit, SIGTERM).
+        rt.inner.tasks.spawn(std::future::pending::<()>());
+        let started = tokio::time::Instant::now();
+        let done = tokio::time::timeout(SHUTDOWN_GRACE * 2, rt.shutdown()).await;
+        assert!(done.is_ok(), "shutdown hung on the stuck task");
+        assert_eq!(started.elapsed(), SHUTDOWN_GRACE);
     }
 }
