@@ -92,10 +92,14 @@ pub fn latest(transcript: Vec<Message>, limit: usize) -> Vec<Message> {
 /// The user's local time with its UTC offset, to the minute: what a person would say.
 fn format_time(ms: i64) -> String {
     match chrono::DateTime::from_timestamp_millis(ms) {
-        Some(t) => t
-            .with_timezone(&chrono::Local)
-            .format("%A %Y-%m-%d %H:%M (UTC%:z)")
-            .to_string(),
+        Some(t) => {
+            let local = t.with_timezone(&chrono::Local);
+            let offset = local.format("UTC%:z").to_string();
+            match crate::routines::schedule::local_zone_label(t) {
+                name if name == offset => format!("{} ({offset})", local.format("%A %Y-%m-%d %H:%M")),
+                name => format!("{} ({name}, {offset})", local.format("%A %Y-%m-%d %H:%M")),
+            }
+        }
         None => format!("{ms} ms since the Unix epoch"),
     }
 }
@@ -108,7 +112,8 @@ mod tests {
     fn time_names_the_weekday_and_offset() {
         let t = format_time(1_795_316_441_578);
         assert!(t.contains("2026-11-2"), "{t}");
-        assert!(t.contains("(UTC"), "{t}");
+        // The offset always, with the zone's name before it when the system names one.
+        assert!(t.contains("UTC+") || t.contains("UTC-"), "{t}");
     }
 
     #[test]

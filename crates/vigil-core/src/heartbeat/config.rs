@@ -6,7 +6,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use chrono::{DateTime, Offset, TimeZone, Timelike};
+use chrono::{DateTime, TimeZone, Timelike};
 use vigil_protocol::{ActiveHours, HeartbeatSettings};
 
 use super::prompts::DEFAULT_PROMPT;
@@ -38,11 +38,10 @@ impl Zone {
         }
         Some(match self {
             Zone::Iana(tz) => parts(utc.with_timezone(tz), tz.name().to_string()),
-            Zone::Local => {
-                let t = utc.with_timezone(&chrono::Local);
-                let offset = t.offset().fix().to_string();
-                parts(t, format!("UTC{offset}"))
-            }
+            Zone::Local => parts(
+                utc.with_timezone(&chrono::Local),
+                crate::routines::schedule::local_zone_label(utc),
+            ),
         })
     }
 

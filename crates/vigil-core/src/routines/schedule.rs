@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
-use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
+use chrono::{DateTime, FixedOffset, NaiveDateTime, Offset, TimeZone, Utc};
 use chrono_tz::Tz;
 
 /// The shortest interval accepted: the scheduler works in minutes.
@@ -176,6 +176,21 @@ pub fn local_zone_name() -> String {
         .ok()
         .filter(|z| parse_zone(z).is_ok())
         .unwrap_or_else(|| "UTC".into())
+}
+
+/// What to call the machine's zone at `at`, for the model: its IANA name (`Asia/Shanghai`,
+/// as seed 002 §3.1 writes the heartbeat's time line) when the system names one that agrees
+/// with the offset in use (`TZ` can differ from `/etc/localtime`), else `UTC+08:00`.
+pub fn local_zone_label(at: DateTime<Utc>) -> String {
+    let offset = at.with_timezone(&chrono::Local).offset().fix();
+    zone_label(iana_time_zone::get_timezone().ok().as_deref(), offset, at)
+}
+
+fn zone_label(name: Option<&str>, offset: FixedOffset, at: DateTime<Utc>) -> String {
+    name.and_then(|n| parse_zone(n).ok())
+        .filter(|tz| at.with_timezone(tz).offset().fix() == offset)
+        .map(|tz| tz.name().to_string())
+        .unwrap_or_else(|| format!("UTC{offset}"))
 }
 
 /// Parsed specs by (schedule, zone): a tick over a thousand routines must not parse a

@@ -196,3 +196,19 @@ fn intervals_at_the_ends_of_time_neither_overflow_nor_panic() {
     assert!(next > i64::MIN + 1);
     assert!(spec.preview(i64::MAX - 1, 0, None, 3).is_empty());
 }
+
+#[test]
+fn the_local_zone_is_named_when_the_system_name_agrees_with_the_offset() {
+    let at = Utc.with_ymd_and_hms(2026, 2, 25, 9, 30, 0).unwrap();
+    let east8 = FixedOffset::east_opt(8 * 3600).unwrap();
+    assert_eq!(zone_label(Some("Asia/Shanghai"), east8, at), "Asia/Shanghai");
+    // TZ=UTC-8 set over a Shanghai /etc/localtime: the offset in use wins.
+    let west8 = FixedOffset::west_opt(8 * 3600).unwrap();
+    assert_eq!(zone_label(Some("Asia/Shanghai"), west8, at), "UTC-08:00");
+    assert_eq!(zone_label(None, east8, at), "UTC+08:00");
+    assert_eq!(zone_label(Some("Mars/Olympus"), east8, at), "UTC+08:00");
+    // Summer time: Berlin is +02:00 in July.
+    let july = Utc.with_ymd_and_hms(2026, 7, 1, 12, 0, 0).unwrap();
+    let east2 = FixedOffset::east_opt(2 * 3600).unwrap();
+    assert_eq!(zone_label(Some("Europe/Berlin"), east2, july), "Europe/Berlin");
+}
