@@ -1,7 +1,8 @@
 //! # workspace
 //!
 //! Owns the agent's workspace folder: the files the agent works on, and the markdown files
-//! that shape it (`AGENTS.md`, `USER.md`, `MEMORY.md`; `HEARTBEAT.md` later). They are read
+//! that shape it (`AGENTS.md`, `SKILLS.md`, `USER.md`, `MEMORY.md`, the four of seed 003
+//! §4.4's `WorkspaceLoader`; `HEARTBEAT.md` later). They are read
 //! fresh for every turn, never cached across turns, so an edit shows up in the next turn.
 //!
 //! Must never: write these files on its own initiative (the user and the agent's tools do).
@@ -9,8 +10,9 @@
 use std::path::{Path, PathBuf};
 
 /// The files that make up the system prompt, in the order they appear in it.
-pub const PROMPT_FILES: [(&str, &str); 3] = [
+pub const PROMPT_FILES: [(&str, &str); 4] = [
     ("AGENTS.md", "How you work (AGENTS.md)"),
+    ("SKILLS.md", "What you know how to do (SKILLS.md)"),
     ("USER.md", "About the user (USER.md)"),
     ("MEMORY.md", "What you remember (MEMORY.md)"),
 ];
@@ -82,11 +84,16 @@ mod tests {
         std::fs::write(dir.path().join("MEMORY.md"), "likes tea\n").unwrap();
         std::fs::write(dir.path().join("AGENTS.md"), "be terse").unwrap();
         std::fs::write(dir.path().join("USER.md"), "  \n").unwrap();
+        std::fs::write(dir.path().join("SKILLS.md"), "## Deploys\nrun make deploy").unwrap();
         let files = ws.prompt_files();
         assert_eq!(
             files.sections,
             vec![
                 ("How you work (AGENTS.md)".to_string(), "be terse".to_string()),
+                (
+                    "What you know how to do (SKILLS.md)".to_string(),
+                    "## Deploys\nrun make deploy".to_string()
+                ),
                 ("What you remember (MEMORY.md)".to_string(), "likes tea".to_string()),
             ]
         );
