@@ -40,8 +40,9 @@ use crate::clock::{Clock, SystemClock};
 pub struct LockOptions {
     /// How long to wait before looking at the holder (and then failing or reclaiming).
     pub timeout: Duration,
-    /// A holder older than this is presumed hung and may be reclaimed (seed 004: 60 s; a
-    /// turn holds the lock for one write, never for a model call).
+    /// A holder older than this is presumed hung and may be reclaimed (seed 004 §1: a
+    /// lock is held 5 minutes at most). A holder whose process is gone is reclaimed after the
+    /// wait whatever its age; a live one holds the lock for one write, never a model call.
     pub max_hold: Duration,
     /// Sleep between attempts on the file lock.
     pub poll: Duration,
@@ -51,7 +52,7 @@ impl Default for LockOptions {
     fn default() -> Self {
         Self {
             timeout: Duration::from_secs(10),
-            max_hold: Duration::from_secs(60),
+            max_hold: Duration::from_secs(5 * 60),
             poll: Duration::from_millis(20),
         }
     }
