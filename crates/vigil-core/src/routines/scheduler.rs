@@ -59,6 +59,11 @@ pub struct SchedulerConfig {
     pub max_nap: Duration,
     /// The zone written into routines that have none.
     pub default_zone: String,
+    /// Isolated jobs (a model session each) running at once; a due one past this waits,
+    /// unclaimed, for the next tick after one finishes (seed 004 appendix B:
+    /// `maxConcurrentRuns: 3`), so twenty routines due at 09:00 do not open twenty sessions
+    /// against the provider's rate limit.
+    pub max_concurrent_jobs: usize,
     /// Finished job sessions are kept this long …
     pub job_retention: Duration,
     /// … and at most this many.
@@ -74,10 +79,18 @@ impl Default for SchedulerConfig {
             backoff: vec![Duration::from_secs(30), m(1), m(5), m(15), m(60)],
             max_nap: Duration::from_secs(30),
             default_zone: super::schedule::local_zone_name(),
-            job_retention: m(7 * 24 * 60),
+            max_concurrent_jobs: 3,
+            // Seed 004 appendix B: `sessionRetention: "24h"`.
+            job_retention: m(24 * 60),
             job_retention_count: 50,
         }
     }
+}
+
+/// Whether a run of `r` is an isolated job: its own model session, limited by
+/// [`SchedulerConfig::max_concurrent_jobs`]. A reminder (`kind`) needs no model call.
+fn is_job(r: &Routine) -> bool {
+    r.kind.is_none() && r.execution_mode == ExecutionMode::Isolated
 }
 
 /// A run this instance claimed.
@@ -110,6 +123,9 @@ pub struct TickReport {
     pub claimed: Vec<String>,
     pub recovered: Vec<String>,
     pub missed: Vec<String>,
+    /// Due isolated jobs left unclaimed until one of those running finishes
+    /// ([`SchedulerConfig::max_concurrent_jobs`]); not counted in `next_due`.
+    pub waiting: Vec<String>,
     /// The task block is corrupted (reported, nothing ran).
     pub corrupted: bool,
     /// Background activity is paused (nothing claimed).
@@ -297,19 +313,25 @@ impl Scheduler {
                 Err(e) => self.report_once("claim", format!("Routines could not be updated: {e}")),
             }
         }
-        report.next_due = self.next_due();
+        report.next_due = self.next_due_except(&report.waiting);
         report
     }
 
     /// The earliest `next_run_at` of a pending, enabled routine (from the cached file).
     pub fn next_due(&self) -> Option<i64> {
+        self.next_due_except(&[])
+    }
+
+    /// [`Self::next_due`] without the routines in `skip` (jobs waiting for a free slot: the
+    /// end of a running job wakes the loop for them, and counting them would spin it).
+    fn next_due_except(&self, skip: &[String]) -> Option<i64> {
         let state = self.shared.deps.store.read().ok()?;
         state
             .parsed
             .entries()
             .iter()
             .filter_map(|e| e.routine.as_ref().ok())
-            .filter(|r| r.enabled && r.state == RoutineState::Pending)
+            .filter(|r| r.enabled && r.state == RoutineState::Pending && !skip.contains(&r.id))
             .filter_map(|r| r.next_run_at)
             .min()
     }
@@ -334,6 +356,11 @@ impl Scheduler {
                 // Read and extended under the file lock, so a concurrent tick of this
                 // instance sees this one's claims as in flight, never as stale.
                 let mut in_flight = self.shared.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+                let mut jobs_running = entries
+                    .iter()
+                    .filter_map(|e| e.routine.as_ref().ok())
+                    .filter(|r| r.state == RoutineState::Running && in_flight.contains(&r.id) && is_job(r))
+                    .count();
                 let mut claimed = Vec::new();
                 let mut announce = Vec::new();
                 for e in entries.iter_mut() {
@@ -399,6 +426,13 @@ impl Scheduler {
                             }
                         }
                         continue;
+                    }
+                    if is_job(r) {
+                        if jobs_running >= self.shared.config.max_concurrent_jobs {
+                            report.waiting.push(r.id.clone());
+                            continue;
+                        }
+                        jobs_running += 1;
                     }
                     r.state = RoutineState::Running;
                     r.claimed_by = Some(instance.clone());

@@ -193,6 +193,60 @@ async fn an_hourly_inline_reminder_is_delivered_every_hour_even_in_the_same_word
 }
 
 #[tokio::test]
+async fn five_jobs_due_together_run_three_at_a_time_and_all_of_them_run() {
+    // Every reply streams for about half a second, so the jobs overlap.
+    let slow = Step::text("checked, all fine here")
+        .with_chunk_chars(3)
+        .with_delay_ms(60);
+    let (rt, mut rx, clock, _fake, _dir) = rig(Script::steps(vec![]).with_fallback(slow)).await;
+    rt.start_background();
+    for i in 1..=5 {
+        rt.add_routine(RoutineDraft {
+            title: Some(format!("Report {i}")),
+            schedule: Some("1h".into()),
+            execution_mode: Some(ExecutionMode::Isolated),
+            ..RoutineDraft::default()
+        })
+        .await
+        .unwrap();
+    }
+    clock.advance(Duration::from_secs(3600));
+    let first = rt.scheduler().tick().await;
+    assert_eq!(first.claimed.len(), 3, "{first:?}");
+    assert_eq!(first.waiting.len(), 2, "{first:?}");
+    assert!(
+        first.next_due.is_none_or(|t| t > START_MS + 3_600_000),
+        "the waiting two do not make the loop spin"
+    );
+    let job_turns = |seen: &[EventEnvelope]| {
+        seen.iter()
+            .filter(|e| matches!(e.event, Event::TurnFinished { .. }))
+            .filter(|e| e.session_id.as_deref().is_some_and(|s| s.starts_with("job_")))
+            .count()
+    };
+    // The end of a job frees a slot and wakes the loop for the next one.
+    let events = until(&mut rx, |seen| job_turns(seen) >= 5).await;
+    let (mut running, mut most) = (0i32, 0i32);
+    for e in events
+        .iter()
+        .filter(|e| e.session_id.as_deref().is_some_and(|s| s.starts_with("job_")))
+    {
+        match e.event {
+            Event::TurnStarted { .. } => running += 1,
+            Event::TurnFinished { .. } => running -= 1,
+            _ => continue,
+        }
+        most = most.max(running);
+    }
+    assert_eq!(most, 3, "three at a time, never more");
+    rt.scheduler().settle().await;
+    for r in rt.routines().routines {
+        assert_eq!(r.last_run_at, Some(START_MS + 3_600_000), "{} ran for its slot", r.id);
+    }
+    rt.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_user_turn_a_heartbeat_and_a_job_run_at_the_same_time() {
     // Every reply streams for about a second.
     let slow = Step::text("working on it, step by step, slowly")
