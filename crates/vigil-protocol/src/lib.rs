@@ -351,6 +351,8 @@ pub enum ErrorKind {
     /// The desktop could not do something for Vigil (show a notification); Vigil goes on
     /// without it.
     Desktop,
+    /// A bug in Vigil stopped a turn; what was saved is kept and the conversation goes on.
+    Internal,
 }
 
 /// Who wrote a transcript message.

@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
+use futures_util::FutureExt as _;
 use vigil_protocol::{
     Event, EventEnvelope, HeartbeatSettings, HeartbeatStats, HeartbeatView, Scope, Source, StopReason, WakeReason,
 };
@@ -311,7 +312,17 @@ impl Runtime {
             extras,
             false,
         );
-        let stop_reason = turn.run(text).await;
+        // A panic ends the run as an error; the lane must be freed all the same, or every
+        // later heartbeat or job in it would fail as "busy".
+        let stop_reason = match std::panic::AssertUnwindSafe(turn.run(text)).catch_unwind().await {
+            Ok(stop) => stop,
+            Err(panic) => {
+                let why = crate::tools::panic_text(panic.as_ref());
+                tracing::error!(session = session_id, "a background turn panicked: {why}");
+                *tap.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("internal error: {why}"));
+                StopReason::Error
+            }
+        };
         {
             let mut state = lane.lock();
             state.busy = false;

@@ -19,11 +19,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+use futures_util::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use vigil_protocol::{
     ApprovalPolicy, ConnectionVerdict, ErrorKind, Event, Message, NotificationKind, Op, ProviderSettings, Scope,
-    SessionSummary, SettingsView, Source,
+    SessionSummary, SettingsView, Source, StopReason,
 };
 
 use crate::agent::{AgentConfig, SteerQueue, Turn};
@@ -398,15 +399,49 @@ impl Runtime {
         self.inner.tasks.spawn(async move {
             let mut next = Some(text);
             while let Some(text) = next.take() {
-                this.run_turn(&session_id, &lane, text).await;
+                let run_id = uuid::Uuid::new_v4().to_string();
+                let turn = this.run_turn(&session_id, &lane, &run_id, text);
+                if let Err(panic) = std::panic::AssertUnwindSafe(turn).catch_unwind().await {
+                    this.turn_panicked(&session_id, &run_id, panic.as_ref());
+                }
+                // Also after a panic: the lane is freed, so the conversation is not stuck
+                // "working" with every later message queued behind a turn that is gone.
                 next = this.after_turn(&session_id, &lane);
             }
         });
     }
 
-    async fn run_turn(&self, session_id: &str, lane: &Arc<Lane>, text: String) {
+    /// A bug ended a turn by panicking: the user is told (and the window stops showing it
+    /// as running); every message it saved is on disk, since each is appended as it ends.
+    fn turn_panicked(&self, session_id: &str, run_id: &str, panic: &(dyn std::any::Any + Send)) {
+        let why = crate::tools::panic_text(panic);
+        tracing::error!(session = session_id, "a turn panicked: {why}");
+        let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, run_id);
+        emitter.emit(
+            Source::System,
+            Event::Error {
+                kind: ErrorKind::Internal,
+                message: format!(
+                    "Vigil hit an internal error and stopped this reply ({why}). What was said so far is kept; send your message again to carry on."
+                ),
+            },
+        );
+        emitter.emit(
+            Source::Agent,
+            Event::TurnFinished {
+                stop_reason: StopReason::Error,
+                usage: Default::default(),
+                detail: None,
+            },
+        );
+    }
+
+    async fn run_turn(&self, session_id: &str, lane: &Arc<Lane>, run_id: &str, text: String) {
+        #[cfg(test)]
+        if text == tests::PLANTED_BUG {
+            panic!("a planted bug");
+        }
         let cancel = lane.lock().cancel.clone();
-        let run_id = uuid::Uuid::new_v4().to_string();
         let client = self.inner.client.read().unwrap_or_else(|e| e.into_inner()).clone();
         let config = self
             .inner
@@ -415,7 +450,7 @@ impl Runtime {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let background = self.take_background_context(session_id);
-        let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, &run_id);
+        let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, run_id);
         let turn = self.turn(
             session_id,
             lane.as_ref(),
@@ -685,6 +720,58 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::events::CollectingSink;
+
+    /// A message that makes its turn panic (see `run_turn`).
+    pub(super) const PLANTED_BUG: &str = "<panic in this turn>";
+
+    #[tokio::test]
+    async fn a_turn_that_panics_is_reported_and_frees_its_conversation() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = CollectingSink::default();
+        let rt = Runtime::new(
+            dir.path(),
+            Arc::new(ManualClock::new(1_700_000_000_000)),
+            Arc::new(sink.clone()),
+        )
+        .unwrap();
+        let say = |text: &str| Op::UserMessage {
+            text: text.into(),
+            session_id: None,
+        };
+        rt.submit(say(PLANTED_BUG));
+        rt.idle().await;
+        let events: Vec<Event> = sink.take().into_iter().map(|e| e.event).collect();
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Error { kind: ErrorKind::Internal, message }
+                if message.contains("a planted bug") && message.contains("send your message again"))),
+            "{events:?}"
+        );
+        assert!(
+            events.iter().any(|e| matches!(
+                e,
+                Event::TurnFinished {
+                    stop_reason: StopReason::Error,
+                    ..
+                }
+            )),
+            "{events:?}"
+        );
+        assert!(!rt.is_busy(PRIMARY_SESSION));
+        // The next message gets a turn of its own instead of queueing behind the dead one.
+        rt.submit(say("hello again"));
+        rt.idle().await;
+        let events: Vec<Event> = sink.take().into_iter().map(|e| e.event).collect();
+        assert!(
+            !events.iter().any(|e| matches!(e, Event::MessageQueued { .. })),
+            "{events:?}"
+        );
+        assert!(
+            events.iter().any(|e| matches!(e, Event::TurnStarted { .. })),
+            "{events:?}"
+        );
+    }
 
     #[tokio::test(start_paused = true)]
     async fn shutdown_stops_waiting_for_a_stuck_task_after_the_grace_period() {

@@ -247,17 +247,21 @@ fn cancelled() -> ToolOutput {
     ToolOutput::error("Cancelled.")
 }
 
+/// What a panic said, for the error a user sees.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into())
+}
+
 /// Turns a failed task (a panic, or an abort from outside) into an error output.
 fn join_error(tool: &str, e: tokio::task::JoinError) -> ToolOutput {
     if e.is_cancelled() {
         return cancelled();
     }
-    let payload = e.into_panic();
-    let why = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "no message".into());
+    let why = panic_text(e.into_panic().as_ref());
     tracing::error!(tool, "tool panicked: {why}");
     ToolOutput::error(format!(
         "The tool `{tool}` crashed (internal error: {why}). This is a bug in Vigil, not in \
