@@ -1,7 +1,8 @@
 // Graceful shutdown of the real app (issue 8, part 3): quitting while a reply streams and a
 // command runs in a terminal (the quit prompt's "kill them and quit", which tray Quit leads
 // to) cancels the turn, keeps what was said, kills the process group and flushes the log;
-// the next start shows the conversation as it was left and carries on.
+// the next start shows the conversation as it was left and carries on. Ctrl+C in the
+// terminal Vigil was started from (SIGINT) goes the same way.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -28,16 +29,23 @@ after(async () => {
   await h.stop();
 });
 
-const appPids = () => spawnSync('pgrep', ['-x', 'vigil']).stdout.toString().trim().split('\n').filter(Boolean);
-
-test('quitting mid-reply with a command running cancels cleanly, and the next start resumes', async () => {
-  // A command in a terminal of its own: its process group must not outlive the app.
+/** Starts a command in a terminal of its own from the Processes panel (left open) and
+ *  resolves to its pid: its process group must not outlive the app. */
+async function startSleeper() {
+  fs.rmSync(pidFile(), { force: true });
   await driver.findElement(By.css('[data-testid="processes-toggle"]')).click();
   const input = await waitFor('the command box', async () => (await driver.findElements(By.css('[data-testid="process-command-input"]')))[0]);
   await input.sendKeys(`echo $$ > ${pidFile()}; sleep 300`, '\uE007');
   await waitFor('the pid file', async () => fs.existsSync(pidFile()) && fs.readFileSync(pidFile(), 'utf8').trim() !== '', 10000);
   const sleeper = Number(fs.readFileSync(pidFile(), 'utf8').trim());
   assert.ok(alive(sleeper));
+  return sleeper;
+}
+
+const appPids = () => spawnSync('pgrep', ['-x', 'vigil']).stdout.toString().trim().split('\n').filter(Boolean);
+
+test('quitting mid-reply with a command running cancels cleanly, and the next start resumes', async () => {
+  const sleeper = await startSleeper();
   await driver.findElement(By.css('[data-testid="processes-close"]')).click();
 
   await send(driver, 'count the files in my projects');
@@ -77,13 +85,7 @@ test('quitting mid-reply with a command running cancels cleanly, and the next st
 });
 
 test('Ctrl+C where Vigil was started (SIGINT) shuts down like Quit: no command outlives it', async () => {
-  fs.rmSync(pidFile(), { force: true });
-  await driver.findElement(By.css('[data-testid="processes-toggle"]')).click();
-  const input = await waitFor('the command box', async () => (await driver.findElements(By.css('[data-testid="process-command-input"]')))[0]);
-  await input.sendKeys(`echo $$ > ${pidFile()}; sleep 300`, '\uE007');
-  await waitFor('the pid file', async () => fs.existsSync(pidFile()) && fs.readFileSync(pidFile(), 'utf8').trim() !== '', 10000);
-  const sleeper = Number(fs.readFileSync(pidFile(), 'utf8').trim());
-  assert.ok(alive(sleeper));
+  const sleeper = await startSleeper();
 
   const [app] = appPids();
   process.kill(Number(app), 'SIGINT');

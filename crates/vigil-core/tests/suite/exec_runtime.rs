@@ -28,6 +28,16 @@ async fn next_matching<T>(rx: &mut Events, mut f: impl FnMut(&Event) -> Option<T
     }
 }
 
+/// A runtime on `dir` against the fake provider with `script`, commands allowed without
+/// asking, and its background work (heartbeat, wakes) started.
+async fn full_auto(dir: &std::path::Path, script: Script) -> (vigil_core::Runtime, Events, FakeLlm) {
+    let fake = FakeLlm::start(script).await.unwrap();
+    let (rt, rx) = runtime(dir, Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals().set_policy(ApprovalPolicy::FullAuto);
+    assert!(rt.start_background());
+    (rt, rx, fake)
+}
+
 #[tokio::test]
 async fn a_command_waits_for_approval_and_runs_once_approved() {
     let dir = tempfile::tempdir().unwrap();
@@ -116,10 +126,7 @@ async fn a_background_command_that_exits_wakes_the_agent_to_tell_the_user() {
         // The heartbeat's exec-event run relays the result.
         Step::text("Your background build finished: build-ok."),
     ]);
-    let fake = FakeLlm::start(script).await.unwrap();
-    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
-    rt.approvals().set_policy(ApprovalPolicy::FullAuto);
-    assert!(rt.start_background());
+    let (rt, mut rx, fake) = full_auto(dir.path(), script).await;
     rt.submit(user("build it in the background"));
     until_finished(&mut rx).await;
     // Within a few seconds: the process exits, the agent is woken, and the user is told once.
@@ -156,10 +163,7 @@ async fn a_background_command_from_another_conversation_is_announced_and_told_to
         Step::text("Started it in the background."),
         Step::text("It finished: side-build-ok."),
     ]);
-    let fake = FakeLlm::start(script).await.unwrap();
-    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
-    rt.approvals().set_policy(ApprovalPolicy::FullAuto);
-    assert!(rt.start_background());
+    let (rt, mut rx, fake) = full_auto(dir.path(), script).await;
     rt.submit(Op::CreateSession {
         title: Some("Side project".into()),
     });
@@ -219,11 +223,8 @@ async fn a_command_the_heartbeat_backgrounds_is_relayed_by_the_next_heartbeat_wh
         Step::tool_call("h2", "process", json!({"action": "list"})),
         Step::text("The nightly check finished: nightly-check-ok."),
     ]);
-    let fake = FakeLlm::start(script).await.unwrap();
-    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
-    rt.approvals().set_policy(ApprovalPolicy::FullAuto);
+    let (rt, mut rx, fake) = full_auto(dir.path(), script).await;
     std::fs::write(rt.workspace().join("HEARTBEAT.md"), "- run the nightly check\n").unwrap();
-    assert!(rt.start_background());
     rt.request_wake(vigil_core::protocol::WakeReason::Interval);
     let report = next_matching(&mut rx, |e| match e {
         Event::Notification { body, .. } if body.contains("nightly check finished") => Some(body.clone()),

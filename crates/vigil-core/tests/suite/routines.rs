@@ -27,6 +27,27 @@ async fn rig(script: Script) -> (Runtime, Events, ManualClock, FakeLlm, tempfile
     (rt, rx, clock, fake, dir)
 }
 
+/// [`rig`] whose every reply is `text` streamed 3 characters per `delay_ms`, with the
+/// background work started.
+async fn slow_rig(text: &str, delay_ms: u64) -> (Runtime, Events, ManualClock, FakeLlm, tempfile::TempDir) {
+    let slow = Step::text(text).with_chunk_chars(3).with_delay_ms(delay_ms);
+    let rig = rig(Script::steps(vec![]).with_fallback(slow)).await;
+    rig.0.start_background();
+    rig
+}
+
+/// An isolated routine due every hour, first at `START_MS` + 1 h.
+async fn add_hourly_job(rt: &Runtime, title: &str) {
+    rt.add_routine(RoutineDraft {
+        title: Some(title.into()),
+        schedule: Some("1h".into()),
+        execution_mode: Some(ExecutionMode::Isolated),
+        ..RoutineDraft::default()
+    })
+    .await
+    .unwrap();
+}
+
 /// Events until `done` says stop (10 s at most).
 async fn until(rx: &mut Events, mut done: impl FnMut(&[EventEnvelope]) -> bool) -> Vec<EventEnvelope> {
     let mut out = Vec::new();
@@ -195,20 +216,9 @@ async fn an_hourly_inline_reminder_is_delivered_every_hour_even_in_the_same_word
 #[tokio::test]
 async fn five_jobs_due_together_run_three_at_a_time_and_all_of_them_run() {
     // Every reply streams for about half a second, so the jobs overlap.
-    let slow = Step::text("checked, all fine here")
-        .with_chunk_chars(3)
-        .with_delay_ms(60);
-    let (rt, mut rx, clock, _fake, _dir) = rig(Script::steps(vec![]).with_fallback(slow)).await;
-    rt.start_background();
+    let (rt, mut rx, clock, _fake, _dir) = slow_rig("checked, all fine here", 60).await;
     for i in 1..=5 {
-        rt.add_routine(RoutineDraft {
-            title: Some(format!("Report {i}")),
-            schedule: Some("1h".into()),
-            execution_mode: Some(ExecutionMode::Isolated),
-            ..RoutineDraft::default()
-        })
-        .await
-        .unwrap();
+        add_hourly_job(&rt, &format!("Report {i}")).await;
     }
     clock.advance(Duration::from_secs(3600));
     let first = rt.scheduler().tick().await;
@@ -249,19 +259,8 @@ async fn five_jobs_due_together_run_three_at_a_time_and_all_of_them_run() {
 #[tokio::test]
 async fn a_user_turn_a_heartbeat_and_a_job_run_at_the_same_time() {
     // Every reply streams for about a second.
-    let slow = Step::text("working on it, step by step, slowly")
-        .with_chunk_chars(3)
-        .with_delay_ms(80);
-    let (rt, mut rx, clock, _fake, _dir) = rig(Script::steps(vec![]).with_fallback(slow)).await;
-    rt.start_background();
-    rt.add_routine(RoutineDraft {
-        title: Some("Long job".into()),
-        schedule: Some("1h".into()),
-        execution_mode: Some(ExecutionMode::Isolated),
-        ..RoutineDraft::default()
-    })
-    .await
-    .unwrap();
+    let (rt, mut rx, clock, _fake, _dir) = slow_rig("working on it, step by step, slowly", 80).await;
+    add_hourly_job(&rt, "Long job").await;
     clock.advance(Duration::from_secs(3600));
     let started = std::time::Instant::now();
     rt.scheduler().tick().await;
