@@ -95,10 +95,14 @@ fn format_time(ms: i64) -> String {
         Some(t) => {
             let local = t.with_timezone(&chrono::Local);
             let offset = local.format("UTC%:z").to_string();
-            match crate::routines::schedule::local_zone_label(t) {
-                name if name == offset => format!("{} ({offset})", local.format("%A %Y-%m-%d %H:%M")),
-                name => format!("{} ({name}, {offset})", local.format("%A %Y-%m-%d %H:%M")),
-            }
+            let name = crate::routines::schedule::local_zone_label(t);
+            // The label falls back to the offset itself when the zone has no name.
+            let zone = if name == offset {
+                offset
+            } else {
+                format!("{name}, {offset}")
+            };
+            format!("{} ({zone})", local.format("%A %Y-%m-%d %H:%M"))
         }
         None => format!("{ms} ms since the Unix epoch"),
     }

@@ -6,7 +6,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use chrono::{DateTime, TimeZone, Timelike};
+use chrono::{DateTime, Timelike};
 use vigil_protocol::{ActiveHours, HeartbeatSettings};
 
 use super::prompts::DEFAULT_PROMPT;
@@ -27,31 +27,38 @@ pub enum Zone {
 }
 
 impl Zone {
-    /// (minutes since local midnight, `YYYY-MM-DD HH:MM`, the zone's name) at `ms`.
-    fn local(&self, ms: i64) -> Option<(u32, String, String)> {
+    /// Minutes since local midnight at `ms` (what the active-hours check needs, on every
+    /// run: no formatting, no lookup of the zone's name).
+    fn minute_of_day(&self, ms: i64) -> Option<u32> {
         let utc = DateTime::from_timestamp_millis(ms)?;
-        fn parts<Tz: TimeZone>(t: DateTime<Tz>, name: String) -> (u32, String, String)
-        where
-            Tz::Offset: std::fmt::Display,
-        {
-            (t.hour() * 60 + t.minute(), t.format("%Y-%m-%d %H:%M").to_string(), name)
-        }
-        Some(match self {
-            Zone::Iana(tz) => parts(utc.with_timezone(tz), tz.name().to_string()),
-            Zone::Local => parts(
-                utc.with_timezone(&chrono::Local),
-                crate::routines::schedule::local_zone_label(utc),
-            ),
-        })
+        let (hour, minute) = match self {
+            Zone::Iana(tz) => {
+                let t = utc.with_timezone(tz);
+                (t.hour(), t.minute())
+            }
+            Zone::Local => {
+                let t = utc.with_timezone(&chrono::Local);
+                (t.hour(), t.minute())
+            }
+        };
+        Some(hour * 60 + minute)
     }
 
     /// `Current time: 2026-02-25 17:30 (Asia/Shanghai)`, the line the heartbeat prompt ends
     /// with (seed 002 §3.1).
     pub fn current_time_line(&self, ms: i64) -> String {
-        match self.local(ms) {
-            Some((_, when, name)) => format!("Current time: {when} ({name})"),
-            None => format!("Current time: {ms} ms since the Unix epoch"),
-        }
+        const FORMAT: &str = "%Y-%m-%d %H:%M";
+        let Some(utc) = DateTime::from_timestamp_millis(ms) else {
+            return format!("Current time: {ms} ms since the Unix epoch");
+        };
+        let (when, name) = match self {
+            Zone::Iana(tz) => (utc.with_timezone(tz).format(FORMAT), tz.name().to_string()),
+            Zone::Local => (
+                utc.with_timezone(&chrono::Local).format(FORMAT),
+                crate::routines::schedule::local_zone_label(utc),
+            ),
+        };
+        format!("Current time: {when} ({name})")
     }
 }
 
@@ -67,7 +74,7 @@ impl ActiveWindow {
     /// Whether `ms` falls in the window: `[start, end)` in the zone's wall time; across
     /// midnight when `end < start`; never when `start == end`.
     pub fn contains(&self, ms: i64) -> bool {
-        let Some((minute, _, _)) = self.zone.local(ms) else {
+        let Some(minute) = self.zone.minute_of_day(ms) else {
             return true;
         };
         match self.start.cmp(&self.end) {
