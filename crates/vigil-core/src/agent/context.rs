@@ -49,23 +49,63 @@ pub fn volatile_context(now_ms: i64, sections: &[String]) -> String {
     out
 }
 
+/// At most this many distinct updates are listed, the newest; older ones are counted.
+pub const LISTED_UPDATES: usize = 20;
+
 /// The `## Background Updates` block from a mailbox snapshot (seed 003 §4.5), or `None`
 /// for an empty mailbox.
+///
+/// After a long time away the mailbox can hold hundreds of updates, most of them the same
+/// routine saying the same thing. So an update that repeats another word for word is listed
+/// once, where it last came, with how often it came (seed 003's `dedupe_key`: the same
+/// thing said again); and only the newest [`LISTED_UPDATES`] distinct ones are listed, the
+/// older ones counted by kind (its `suppress_if_stale`). Every event is still acknowledged
+/// after the turn: the user saw each as it came.
 pub fn background_updates(mailbox: &[MailboxEvent]) -> Option<String> {
     if mailbox.is_empty() {
         return None;
     }
-    let mut out = String::from(BACKGROUND_UPDATES_HEADING);
+    // Distinct updates in the order of their last arrival, with how often each came.
+    let mut distinct: Vec<(String, &str, usize, i64)> = Vec::new();
     for e in mailbox {
         let label = if e.event_type.is_empty() {
             &e.source
         } else {
             &e.event_type
         };
-        out.push_str(&format!("\n- [{label}] {}", e.summary));
+        let mut line = format!("- [{label}] {}", e.summary);
         if let Some(detail) = e.detail.as_deref().filter(|d| !d.trim().is_empty()) {
-            out.push_str("\n  Detail: ");
-            out.push_str(&detail.trim().replace('\n', "\n  "));
+            line.push_str("\n  Detail: ");
+            line.push_str(&detail.trim().replace('\n', "\n  "));
+        }
+        let count = match distinct.iter().position(|(l, ..)| *l == line) {
+            Some(i) => distinct.remove(i).2 + 1,
+            None => 1,
+        };
+        distinct.push((line, label, count, e.created_at));
+    }
+    let mut out = String::from(BACKGROUND_UPDATES_HEADING);
+    let older = distinct.len().saturating_sub(LISTED_UPDATES);
+    if older > 0 {
+        let mut by_kind: Vec<(&str, usize)> = Vec::new();
+        for (_, label, count, _) in &distinct[..older] {
+            match by_kind.iter_mut().find(|(l, _)| l == label) {
+                Some((_, n)) => *n += count,
+                None => by_kind.push((label, *count)),
+            }
+        }
+        let total: usize = by_kind.iter().map(|(_, n)| n).sum();
+        let kinds: Vec<String> = by_kind.iter().map(|(l, n)| format!("{n} {l}")).collect();
+        out.push_str(&format!(
+            "\n- ({total} older updates not listed: {}. The user was shown each as it came.)",
+            kinds.join(", ")
+        ));
+    }
+    for (line, _, count, last) in &distinct[older..] {
+        out.push('\n');
+        out.push_str(line);
+        if *count > 1 {
+            out.push_str(&format!("\n  (Came {count} times, the last at {}.)", short_time(*last)));
         }
     }
     Some(out)
@@ -87,6 +127,14 @@ pub fn latest(transcript: Vec<Message>, limit: usize) -> Vec<Message> {
         Some(start) => transcript.into_iter().skip(start).collect(),
         None => transcript,
     }
+}
+
+/// A local date and time to the minute, without the zone (the context names it once).
+fn short_time(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).map_or_else(
+        || format!("{ms} ms since the Unix epoch"),
+        |t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M").to_string(),
+    )
 }
 
 /// The user's local time with its UTC offset, to the minute: what a person would say.
@@ -118,6 +166,61 @@ mod tests {
         assert!(t.contains("2026-11-2"), "{t}");
         // The offset always, with the zone's name before it when the system names one.
         assert!(t.contains("UTC+") || t.contains("UTC-"), "{t}");
+    }
+
+    fn update(kind: &str, summary: &str, at: i64) -> MailboxEvent {
+        MailboxEvent {
+            event_id: format!("{kind}-{at}"),
+            source: "main".into(),
+            summary: summary.into(),
+            detail: None,
+            created_at: at,
+            run_id: None,
+            event_type: kind.into(),
+            priority: 1,
+            dedupe_key: None,
+        }
+    }
+
+    #[test]
+    fn an_update_repeated_word_for_word_is_listed_once_where_it_last_came() {
+        let mailbox = [
+            update("job_completed", "Time to drink water.", 1),
+            update("heartbeat_result", "Disk /home is 91% full.", 2),
+            update("job_completed", "Time to drink water.", 3),
+            update("job_completed", "Time to drink water.", 4),
+        ];
+        let text = background_updates(&mailbox).unwrap();
+        assert_eq!(text.matches("drink water").count(), 1, "{text}");
+        assert!(text.contains("(Came 3 times, the last at "), "{text}");
+        // In the order they last came: the disk first, then the water.
+        assert!(
+            text.find("Disk /home").unwrap() < text.find("drink water").unwrap(),
+            "{text}"
+        );
+        assert!(!text.contains("older updates"), "{text}");
+    }
+
+    #[test]
+    fn after_a_long_time_away_only_the_newest_updates_are_listed_and_the_rest_counted() {
+        let mut mailbox: Vec<MailboxEvent> = (0..25)
+            .map(|i| update("job_completed", &format!("Result #{i}."), i))
+            .collect();
+        mailbox.extend((25..28).map(|i| update("heartbeat_result", "Disk /home is 91% full.", i)));
+        let text = background_updates(&mailbox).unwrap();
+        // 26 distinct: the oldest 6 results are counted, the newest 20 listed.
+        assert!(
+            text.contains("- (6 older updates not listed: 6 job_completed."),
+            "{text}"
+        );
+        assert!(!text.contains("Result #5."), "{text}");
+        assert!(text.contains("Result #6.") && text.contains("Result #24."), "{text}");
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("- [")).count(),
+            LISTED_UPDATES,
+            "{text}"
+        );
+        assert!(background_updates(&[]).is_none());
     }
 
     #[test]
