@@ -3,6 +3,8 @@
 //! background updates). Keeping the system prompt byte-identical from turn to turn lets
 //! providers reuse their prompt cache; only a change to the workspace files changes it.
 
+use std::collections::HashMap;
+
 use vigil_protocol::{ContentBlock, Message, MessageKind, Role};
 
 use crate::session::MailboxEvent;
@@ -65,47 +67,62 @@ pub fn background_updates(mailbox: &[MailboxEvent]) -> Option<String> {
     if mailbox.is_empty() {
         return None;
     }
-    // Distinct updates in the order of their last arrival, with how often each came.
-    let mut distinct: Vec<(String, &str, usize, i64)> = Vec::new();
-    for e in mailbox {
-        let label = if e.event_type.is_empty() {
+    /// One distinct update (its text is the key): its kind, how often it came, when it last came.
+    struct Distinct<'a> {
+        kind: &'a str,
+        count: usize,
+        last: (usize, i64),
+    }
+    let mut distinct: HashMap<String, Distinct> = HashMap::new();
+    for (i, e) in mailbox.iter().enumerate() {
+        let kind = if e.event_type.is_empty() {
             &e.source
         } else {
             &e.event_type
         };
-        let mut line = format!("- [{label}] {}", e.summary);
+        let mut text = format!("- [{kind}] {}", e.summary);
         if let Some(detail) = e.detail.as_deref().filter(|d| !d.trim().is_empty()) {
-            line.push_str("\n  Detail: ");
-            line.push_str(&detail.trim().replace('\n', "\n  "));
+            text.push_str("\n  Detail: ");
+            text.push_str(&detail.trim().replace('\n', "\n  "));
         }
-        let count = match distinct.iter().position(|(l, ..)| *l == line) {
-            Some(i) => distinct.remove(i).2 + 1,
-            None => 1,
-        };
-        distinct.push((line, label, count, e.created_at));
+        let entry = distinct.entry(text).or_insert(Distinct {
+            kind,
+            count: 0,
+            last: (i, e.created_at),
+        });
+        entry.count += 1;
+        entry.last = (i, e.created_at);
     }
+    // In the order of their last arrival.
+    let mut distinct: Vec<(String, Distinct)> = distinct.into_iter().collect();
+    distinct.sort_by_key(|(_, d)| d.last.0);
+
     let mut out = String::from(BACKGROUND_UPDATES_HEADING);
     let older = distinct.len().saturating_sub(LISTED_UPDATES);
     if older > 0 {
         let mut by_kind: Vec<(&str, usize)> = Vec::new();
-        for (_, label, count, _) in &distinct[..older] {
-            match by_kind.iter_mut().find(|(l, _)| l == label) {
-                Some((_, n)) => *n += count,
-                None => by_kind.push((label, *count)),
+        for (_, d) in &distinct[..older] {
+            match by_kind.iter_mut().find(|(kind, _)| *kind == d.kind) {
+                Some((_, n)) => *n += d.count,
+                None => by_kind.push((d.kind, d.count)),
             }
         }
         let total: usize = by_kind.iter().map(|(_, n)| n).sum();
-        let kinds: Vec<String> = by_kind.iter().map(|(l, n)| format!("{n} {l}")).collect();
+        let kinds: Vec<String> = by_kind.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
         out.push_str(&format!(
             "\n- ({total} older updates not listed: {}. The user was shown each as it came.)",
             kinds.join(", ")
         ));
     }
-    for (line, _, count, last) in &distinct[older..] {
+    for (text, d) in &distinct[older..] {
         out.push('\n');
-        out.push_str(line);
-        if *count > 1 {
-            out.push_str(&format!("\n  (Came {count} times, the last at {}.)", short_time(*last)));
+        out.push_str(text);
+        if d.count > 1 {
+            out.push_str(&format!(
+                "\n  (Came {} times, the last at {}.)",
+                d.count,
+                short_time(d.last.1)
+            ));
         }
     }
     Some(out)
@@ -131,27 +148,31 @@ pub fn latest(transcript: Vec<Message>, limit: usize) -> Vec<Message> {
 
 /// A local date and time to the minute, without the zone (the context names it once).
 fn short_time(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms).map_or_else(
-        || format!("{ms} ms since the Unix epoch"),
-        |t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M").to_string(),
-    )
+    in_local_time(ms, |_, local| local.format("%Y-%m-%d %H:%M").to_string())
 }
 
 /// The user's local time with its UTC offset, to the minute: what a person would say.
 fn format_time(ms: i64) -> String {
+    in_local_time(ms, |t, local| {
+        let offset = local.format("UTC%:z").to_string();
+        let name = crate::routines::schedule::local_zone_label(t);
+        // The label falls back to the offset itself when the zone has no name.
+        let zone = if name == offset {
+            offset
+        } else {
+            format!("{name}, {offset}")
+        };
+        format!("{} ({zone})", local.format("%A %Y-%m-%d %H:%M"))
+    })
+}
+
+/// `show`n in the user's time zone, or said as it is when `ms` is no date chrono knows.
+fn in_local_time(
+    ms: i64,
+    show: impl FnOnce(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Local>) -> String,
+) -> String {
     match chrono::DateTime::from_timestamp_millis(ms) {
-        Some(t) => {
-            let local = t.with_timezone(&chrono::Local);
-            let offset = local.format("UTC%:z").to_string();
-            let name = crate::routines::schedule::local_zone_label(t);
-            // The label falls back to the offset itself when the zone has no name.
-            let zone = if name == offset {
-                offset
-            } else {
-                format!("{name}, {offset}")
-            };
-            format!("{} ({zone})", local.format("%A %Y-%m-%d %H:%M"))
-        }
+        Some(t) => show(t, t.with_timezone(&chrono::Local)),
         None => format!("{ms} ms since the Unix epoch"),
     }
 }
