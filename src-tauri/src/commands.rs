@@ -4,9 +4,9 @@
 use tauri::State;
 use tauri_plugin_store::StoreExt;
 use vigil_core::protocol::{
-    ApprovalKind, ApprovalPolicy, ApprovalsView, CommandError, ConnectionVerdict, HeartbeatChecks, HeartbeatSettings,
-    HeartbeatView, History, Op, ProcessSummary, ProviderSettings, RoutineDraft, RoutineRun, RoutineSaved, RoutineView,
-    RoutinesView, SchedulePreview, SessionSummary, SettingsView,
+    ApprovalKind, ApprovalPolicy, ApprovalsView, CommandError, ConnectionVerdict, HealthView, HeartbeatChecks,
+    HeartbeatSettings, HeartbeatView, History, Op, ProcessSummary, ProviderSettings, RoutineDraft, RoutineRun,
+    RoutineSaved, RoutineView, RoutinesView, SchedulePreview, SessionSummary, SettingsView,
 };
 use vigil_core::routines::{Refusal, StoreError};
 use vigil_core::settings::{self, PROVIDER_KEY};
@@ -182,6 +182,13 @@ pub fn restore_approval_policy(app: &tauri::AppHandle, state: &AppState) {
 #[tauri::command]
 pub async fn heartbeat_view(state: State<'_, AppState>) -> Result<HeartbeatView, CommandError> {
     Ok(state.runtime.heartbeat_view())
+}
+
+/// The health check: what runs now (lanes, locks, wakes, routines, processes) and the
+/// counters since start, for the Settings pane's Health section.
+#[tauri::command]
+pub async fn health(state: State<'_, AppState>) -> Result<HealthView, CommandError> {
+    Ok(state.runtime.health().await)
 }
 
 /// Saves heartbeat settings; they apply without a restart. Values out of range are refused

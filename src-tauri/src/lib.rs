@@ -297,6 +297,7 @@ pub fn run() {
             commands::test_connection,
             commands::notify,
             commands::heartbeat_view,
+            commands::health,
             commands::list_processes,
             commands::process_output,
             commands::save_heartbeat_settings,

@@ -85,3 +85,20 @@ test('without a keyring the settings pane says where the key is kept', async () 
   const warning = await innerText(await byId('settings-warnings'));
   assert.match(warning, /readable only by you/);
 });
+
+test('the Health section says what runs now and counts the session locks the chat took', async () => {
+  const section = await byId('settings-health');
+  await driver.executeScript('arguments[0].scrollIntoView({ block: "end" })', section);
+  const headline = await waitFor('the health check', async () => (await driver.findElements(By.css('[data-testid="health-headline"]')))[0]);
+  assert.equal(await headline.getAttribute('data-state'), 'ok');
+  assert.match(await innerText(headline), /^Healthy · up \d+ (s|min)/);
+  const rows = {};
+  for (const row of await driver.findElements(By.css('[data-testid="health-row"]'))) {
+    rows[await row.getAttribute('data-key')] = await innerText(row.findElement(By.css('dd')));
+  }
+  assert.equal(rows.running, 'Nothing');
+  assert.ok(Number(/^(\d+) held · (\d+) taken/.exec(rows.locks)?.[2]) > 0, `the chat took session locks: ${rows.locks}`);
+  assert.match(rows.heartbeat, /\d+ delivered · \d+ nothing to report/);
+  assert.match(rows.processes, /^0 running$/);
+  await screenshot(driver, 'settings-health.png');
+});

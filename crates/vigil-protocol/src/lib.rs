@@ -13,12 +13,14 @@
 //! - [`settings`] — provider settings and the views the settings pane shows.
 //! - [`heartbeat`] — wake reasons, heartbeat statuses and settings, the background-update card.
 //! - [`routines`] — the routine list, drafts, run history and schedule previews.
+//! - [`health`] — the health check: what runs now, lock waits, mailbox and delivery counters.
 //! - [`preferences`] — the desktop app's own preferences (close to tray, start at login, theme).
 //!
 //! Rules: plain string ids, integer millisecond `ts`/`*_at` timestamps, no logic. TypeScript
 //! types are generated from these with ts-rs into `ui/src/lib/protocol.ts`; the test in
 //! `tests/bindings.rs` fails when the checked-in file drifts from the Rust types.
 
+pub mod health;
 pub mod heartbeat;
 pub mod preferences;
 pub mod routines;
@@ -27,6 +29,7 @@ pub mod settings;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+pub use health::{HealthStatus, HealthView, HeartbeatHealth, LaneHealth, LockHealth, MailboxHealth, RoutinesHealth};
 pub use heartbeat::{
     ActiveHours, BackgroundUpdate, HeartbeatSettings, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView,
     WakeReason,
@@ -104,6 +107,8 @@ pub enum Op {
     RunRoutine { id: String },
     /// Pause (`enabled: false`) or resume a routine.
     SetRoutineEnabled { id: String, enabled: bool },
+    /// Ask how the runtime is doing; answered by `health`.
+    Health,
 }
 
 /// How the user answered an approval request.
@@ -292,6 +297,8 @@ pub enum Event {
     ProcessExited { process: ProcessSummary },
     /// The routines changed (a run, an edit, the agent's tools, the file edited by hand).
     RoutinesChanged { routines: RoutinesView },
+    /// The answer to a `health` op: what runs now and the counters since start.
+    Health { health: HealthView },
 }
 
 /// Why the model (or the runtime) ended a turn.
@@ -580,6 +587,13 @@ pub fn typescript_bindings() -> String {
         NotificationKinds::decl(&cfg),
         DesktopSettings::decl(&cfg),
         DesktopSettingsView::decl(&cfg),
+        HealthStatus::decl(&cfg),
+        LaneHealth::decl(&cfg),
+        LockHealth::decl(&cfg),
+        HeartbeatHealth::decl(&cfg),
+        MailboxHealth::decl(&cfg),
+        RoutinesHealth::decl(&cfg),
+        HealthView::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from crates/vigil-protocol by `UPDATE_BINDINGS=1 cargo test -p vigil-protocol`.\n// Do not edit by hand.\n\nexport type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;\n",

@@ -494,6 +494,8 @@ export const NOT_THE_CHATS = new Set([
   'background_updates_read',
   // The routines pane's.
   'routines_changed',
+  // The answer to a script's `health` op; the Settings pane asks with a command instead.
+  'health',
 ] as const satisfies readonly EventEnvelope['type'][]);
 
 type NotTheChats = Extract<EventEnvelope, { type: typeof NOT_THE_CHATS extends Set<infer T> ? T : never }>;

@@ -18,6 +18,7 @@ import type {
   DesktopSettings,
   DesktopSettingsView,
   EventEnvelope,
+  HealthView,
   HeartbeatChecks,
   HeartbeatSettings,
   HeartbeatView,
@@ -317,6 +318,11 @@ export function forgetApproval(kind: ApprovalKind, prefix: string): Promise<Appr
 /** The heartbeat's settings, last run, next run and counters. */
 export function heartbeatView(): Promise<HeartbeatView> {
   return call('heartbeat_view');
+}
+
+/** How the runtime is doing: what runs now, lock waits, deliveries, counters since start. */
+export function health(): Promise<HealthView> {
+  return call('health');
 }
 
 /**

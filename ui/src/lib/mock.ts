@@ -19,6 +19,7 @@ import type {
   ApprovalPolicy,
   DesktopSettings,
   Event,
+  HealthView,
   HeartbeatSettings,
   RoutineDraft,
   EventEnvelope,
@@ -91,6 +92,40 @@ export function createMockBackend(variant: string): Backend {
   const heartbeat = createMockHeartbeat(variant, emit, () => lanes.get('main')?.busy ?? false);
   const processes = createMockProcesses(variant, emit);
   const routines = createMockRoutines(variant, emit);
+
+  const startedAt = Date.now();
+
+  /** The core's health check, from what the mock keeps; locks are not simulated. */
+  function health(): HealthView {
+    const stats = heartbeat.view().stats;
+    const routineList = routines.list().routines;
+    return {
+      status: 'healthy',
+      started_at: startedAt,
+      uptime_ms: Date.now() - startedAt,
+      paused: false,
+      lanes: [...lanes.entries()]
+        .filter(([, lane]) => lane.busy)
+        .map(([id, lane]) => ({ session_id: id, scope: 'primary', queued: lane.queue.length })),
+      locks: { held: 0, acquired: 0, waited: 0, wait_ms_total: 0, wait_ms_max: 0, timeouts: 0, reclaimed: 0 },
+      heartbeat: {
+        handler_registered: true,
+        running: false,
+        pending_wakes: 0,
+        delivered: stats.sent,
+        suppressed: stats.suppressed,
+        skipped_busy: stats.skipped['requests-in-flight'] ?? 0,
+      },
+      mailbox: { waiting: heartbeat.snapshot().length, deposited: stats.sent, drained: stats.sent - heartbeat.snapshot().length },
+      routines: {
+        scheduled: routineList.filter((r) => r.enabled && r.next_run_at !== null).length,
+        running: routineList.filter((r) => r.state === 'running').length,
+        job_sessions_created: 0,
+      },
+      processes_running: processes.list().filter((p) => p.state === 'running').length,
+      alerts: [],
+    };
+  }
 
   function list() {
     return [...sessions.values()].map((s) => s.summary).sort((a, b) => b.updated_at - a.updated_at);
@@ -451,6 +486,7 @@ export function createMockBackend(variant: string): Backend {
     list_processes: () => processes.list(),
     process_output: (args) => processes.output(args.processId as string),
     heartbeat_view: () => heartbeat.view(),
+    health: () => health(),
     save_heartbeat_settings: (args) => heartbeat.save(args.settings as HeartbeatSettings),
     notify: (args) => {
       console.info('[mock] notification', args);

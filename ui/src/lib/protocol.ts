@@ -3,7 +3,7 @@
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
 
-export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, };
+export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "health" };
 
 export type Scope = "primary" | "heartbeat" | "job" | "app";
 
@@ -33,7 +33,7 @@ prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, dec
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
-detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, });
+detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, });
 
 export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", id: string, kind: ApprovalKind, 
 /**
@@ -47,7 +47,7 @@ prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, dec
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
-detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, };
+detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, };
 
 export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "policy" | "error";
 
@@ -385,3 +385,94 @@ warnings: Array<string>,
  * missing one falls back to the default). Empty where no runtime answers.
  */
 workspace_in_use: string, };
+
+export type HealthStatus = "healthy" | "shutting_down";
+
+export type LaneHealth = { session_id: string, 
+/**
+ * `primary`, `heartbeat` or `job`.
+ */
+scope: Scope, 
+/**
+ * Messages sent meanwhile, waiting to steer the running turn.
+ */
+queued: number, };
+
+export type LockHealth = { 
+/**
+ * Locks held right now.
+ */
+held: number, acquired: number, 
+/**
+ * Acquisitions that found the lock taken and had to wait.
+ */
+waited: number, 
+/**
+ * The time those waits took, in all and the longest.
+ */
+wait_ms_total: number, wait_ms_max: number, 
+/**
+ * Waits that gave up (the caller got "session is locked").
+ */
+timeouts: number, 
+/**
+ * Locks taken back from a holder that had died or held on too long.
+ */
+reclaimed: number, };
+
+export type HeartbeatHealth = { 
+/**
+ * The wake loop runs with the heartbeat registered to handle its wakes.
+ */
+handler_registered: boolean, 
+/**
+ * A heartbeat turn is running now.
+ */
+running: boolean, 
+/**
+ * Wakes waiting to run (coalesced, or queued for a retry).
+ */
+pending_wakes: number, delivered: number, suppressed: number, 
+/**
+ * Runs put off because a conversation turn held the primary session.
+ */
+skipped_busy: number, };
+
+export type MailboxHealth = { 
+/**
+ * Updates waiting in the primary conversation's mailbox now.
+ */
+waiting: number, deposited: number, 
+/**
+ * Updates acknowledged after a turn took them in.
+ */
+drained: number, };
+
+export type RoutinesHealth = { 
+/**
+ * Enabled routines with a next run.
+ */
+scheduled: number, 
+/**
+ * Runs in flight (isolated jobs, deterministic runs, inline runs waiting for a heartbeat).
+ */
+running: number, job_sessions_created: number, };
+
+export type HealthView = { status: HealthStatus, started_at: number, uptime_ms: number, 
+/**
+ * Background work (heartbeat, routines, processes) is paused by the user.
+ */
+paused: boolean, 
+/**
+ * Sessions with a turn running.
+ */
+lanes: Array<LaneHealth>, locks: LockHealth, heartbeat: HeartbeatHealth, mailbox: MailboxHealth, routines: RoutinesHealth, 
+/**
+ * Processes started by the agent or the user that are still running.
+ */
+processes_running: number, 
+/**
+ * What needs a look, in words (seed 004 §7.3 practice 3's alert rules: a wake backlog,
+ * a deep queue, many locks held; and any lock wait that gave up or was reclaimed).
+ */
+alerts: Array<string>, };

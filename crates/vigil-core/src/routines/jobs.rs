@@ -7,6 +7,7 @@
 //! Must never: run a job whose routine it did not claim; leave a claim without
 //! [`Scheduler::finish`]; let a job's failure reach another routine.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -132,6 +133,7 @@ impl Scheduler {
             return self.finish(&c, result, None, false).await;
         };
         let session = job_session_id(&c.routine.id, &c.run_id);
+        self.shared.job_sessions.fetch_add(1, Ordering::Relaxed);
         let cancel = CancellationToken::new();
         let turn = JobTurn {
             session_id: session.clone(),

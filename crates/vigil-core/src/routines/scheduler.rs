@@ -31,6 +31,7 @@
 //! failure stop the loop or the others; start a run it has not claimed.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -160,6 +161,8 @@ pub(super) struct Shared {
     reported: Mutex<HashMap<String, String>>,
     /// `std` lock: the routines whose schedule cannot be used, per file version.
     problems: Mutex<(usize, HashMap<String, String>)>,
+    /// Job sessions started since start (seed 003 §12 Phase 2: `job_session_created`).
+    pub(super) job_sessions: AtomicU64,
 }
 
 #[derive(Default)]
@@ -184,6 +187,7 @@ impl Scheduler {
                 poke: Notify::new(),
                 reported: Mutex::new(HashMap::new()),
                 problems: Mutex::new((0, HashMap::new())),
+                job_sessions: AtomicU64::new(0),
             }),
         }
     }
@@ -320,6 +324,25 @@ impl Scheduler {
     /// The earliest `next_run_at` of a pending, enabled routine (from the cached file).
     pub fn next_due(&self) -> Option<i64> {
         self.next_due_except(&[])
+    }
+
+    /// Routines with a next run, runs in flight, job sessions started: for the health check.
+    pub fn health(&self) -> vigil_protocol::RoutinesHealth {
+        let scheduled = self.shared.deps.store.read().map_or(0, |state| {
+            state
+                .parsed
+                .entries()
+                .iter()
+                .filter_map(|e| e.routine.as_ref().ok())
+                .filter(|r| r.enabled && r.next_run_at.is_some())
+                .count()
+        });
+        let running = self.shared.in_flight.lock().unwrap_or_else(|e| e.into_inner()).len();
+        vigil_protocol::RoutinesHealth {
+            scheduled: scheduled as u32,
+            running: running as u32,
+            job_sessions_created: self.shared.job_sessions.load(Ordering::Relaxed),
+        }
     }
 
     /// [`Self::next_due`] without the routines in `skip` (jobs waiting for a free slot: the

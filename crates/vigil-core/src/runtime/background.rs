@@ -21,7 +21,7 @@ use crate::wake::{HandlerRegistration, PendingWake, Wake, WakeConfig, WakeOutcom
 
 /// The running wake loop and the heartbeat's registration with it.
 pub(super) struct Started {
-    wake: Wake,
+    pub(super) wake: Wake,
     /// Dropping it would unregister the heartbeat; kept for the runtime's lifetime.
     _registration: HandlerRegistration,
 }
@@ -265,6 +265,7 @@ impl Runtime {
                 };
             }
             state.busy = true;
+            state.scope = Some(scope);
             // Stopped by its own token or by shutdown, whichever comes first.
             let token = self.inner.shutdown.child_token();
             let (outer, inner) = (cancel, token.clone());

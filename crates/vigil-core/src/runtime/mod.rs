@@ -10,6 +10,7 @@
 //! Must never: block the caller of [`Runtime::submit`]; turns run on spawned tasks.
 
 mod background;
+mod health;
 mod processes;
 mod routines;
 
@@ -91,6 +92,8 @@ struct Inner {
     background: TaskTracker,
     /// Cancelled on shutdown; every turn's token is a child of it.
     shutdown: CancellationToken,
+    /// When this runtime opened (its clock's milliseconds), for the health check's uptime.
+    started_at: i64,
     /// Set when [`Runtime::shutdown`] has finished: a later call returns at once, a
     /// concurrent one waits for the first.
     shut_down: tokio::sync::OnceCell<()>,
@@ -119,6 +122,8 @@ struct Lane {
 #[derive(Default)]
 struct LaneState {
     busy: bool,
+    /// What kind of session runs the turn, for the health check; set with `busy`.
+    scope: Option<Scope>,
     queue: Vec<String>,
     /// The running turn's token, for Stop.
     cancel: CancellationToken,
@@ -190,6 +195,7 @@ impl Runtime {
         );
         let mut tools = ToolRegistry::with_builtins();
         crate::routines::tools::register(&mut tools, &routines);
+        let started_at = clock.now_ms();
         let inner = Arc::new_cyclic(|weak| {
             let deps = crate::heartbeat::Deps {
                 store: store.clone(),
@@ -220,6 +226,7 @@ impl Runtime {
                 tasks: TaskTracker::new(),
                 background: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
+                started_at,
                 shut_down: tokio::sync::OnceCell::new(),
                 system_events,
                 heartbeat,
@@ -310,6 +317,7 @@ impl Runtime {
             Op::RemoveRoutine { id } => self.routine_op(routines::RoutineOp::Remove(id)),
             Op::RunRoutine { id } => self.routine_op(routines::RoutineOp::Run(id)),
             Op::SetRoutineEnabled { id, enabled } => self.routine_op(routines::RoutineOp::Enable(id, enabled)),
+            Op::Health => self.report_health(),
         }
     }
 
@@ -393,6 +401,7 @@ impl Runtime {
                 return emitter.emit(Source::User, Event::MessageQueued { text });
             }
             state.busy = true;
+            state.scope = Some(Scope::Primary);
             state.cancel = self.inner.shutdown.child_token();
         }
         let this = self.clone();

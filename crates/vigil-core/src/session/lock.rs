@@ -26,6 +26,7 @@ use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -96,6 +97,20 @@ struct Inner {
     /// Session id → its in-process mutex; an entry is removed when nobody holds or waits
     /// for it. `std` lock: held only to look up or drop an entry, never across an await.
     local: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    counters: Counters,
+}
+
+/// Lock contention since start, for the health check (seed 003 §12 Phase 2: `lock_wait_ms`,
+/// `lock_timeout_count`). Relaxed atomics: each is read on its own.
+#[derive(Default)]
+struct Counters {
+    held: AtomicU32,
+    acquired: AtomicU64,
+    waited: AtomicU64,
+    wait_ms_total: AtomicU64,
+    wait_ms_max: AtomicU64,
+    timeouts: AtomicU64,
+    reclaimed: AtomicU64,
 }
 
 impl std::fmt::Debug for SessionLocks {
@@ -142,6 +157,8 @@ struct Waiting<'a> {
     started: Instant,
     deadline: Instant,
     reclaimed: bool,
+    /// The lock was taken when we first tried (in this process or another).
+    contended: bool,
 }
 
 enum Step {
@@ -155,7 +172,7 @@ impl Waiting<'_> {
             match self.locks.attempt(&self.path)? {
                 Attempt::Got(file) => return Ok(Step::Done(file)),
                 Attempt::Vanished => continue,
-                Attempt::Busy => {}
+                Attempt::Busy => self.contended = true,
             }
             let now = Instant::now();
             if now < self.deadline {
@@ -173,14 +190,16 @@ impl Waiting<'_> {
                     }
                     // One more full wait, in case another waiter wins the fresh file.
                     self.reclaimed = true;
+                    self.locks.inner.counters.reclaimed.fetch_add(1, Ordering::Relaxed);
                     self.deadline = Instant::now() + self.locks.inner.opts.timeout;
                 }
                 _ => {
+                    self.locks.inner.counters.timeouts.fetch_add(1, Ordering::Relaxed);
                     return Err(SessionError::Locked {
                         id: self.id.to_string(),
                         holder,
                         waited: self.started.elapsed(),
-                    })
+                    });
                 }
             }
         }
@@ -195,6 +214,7 @@ impl SessionLocks {
                 opts,
                 clock,
                 local: Mutex::new(HashMap::new()),
+                counters: Counters::default(),
             }),
         }
     }
@@ -213,14 +233,17 @@ impl SessionLocks {
         validate_id(id)?;
         let started = Instant::now();
         let mutex = self.local_mutex(id);
-        let local = match tokio::time::timeout(self.inner.opts.timeout, mutex.lock_owned()).await {
-            Ok(g) => g,
-            Err(_) => return Err(self.locked_in_process(id, started)),
+        let (local, contended) = match mutex.clone().try_lock_owned() {
+            Ok(g) => (g, false),
+            Err(_) => match tokio::time::timeout(self.inner.opts.timeout, mutex.lock_owned()).await {
+                Ok(g) => (g, true),
+                Err(_) => return Err(self.locked_in_process(id, started)),
+            },
         };
-        let mut waiting = self.waiting(id, started);
+        let mut waiting = self.waiting(id, started, contended);
         loop {
             match waiting.step()? {
-                Step::Done(file) => return Ok(self.guard(id, file, local)),
+                Step::Done(file) => return Ok(self.guard(&waiting, file, local)),
                 Step::Sleep(d) => tokio::time::sleep(d).await,
             }
         }
@@ -232,25 +255,29 @@ impl SessionLocks {
         validate_id(id)?;
         let started = Instant::now();
         let mutex = self.local_mutex(id);
+        let mut contended = false;
         let local = loop {
             match mutex.clone().try_lock_owned() {
                 Ok(g) => break g,
                 Err(_) if started.elapsed() >= self.inner.opts.timeout => {
                     return Err(self.locked_in_process(id, started))
                 }
-                Err(_) => std::thread::sleep(self.inner.opts.poll),
+                Err(_) => {
+                    contended = true;
+                    std::thread::sleep(self.inner.opts.poll)
+                }
             }
         };
-        let mut waiting = self.waiting(id, started);
+        let mut waiting = self.waiting(id, started, contended);
         loop {
             match waiting.step()? {
-                Step::Done(file) => return Ok(self.guard(id, file, local)),
+                Step::Done(file) => return Ok(self.guard(&waiting, file, local)),
                 Step::Sleep(d) => std::thread::sleep(d),
             }
         }
     }
 
-    fn waiting<'a>(&'a self, id: &'a str, started: Instant) -> Waiting<'a> {
+    fn waiting<'a>(&'a self, id: &'a str, started: Instant, contended: bool) -> Waiting<'a> {
         Waiting {
             locks: self,
             id,
@@ -258,13 +285,24 @@ impl SessionLocks {
             started,
             deadline: started + self.inner.opts.timeout,
             reclaimed: false,
+            contended,
         }
     }
 
-    fn guard(&self, id: &str, file: File, local: OwnedMutexGuard<()>) -> SessionLockGuard {
+    /// The lock is ours: counts it, and the wait if there was one.
+    fn guard(&self, waiting: &Waiting<'_>, file: File, local: OwnedMutexGuard<()>) -> SessionLockGuard {
+        let c = &self.inner.counters;
+        c.acquired.fetch_add(1, Ordering::Relaxed);
+        c.held.fetch_add(1, Ordering::Relaxed);
+        if waiting.contended {
+            let ms = waiting.started.elapsed().as_millis() as u64;
+            c.waited.fetch_add(1, Ordering::Relaxed);
+            c.wait_ms_total.fetch_add(ms, Ordering::Relaxed);
+            c.wait_ms_max.fetch_max(ms, Ordering::Relaxed);
+        }
         SessionLockGuard {
-            id: id.to_string(),
-            path: session_file(&self.inner.dir, id, suffix::LOCK),
+            id: waiting.id.to_string(),
+            path: waiting.path.clone(),
             file: Some(file),
             local: Some(local),
             locks: self.clone(),
@@ -272,8 +310,23 @@ impl SessionLocks {
         }
     }
 
+    /// Contention since start, and the locks held now.
+    pub fn health(&self) -> vigil_protocol::LockHealth {
+        let c = &self.inner.counters;
+        vigil_protocol::LockHealth {
+            held: c.held.load(Ordering::Relaxed),
+            acquired: c.acquired.load(Ordering::Relaxed),
+            waited: c.waited.load(Ordering::Relaxed),
+            wait_ms_total: c.wait_ms_total.load(Ordering::Relaxed),
+            wait_ms_max: c.wait_ms_max.load(Ordering::Relaxed),
+            timeouts: c.timeouts.load(Ordering::Relaxed),
+            reclaimed: c.reclaimed.load(Ordering::Relaxed),
+        }
+    }
+
     /// A task of this very process holds it; there is nothing to reclaim from ourselves.
     fn locked_in_process(&self, id: &str, started: Instant) -> SessionError {
+        self.inner.counters.timeouts.fetch_add(1, Ordering::Relaxed);
         SessionError::Locked {
             id: id.to_string(),
             holder: read_record(&session_file(&self.inner.dir, id, suffix::LOCK)),
@@ -397,6 +450,7 @@ impl Drop for SessionLockGuard {
         }
         let local = self.local.take();
         self.locks.release_local(&self.id, local);
+        self.locks.inner.counters.held.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -548,6 +602,38 @@ mod tests {
         assert!(!waiter.is_finished());
         drop(g);
         waiter.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_health_check_counts_waits_timeouts_and_the_locks_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let l = locks(dir.path(), 2_000);
+        let g = l.acquire("main").await.unwrap();
+        let other = l.acquire("other").await.unwrap();
+        assert_eq!((l.health().held, l.health().acquired, l.health().waited), (2, 2, 0));
+        drop(other);
+        let l2 = l.clone();
+        let waiter = tokio::spawn(async move { l2.acquire("main").await.map(drop) });
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        drop(g);
+        waiter.await.unwrap().unwrap();
+        let h = l.health();
+        assert_eq!((h.held, h.acquired, h.waited, h.timeouts), (0, 3, 1, 0));
+        assert!(h.wait_ms_max >= 30 && h.wait_ms_total == h.wait_ms_max, "{h:?}");
+
+        // Another instance (the file layer) that gives up is a timeout, not an acquisition.
+        let held = l.acquire("main").await.unwrap();
+        let impatient = locks(dir.path(), 30);
+        assert!(impatient.acquire("main").await.is_err());
+        drop(held);
+        assert_eq!(
+            (
+                impatient.health().timeouts,
+                impatient.health().acquired,
+                impatient.health().held
+            ),
+            (1, 0, 0)
+        );
     }
 
     #[test]

@@ -21,6 +21,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use atomic_write_file::AtomicWriteFile;
@@ -129,6 +130,15 @@ pub struct MetaStore {
     /// enough: they appear only when a process dies in the middle of a commit. `std` lock:
     /// never held across an await.
     swept: Arc<Mutex<HashSet<String>>>,
+    /// Mailbox traffic since start, for the health check (seed 003 §12 Phase 2:
+    /// `mailbox_deposit_count`, `mailbox_drain_count`).
+    mailbox_counts: Arc<MailboxCounts>,
+}
+
+#[derive(Default)]
+struct MailboxCounts {
+    deposited: AtomicU64,
+    drained: AtomicU64,
 }
 
 /// The state of the main file as read under the lock; decides what a commit does with it.
@@ -174,7 +184,14 @@ impl MetaStore {
             transcripts,
             clock,
             swept: Default::default(),
+            mailbox_counts: Default::default(),
         }
+    }
+
+    /// Updates deposited (a repeated `event_id` is not counted twice) and drained since start.
+    pub fn mailbox_counts(&self) -> (u64, u64) {
+        let c = &self.mailbox_counts;
+        (c.deposited.load(Ordering::Relaxed), c.drained.load(Ordering::Relaxed))
     }
 
     pub fn transcripts(&self) -> &SessionStore {
@@ -355,21 +372,33 @@ impl MetaStore {
     /// Puts a background update into a session's mailbox (seed 003 §4.5 `deposit`). Reads
     /// nothing of the target but its metadata; idempotent per `event_id`.
     pub async fn deposit(&self, target: &str, event: MailboxEvent) -> Result<SessionMeta, SessionError> {
-        self.update_atomic_async(target, move |m| {
-            if !m.mailbox.iter().any(|e| e.event_id == event.event_id) {
-                m.mailbox.push(event);
-            }
-        })
-        .await
-        .map(|(m, ())| m)
+        let (meta, added) = self
+            .update_atomic_async(target, move |m| {
+                let new = !m.mailbox.iter().any(|e| e.event_id == event.event_id);
+                if new {
+                    m.mailbox.push(event);
+                }
+                new
+            })
+            .await?;
+        if added {
+            self.mailbox_counts.deposited.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(meta)
     }
 
     /// Removes the events a successful turn consumed (seed 003 §4.5 `ack_drain`); events
     /// that arrived meanwhile stay.
     pub async fn ack_drain(&self, id: &str, event_ids: &[String]) -> Result<SessionMeta, SessionError> {
-        self.update_atomic_async(id, |m| m.mailbox.retain(|e| !event_ids.contains(&e.event_id)))
-            .await
-            .map(|(m, ())| m)
+        let (meta, removed) = self
+            .update_atomic_async(id, |m| {
+                let before = m.mailbox.len();
+                m.mailbox.retain(|e| !event_ids.contains(&e.event_id));
+                before - m.mailbox.len()
+            })
+            .await?;
+        self.mailbox_counts.drained.fetch_add(removed as u64, Ordering::Relaxed);
+        Ok(meta)
     }
 
     /// Removes `.<id>.meta.json.XXXXXX` files: temp files of commits whose process died

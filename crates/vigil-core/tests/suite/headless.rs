@@ -249,3 +249,16 @@ async fn commands_do_not_inherit_the_apps_own_environment() {
         assert!(output.contains("app=unset,unset marker=unset user=kept"), "{output}");
     }
 }
+
+#[tokio::test]
+async fn headless_answers_a_health_op_with_a_health_event() {
+    let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();
+    let events = headless_with_config(&fake, "# HEARTBEAT.md\n", "{\"type\":\"health\"}\n").await;
+    let health = of_type(&events, "health");
+    assert_eq!(health.len(), 1, "{events:?}");
+    let h = &health[0]["health"];
+    assert_eq!(h["status"], "healthy");
+    assert_eq!(h["heartbeat"]["handler_registered"], true, "{h}");
+    assert_eq!(h["lanes"], serde_json::json!([]));
+    assert!(h["uptime_ms"].is_u64() && h["locks"]["timeouts"] == 0, "{h}");
+}

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::Value;
 use vigil_core::clock::ManualClock;
 use vigil_core::protocol::{
-    ActiveHours, Event, EventEnvelope, HeartbeatSettings, HeartbeatSkip, HeartbeatStatus, Op, ProviderKind, Scope,
-    WakeReason,
+    ActiveHours, Event, EventEnvelope, HealthStatus, HeartbeatSettings, HeartbeatSkip, HeartbeatStatus, LaneHealth, Op,
+    ProviderKind, Scope, WakeReason,
 };
 use vigil_core::session::{MailboxEvent, MetaStore, PRIMARY_SESSION};
 use vigil_core::system_events::SystemEventKind;
@@ -667,4 +667,58 @@ async fn paused_background_activity_skips_every_run_and_keeps_what_it_would_have
     assert!(matches!(resumed[0].event, Event::BackgroundPaused { paused: false }));
     assert_eq!(r.beat(WakeReason::Interval).await.0, HeartbeatStatus::Sent);
     assert!(last_user(&r.fake.requests()[0]).contains("Exec completed (abc123, code 0) :: done"));
+}
+
+#[tokio::test]
+async fn the_health_check_shows_the_running_turn_and_counts_deliveries_and_drains() {
+    let slow = Step::text("one two three four five six")
+        .with_chunk_chars(3)
+        .with_delay_ms(150);
+    let mut r = rig(vec![Step::text("Disk usage is 93 % on /home."), slow]).await;
+    r.tasks("- check disk\n");
+    let h = r.rt.health().await;
+    assert_eq!(h.status, HealthStatus::Healthy);
+    assert!(h.lanes.is_empty(), "{h:?}");
+    assert!(!h.heartbeat.handler_registered, "background work has not started");
+    assert_eq!((h.mailbox.deposited, h.mailbox.waiting, h.mailbox.drained), (0, 0, 0));
+
+    assert_eq!(r.beat(WakeReason::Interval).await.0, HeartbeatStatus::Sent);
+    let h = r.rt.health().await;
+    assert_eq!(
+        (h.mailbox.deposited, h.mailbox.waiting, h.heartbeat.delivered),
+        (1, 1, 1)
+    );
+
+    r.rt.submit(Op::UserMessage {
+        text: "tell me a story".into(),
+        session_id: None,
+    });
+    loop {
+        if matches!(r.rx.recv().await.unwrap().event, Event::TurnStarted { .. }) {
+            break;
+        }
+    }
+    let h = r.rt.health().await;
+    assert_eq!(
+        h.lanes,
+        [LaneHealth {
+            session_id: PRIMARY_SESSION.into(),
+            scope: Scope::Primary,
+            queued: 0
+        }]
+    );
+    assert_eq!(r.rt.heartbeat_once(WakeReason::Interval).await, WakeOutcome::Busy);
+    until_finished(&mut r.rx).await;
+
+    r.clock.advance(Duration::from_secs(90));
+    let h = r.rt.health().await;
+    assert!(h.lanes.is_empty(), "{h:?}");
+    assert_eq!((h.mailbox.deposited, h.mailbox.waiting, h.mailbox.drained), (1, 0, 1));
+    assert_eq!(h.heartbeat.skipped_busy, 1);
+    assert!(h.locks.acquired > 0 && h.locks.held == 0, "{:?}", h.locks);
+    assert_eq!((h.started_at, h.uptime_ms), (START_MS, 90_000));
+    assert!(h.alerts.is_empty(), "{:?}", h.alerts);
+
+    r.rt.shutdown().await;
+    assert_eq!(r.rt.health().await.status, HealthStatus::ShuttingDown);
 }

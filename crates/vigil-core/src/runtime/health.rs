@@ -1,0 +1,198 @@
+//! The health check (seed 004 §7.3 practice 2; seed 003 §12 Phase 2's metrics): what runs
+//! now — lanes, locks, wakes, routines, processes — and the counters since start, gathered
+//! from the parts that keep them. Taking it reads the primary session's metadata for the
+//! mailbox and asks the process registry for its list; it changes nothing.
+
+use vigil_protocol::{
+    Event, HealthStatus, HealthView, HeartbeatHealth, HeartbeatSkip, LaneHealth, MailboxHealth, Scope, Source,
+};
+
+use super::Runtime;
+use crate::session::PRIMARY_SESSION;
+
+/// Seed 004 §7.3 practice 3's alert thresholds: `heartbeat_pending_wakes > 10`,
+/// `command_queue_depth > 100`, `session_locks_held > 50`. Checked when the view is taken
+/// (a desktop app has no alert manager to hold a condition for five minutes).
+pub const PENDING_WAKES_ALERT: u32 = 10;
+pub const QUEUE_DEPTH_ALERT: u32 = 100;
+pub const LOCKS_HELD_ALERT: u32 = 50;
+
+impl Runtime {
+    /// How the runtime is doing now.
+    pub async fn health(&self) -> HealthView {
+        let inner = &self.inner;
+        let now = inner.clock.now_ms();
+        let (deposited, drained) = inner.meta.mailbox_counts();
+        let waiting = match inner.meta.load(PRIMARY_SESSION) {
+            Ok(loaded) => loaded.meta.mailbox.len() as u32,
+            Err(e) => {
+                tracing::warn!("health: could not read the primary session's mailbox: {e}");
+                0
+            }
+        };
+        let mut view = HealthView {
+            status: if inner.shutdown.is_cancelled() {
+                HealthStatus::ShuttingDown
+            } else {
+                HealthStatus::Healthy
+            },
+            started_at: inner.started_at,
+            uptime_ms: now.saturating_sub(inner.started_at).max(0) as u64,
+            paused: self.is_paused(),
+            lanes: self.busy_lanes(),
+            locks: inner.store.locks().health(),
+            heartbeat: self.heartbeat_health(),
+            mailbox: MailboxHealth {
+                waiting,
+                deposited,
+                drained,
+            },
+            routines: inner.routines.health(),
+            processes_running: self.running_processes().await.len() as u32,
+            alerts: Vec::new(),
+        };
+        view.alerts = alerts(&view);
+        view
+    }
+
+    /// Answers the `health` op with a `health` event (for `vigil-headless` and scripts).
+    pub(super) fn report_health(&self) {
+        let this = self.clone();
+        self.inner.tasks.spawn(async move {
+            let health = this.health().await;
+            this.inner.emitter.emit(Source::System, Event::Health { health });
+        });
+    }
+
+    /// Sessions with a turn running, by id.
+    fn busy_lanes(&self) -> Vec<LaneHealth> {
+        let lanes = self.inner.lanes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut busy: Vec<LaneHealth> = lanes
+            .iter()
+            .filter_map(|(id, lane)| {
+                let state = lane.lock();
+                state.busy.then(|| LaneHealth {
+                    session_id: id.clone(),
+                    scope: state.scope.unwrap_or(Scope::Primary),
+                    queued: state.queue.len() as u32,
+                })
+            })
+            .collect();
+        busy.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+        busy
+    }
+
+    fn heartbeat_health(&self) -> HeartbeatHealth {
+        let stats = self.heartbeat_view().stats;
+        let wake = self.inner.wake.get().map(|s| &s.wake);
+        HeartbeatHealth {
+            handler_registered: wake.is_some_and(|w| w.has_handler()),
+            running: self.is_busy(&crate::heartbeat::session_id(crate::heartbeat::AGENT)),
+            pending_wakes: wake.map_or(0, |w| w.pending().len() as u32),
+            delivered: stats.sent,
+            suppressed: stats.suppressed,
+            skipped_busy: stats
+                .skipped
+                .get(HeartbeatSkip::RequestsInFlight.as_str())
+                .copied()
+                .unwrap_or(0),
+        }
+    }
+}
+
+/// What in `h` needs a look, worst first.
+fn alerts(h: &HealthView) -> Vec<String> {
+    let mut out = Vec::new();
+    let l = &h.locks;
+    if l.held > LOCKS_HELD_ALERT {
+        out.push(format!(
+            "{} session locks are held at once (more than {LOCKS_HELD_ALERT}): a write may be stuck.",
+            l.held
+        ));
+    }
+    if h.heartbeat.pending_wakes > PENDING_WAKES_ALERT {
+        out.push(format!(
+            "{} heartbeat wakes are waiting (more than {PENDING_WAKES_ALERT}): the heartbeat is falling behind.",
+            h.heartbeat.pending_wakes
+        ));
+    }
+    let queued: u32 = h.lanes.iter().map(|lane| lane.queued).sum();
+    if queued > QUEUE_DEPTH_ALERT {
+        out.push(format!(
+            "{queued} messages are queued behind running turns (more than {QUEUE_DEPTH_ALERT})."
+        ));
+    }
+    if l.timeouts > 0 {
+        out.push(format!(
+            "A wait for a session lock gave up {} since start: another Vigil process or a stuck write held it. Nothing was lost; the action that waited reported an error.",
+            times(l.timeouts)
+        ));
+    }
+    if l.reclaimed > 0 {
+        out.push(format!(
+            "A session lock was taken back from a holder that had died or hung {} since start.",
+            times(l.reclaimed)
+        ));
+    }
+    out
+}
+
+fn times(n: u64) -> String {
+    if n == 1 {
+        "once".into()
+    } else {
+        format!("{n} times")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vigil_protocol::{LockHealth, RoutinesHealth};
+
+    fn calm() -> HealthView {
+        HealthView {
+            status: HealthStatus::Healthy,
+            started_at: 0,
+            uptime_ms: 1,
+            paused: false,
+            lanes: vec![],
+            locks: LockHealth::default(),
+            heartbeat: HeartbeatHealth::default(),
+            mailbox: MailboxHealth::default(),
+            routines: RoutinesHealth::default(),
+            processes_running: 0,
+            alerts: vec![],
+        }
+    }
+
+    #[test]
+    fn alerts_start_past_the_seed_thresholds_and_name_the_numbers() {
+        let mut h = calm();
+        h.locks.held = LOCKS_HELD_ALERT;
+        h.heartbeat.pending_wakes = PENDING_WAKES_ALERT;
+        h.lanes = vec![LaneHealth {
+            session_id: "main".into(),
+            scope: Scope::Primary,
+            queued: QUEUE_DEPTH_ALERT,
+        }];
+        assert!(alerts(&h).is_empty(), "at the thresholds: {:?}", alerts(&h));
+
+        h.locks.held += 1;
+        h.heartbeat.pending_wakes += 1;
+        h.lanes.push(LaneHealth {
+            session_id: "other".into(),
+            scope: Scope::Primary,
+            queued: 1,
+        });
+        h.locks.timeouts = 1;
+        h.locks.reclaimed = 3;
+        let a = alerts(&h);
+        assert_eq!(a.len(), 5, "{a:?}");
+        assert!(a[0].starts_with("51 session locks are held at once"), "{}", a[0]);
+        assert!(a[1].starts_with("11 heartbeat wakes are waiting"), "{}", a[1]);
+        assert!(a[2].starts_with("101 messages are queued"), "{}", a[2]);
+        assert!(a[3].contains("gave up once since start"), "{}", a[3]);
+        assert!(a[4].contains("hung 3 times since start"), "{}", a[4]);
+    }
+}

@@ -1,0 +1,118 @@
+//! The runtime's health on the wire (seed 004 §7.3 practice 2, "health status"; seed 003
+//! §12 Phase 2, "lock contention and delivery behaviour observable"): what is running now
+//! and what has happened since start, for the Settings pane's Health section and for
+//! scripts (`{"type":"health"}` to `vigil-headless`).
+//!
+//! Counters count since this process started; gauges (`held`, `running`, …) are the moment
+//! the view was taken.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// Whether the runtime takes work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthStatus {
+    Healthy,
+    /// Shutdown began: no new turn starts, running ones are being cancelled.
+    ShuttingDown,
+}
+
+/// A session with a turn running (its lane is busy).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct LaneHealth {
+    pub session_id: String,
+    /// `primary`, `heartbeat` or `job`.
+    pub scope: crate::Scope,
+    /// Messages sent meanwhile, waiting to steer the running turn.
+    pub queued: u32,
+}
+
+/// The session write locks (seed 003 §12 Phase 2 and §15: `lock_wait_ms`,
+/// `lock_timeout_count`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct LockHealth {
+    /// Locks held right now.
+    pub held: u32,
+    #[ts(type = "number")]
+    pub acquired: u64,
+    /// Acquisitions that found the lock taken and had to wait.
+    #[ts(type = "number")]
+    pub waited: u64,
+    /// The time those waits took, in all and the longest.
+    #[ts(type = "number")]
+    pub wait_ms_total: u64,
+    #[ts(type = "number")]
+    pub wait_ms_max: u64,
+    /// Waits that gave up (the caller got "session is locked").
+    #[ts(type = "number")]
+    pub timeouts: u64,
+    /// Locks taken back from a holder that had died or held on too long.
+    #[ts(type = "number")]
+    pub reclaimed: u64,
+}
+
+/// The heartbeat's wake side and its delivery decisions (`heartbeat_deliver_count`,
+/// `heartbeat_suppress_count`, `heartbeat_skipped_due_to_lock`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct HeartbeatHealth {
+    /// The wake loop runs with the heartbeat registered to handle its wakes.
+    pub handler_registered: bool,
+    /// A heartbeat turn is running now.
+    pub running: bool,
+    /// Wakes waiting to run (coalesced, or queued for a retry).
+    pub pending_wakes: u32,
+    #[ts(type = "number")]
+    pub delivered: u64,
+    #[ts(type = "number")]
+    pub suppressed: u64,
+    /// Runs put off because a conversation turn held the primary session.
+    #[ts(type = "number")]
+    pub skipped_busy: u64,
+}
+
+/// The primary session's mailbox (`mailbox_deposit_count`, `mailbox_drain_count`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct MailboxHealth {
+    /// Updates waiting in the primary conversation's mailbox now.
+    pub waiting: u32,
+    #[ts(type = "number")]
+    pub deposited: u64,
+    /// Updates acknowledged after a turn took them in.
+    #[ts(type = "number")]
+    pub drained: u64,
+}
+
+/// Routines and their job sessions (`job_session_created`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct RoutinesHealth {
+    /// Enabled routines with a next run.
+    pub scheduled: u32,
+    /// Runs in flight (isolated jobs, deterministic runs, inline runs waiting for a heartbeat).
+    pub running: u32,
+    #[ts(type = "number")]
+    pub job_sessions_created: u64,
+}
+
+/// What a health check returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct HealthView {
+    pub status: HealthStatus,
+    #[ts(type = "number")]
+    pub started_at: i64,
+    #[ts(type = "number")]
+    pub uptime_ms: u64,
+    /// Background work (heartbeat, routines, processes) is paused by the user.
+    pub paused: bool,
+    /// Sessions with a turn running.
+    pub lanes: Vec<LaneHealth>,
+    pub locks: LockHealth,
+    pub heartbeat: HeartbeatHealth,
+    pub mailbox: MailboxHealth,
+    pub routines: RoutinesHealth,
+    /// Processes started by the agent or the user that are still running.
+    pub processes_running: u32,
+    /// What needs a look, in words (seed 004 §7.3 practice 3's alert rules: a wake backlog,
+    /// a deep queue, many locks held; and any lock wait that gave up or was reclaimed).
+    pub alerts: Vec<String>,
+}

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import type { HealthView } from '../lib/protocol';
+import { healthSummary } from './health';
+
+function health(patch: Partial<HealthView> = {}): HealthView {
+  return {
+    status: 'healthy',
+    started_at: 0,
+    uptime_ms: (2 * 60 + 5) * 60_000,
+    paused: false,
+    lanes: [],
+    locks: { held: 0, acquired: 40, waited: 0, wait_ms_total: 0, wait_ms_max: 0, timeouts: 0, reclaimed: 0 },
+    heartbeat: { handler_registered: true, running: false, pending_wakes: 0, delivered: 2, suppressed: 9, skipped_busy: 0 },
+    mailbox: { waiting: 1, deposited: 3, drained: 2 },
+    routines: { scheduled: 4, running: 0, job_sessions_created: 1 },
+    processes_running: 0,
+    alerts: [],
+    ...patch,
+  };
+}
+
+const value = (h: HealthView, key: string) => healthSummary(h).rows.find((r) => r.key === key)!;
+
+describe('the health section', () => {
+  it('says healthy with the uptime, and what is paused or stopping', () => {
+    expect(healthSummary(health())).toMatchObject({ state: 'ok', headline: 'Healthy · up 2 h 5 min' });
+    expect(healthSummary(health({ paused: true })).headline).toBe(
+      'Healthy, background activity paused · up 2 h 5 min',
+    );
+    expect(healthSummary(health({ paused: true, alerts: ['11 heartbeat wakes are waiting'] }))).toMatchObject({
+      state: 'attention',
+      headline: 'Needs a look · up 2 h 5 min',
+    });
+    expect(healthSummary(health({ status: 'shutting_down', paused: true }))).toMatchObject({
+      state: 'stopping',
+      headline: 'Shutting down',
+    });
+  });
+
+  it('names what is running and the messages queued behind it', () => {
+    expect(value(health(), 'running').value).toBe('Nothing');
+    const lanes: HealthView['lanes'] = [
+      { session_id: 'heartbeat_session_main', scope: 'heartbeat', queued: 0 },
+      { session_id: 'job_backup_1a2b', scope: 'job', queued: 0 },
+      { session_id: 'main', scope: 'primary', queued: 2 },
+    ];
+    expect(value(health({ lanes }), 'running').value).toBe(
+      'the heartbeat; a routine job (job_backup_1a2b); the main conversation, 2 messages queued',
+    );
+  });
+
+  it('counts deliveries, drains and jobs in plain words', () => {
+    const h = health();
+    expect(value(h, 'heartbeat').value).toBe('2 delivered · 9 nothing to report');
+    expect(value(h, 'mailbox').value).toBe('1 waiting to be read · 3 arrived · 2 read by the agent');
+    expect(value(h, 'routines').value).toBe('4 scheduled · 0 running · 1 job run');
+    const busy = health({
+      heartbeat: { handler_registered: true, running: true, pending_wakes: 1, delivered: 0, suppressed: 0, skipped_busy: 3 },
+    });
+    expect(value(busy, 'heartbeat').value).toBe(
+      'running now · 0 delivered · 0 nothing to report · 3 put off while a turn ran · 1 wake waiting',
+    );
+  });
+
+  it('flags locks only when one gave up waiting or was taken back', () => {
+    const calm = value(health(), 'locks');
+    expect(calm).toMatchObject({ value: '0 held · 40 taken · none waited', flagged: false });
+    const waited = health({
+      locks: { held: 1, acquired: 41, waited: 2, wait_ms_total: 130, wait_ms_max: 120, timeouts: 0, reclaimed: 0 },
+    });
+    expect(value(waited, 'locks')).toMatchObject({
+      value: '1 held · 41 taken · 2 waited (longest 120 ms, 130 ms in all)',
+      flagged: false,
+    });
+    const stuck = health({
+      locks: { held: 0, acquired: 41, waited: 2, wait_ms_total: 20_130, wait_ms_max: 10_000, timeouts: 1, reclaimed: 1 },
+    });
+    expect(value(stuck, 'locks').flagged).toBe(true);
+    expect(value(stuck, 'locks').value).toContain('1 gave up waiting · 1 taken back from a stuck holder');
+  });
+});
