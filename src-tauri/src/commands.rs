@@ -280,9 +280,20 @@ pub async fn update_routine(
     state.runtime.update_routine(&id, draft).await.map_err(routine_error)
 }
 
+/// Removes a routine so it can be restored; `hard` deletes it and its history for good.
 #[tauri::command]
-pub async fn remove_routine(state: State<'_, AppState>, id: String) -> Result<(), CommandError> {
-    state.runtime.remove_routine(&id).await.map_err(routine_error)
+pub async fn remove_routine(state: State<'_, AppState>, id: String, hard: Option<bool>) -> Result<(), CommandError> {
+    state
+        .runtime
+        .remove_routine(&id, hard.unwrap_or(false))
+        .await
+        .map_err(routine_error)
+}
+
+/// Brings a removed routine back as it was.
+#[tauri::command]
+pub async fn restore_routine(state: State<'_, AppState>, id: String) -> Result<RoutineView, CommandError> {
+    state.runtime.restore_routine(&id).await.map_err(routine_error)
 }
 
 /// Runs a routine now; its schedule is unchanged.

@@ -308,6 +308,7 @@ pub fn run() {
             commands::add_routine,
             commands::update_routine,
             commands::remove_routine,
+            commands::restore_routine,
             commands::run_routine_now,
             commands::set_routine_enabled,
             commands::routine_history,

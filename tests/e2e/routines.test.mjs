@@ -207,3 +207,29 @@ test('a corrupted task block is reported with a way back to the last good versio
   assert.match(readHeartbeat(), /"title": "Water the plants"/);
   assert.ok(fs.existsSync(`${heartbeatFile()}.corrupt`), 'the broken file is kept');
 });
+
+test('a removed routine moves to Removed and stops; it can be restored, or deleted for good', async () => {
+  const inList = () => count('[data-testid="routine-item"][data-routine-id="water_the_plants"]');
+  const inRemoved = () => count('[data-testid="removed-routine"][data-routine-id="water_the_plants"]');
+  await css('[data-routine-id="water_the_plants"] [data-testid="routine-remove"]').click();
+  await waitFor('the routine under Removed', async () => (await inList()) === 0 && (await inRemoved()) === 1, 10000);
+  assert.match(readHeartbeat(), /"removed_at": "/, 'kept in HEARTBEAT.md, marked');
+  assert.match(readHeartbeat(), /"title": "Water the plants"/);
+  await css('[data-testid="routines-removed"] summary').click();
+  await driver.executeScript('document.querySelector(\'[data-testid="routines-removed"]\').scrollIntoView()');
+  await screenshot(driver, 'routines-removed.png');
+
+  await css('[data-routine-id="water_the_plants"] [data-testid="removed-restore"]').click();
+  await waitFor('the routine back in the list', async () => (await inList()) === 1 && (await inRemoved()) === 0, 10000);
+  assert.doesNotMatch(readHeartbeat(), /"removed_at"/);
+  assert.match(await textOf('[data-routine-id="water_the_plants"]'), /Next:/, 'restored as it was: scheduled');
+
+  await css('[data-routine-id="water_the_plants"] [data-testid="routine-remove"]').click();
+  await waitFor('removed again', async () => (await inRemoved()) === 1, 10000);
+  await css('[data-testid="routines-removed"] summary').click();
+  await css('[data-routine-id="water_the_plants"] [data-testid="removed-delete"]').click();
+  await css('[data-routine-id="water_the_plants"] [data-testid="removed-delete-confirm"]').click();
+  await waitFor('deleted for good', async () => (await inRemoved()) === 0 && (await inList()) === 0, 10000);
+  assert.doesNotMatch(readHeartbeat(), /Water the plants/);
+  assert.equal(await count('[data-testid="routines-removed"]'), 0, 'nothing left under Removed');
+});

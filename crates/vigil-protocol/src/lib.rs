@@ -101,8 +101,16 @@ pub enum Op {
     AddRoutine { routine: RoutineDraft },
     /// Change fields of a routine; answered by `routines_changed`.
     UpdateRoutine { id: String, changes: RoutineDraft },
-    /// Delete a routine and its run history.
-    RemoveRoutine { id: String },
+    /// Remove a routine: it stops and is listed as removed, with its run history, until
+    /// restored; `hard: true` deletes it and its history for good (seed 003 §8.2 `--hard`).
+    RemoveRoutine {
+        id: String,
+        #[serde(default)]
+        #[ts(optional)]
+        hard: Option<bool>,
+    },
+    /// Bring a removed routine back as it was.
+    RestoreRoutine { id: String },
     /// Run a routine now, outside its schedule (its schedule is unchanged).
     RunRoutine { id: String },
     /// Pause (`enabled: false`) or resume a routine.

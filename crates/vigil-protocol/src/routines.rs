@@ -93,6 +93,9 @@ pub struct RoutineView {
     /// The latest run, for the list's "how the last run went"; the whole history is asked
     /// for when the user unfolds it.
     pub last_run: Option<RoutineRun>,
+    /// Removed (not for good): it never runs, and can be restored until it is deleted.
+    #[ts(type = "number | null")]
+    pub removed_at: Option<i64>,
 }
 
 /// The routine list and the state of the file it comes from.

@@ -353,8 +353,15 @@ export function updateRoutine(id: string, draft: RoutineDraft): Promise<RoutineV
   return call('update_routine', { id, draft });
 }
 
-export function removeRoutine(id: string): Promise<void> {
-  return call('remove_routine', { id });
+/** Removes a routine: it stops and is listed as removed until restored. `hard` deletes it
+ *  and its run history for good. */
+export function removeRoutine(id: string, hard = false): Promise<void> {
+  return call('remove_routine', { id, hard });
+}
+
+/** Brings a removed routine back as it was (a paused one stays paused). */
+export function restoreRoutine(id: string): Promise<RoutineView> {
+  return call('restore_routine', { id });
 }
 
 /** Runs a routine now; its schedule is unchanged. */

@@ -75,6 +75,7 @@ export function createMockRoutines(variant: string, emit: Emit) {
       next_runs: p.next_runs,
       problem: null,
       last_run: null,
+      removed_at: null,
       ...extra,
     };
   }
@@ -154,9 +155,17 @@ export function createMockRoutines(variant: string, emit: Emit) {
       changed();
       return routines[i];
     },
-    remove(id: string) {
-      routines.splice(find(id), 1);
+    remove(id: string, hard: boolean) {
+      const i = find(id);
+      if (hard) routines.splice(i, 1);
+      else routines[i] = { ...routines[i], removed_at: routines[i].removed_at ?? Date.now(), next_runs: [] };
       changed();
+    },
+    restoreRemoved(id: string) {
+      const i = find(id);
+      routines[i] = { ...routines[i], removed_at: null };
+      changed();
+      return routines[i];
     },
     setEnabled(id: string, enabled: boolean) {
       const i = find(id);

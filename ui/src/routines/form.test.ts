@@ -8,6 +8,7 @@ import {
   lastRunLabel,
   newForm,
   placeError,
+  splitRemoved,
   stateLabel,
   zoneChoices,
 } from './form';
@@ -34,6 +35,7 @@ const routine = (over: Partial<RoutineView> = {}): RoutineView => ({
   next_runs: [],
   problem: null,
   last_run: null,
+  removed_at: null,
   ...over,
 });
 
@@ -112,5 +114,20 @@ describe('times and states', () => {
     expect(stateLabel(routine({ enabled: false })).text).toBe('Paused');
     expect(stateLabel(routine({ state: 'done' })).text).toBe('Done');
     expect(stateLabel(routine()).text).toBe('Active');
+  });
+});
+
+describe('removed routines', () => {
+  it('are listed apart, the most recently removed first, and the rest keep their order', () => {
+    const list = [
+      routine({ id: 'a' }),
+      routine({ id: 'old', removed_at: 1_000 }),
+      routine({ id: 'b' }),
+      routine({ id: 'new', removed_at: 5_000 }),
+    ];
+    const { inUse, removed } = splitRemoved(list);
+    expect(inUse.map((r) => r.id)).toEqual(['a', 'b']);
+    expect(removed.map((r) => r.id)).toEqual(['new', 'old']);
+    expect(splitRemoved([])).toEqual({ inUse: [], removed: [] });
   });
 });

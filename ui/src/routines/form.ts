@@ -193,3 +193,12 @@ export function stateLabel(r: RoutineView): { text: string; tone: 'ok' | 'muted'
   if (!r.enabled) return { text: 'Paused', tone: 'warn' };
   return { text: 'Active', tone: 'ok' };
 }
+
+/** The routines in use, in file order, and the removed ones, most recently removed first. */
+export function splitRemoved(routines: readonly RoutineView[]): { inUse: RoutineView[]; removed: RoutineView[] } {
+  const inUse: RoutineView[] = [];
+  const removed: RoutineView[] = [];
+  for (const r of routines) (r.removed_at === null ? inUse : removed).push(r);
+  removed.sort((a, b) => (b.removed_at ?? 0) - (a.removed_at ?? 0));
+  return { inUse, removed };
+}

@@ -81,10 +81,17 @@ export class RoutinesStore {
     return this.#act(() => ipc.setRoutineEnabled(id, enabled));
   }
 
-  remove(id: string): Promise<boolean> {
-    return this.#act(() => ipc.removeRoutine(id));
+  /** Removes a routine so it can be restored; `hard` deletes it for good. */
+  remove(id: string, hard = false): Promise<boolean> {
+    return this.#act(() => ipc.removeRoutine(id, hard));
   }
 
+  /** Brings a removed routine back. */
+  restoreRemoved(id: string): Promise<boolean> {
+    return this.#act(() => ipc.restoreRoutine(id));
+  }
+
+  /** Puts back the last good version of the task block. */
   restore(): Promise<boolean> {
     return this.#act(() => ipc.restoreRoutines());
   }

@@ -17,6 +17,9 @@ use super::store::{Entry, Refusal, StoreError};
 pub const SOFT_LIMIT: usize = 20;
 /// A one-shot may be this far in the past when created (a clock that is a bit ahead).
 const PAST_SLACK_MS: i64 = 60_000;
+/// How long a removed routine can be restored; after that the next removal deletes it for
+/// good, with its run history, so the block does not grow without end.
+pub const REMOVED_KEPT_MS: i64 = 30 * 24 * 3600 * 1000;
 
 fn rejected(msg: impl Into<String>) -> StoreError {
     StoreError::Rejected(Refusal::new(msg))
@@ -104,7 +107,17 @@ fn check_kind(kind: Option<&str>) -> Result<(), StoreError> {
     }
 }
 
+/// A routine in use, to change; a removed one is refused until restored.
 fn find<'a>(entries: &'a mut [Entry], id: &str) -> Result<&'a mut Routine, StoreError> {
+    let r = find_any(entries, id)?;
+    if r.removed_at.is_some() {
+        return Err(rejected(format!("routine \"{id}\" was removed; restore it first")));
+    }
+    Ok(r)
+}
+
+/// A routine, removed or not.
+fn find_any<'a>(entries: &'a mut [Entry], id: &str) -> Result<&'a mut Routine, StoreError> {
     match entries.iter_mut().find(|e| e.id() == Some(id)) {
         Some(Entry { routine: Ok(r), .. }) => Ok(r),
         Some(Entry { routine: Err(p), .. }) => Err(rejected(format!(
@@ -279,9 +292,13 @@ impl Scheduler {
         Ok(r)
     }
 
-    /// Deletes a routine (an unreadable one too) and its run log.
-    pub async fn remove(&self, id: &str) -> Result<Option<Routine>, StoreError> {
-        let removed = self
+    /// Removes a routine: it stops (a run in progress finishes) and stays in the block,
+    /// marked, with its run log, until [`Self::restore`] or a `hard` removal. `hard`, or an
+    /// unreadable entry (which cannot carry the mark), deletes it and its run log for good.
+    /// Routines removed more than [`REMOVED_KEPT_MS`] ago are deleted on the way.
+    pub async fn remove(&self, id: &str, hard: bool) -> Result<Option<Routine>, StoreError> {
+        let now = self.deps().clock.now_ms();
+        let (removed, deleted) = self
             .deps()
             .store
             .update(|entries| {
@@ -290,12 +307,53 @@ impl Scheduler {
                         "there is no routine \"{id}\"; list the routines to see their ids"
                     ))
                 })?;
-                Ok(entries.remove(i).routine.ok())
+                let mut deleted = Vec::new();
+                let removed = match &mut entries[i].routine {
+                    Ok(r) if !hard => {
+                        r.removed_at.get_or_insert(now);
+                        Some(r.clone())
+                    }
+                    _ => {
+                        deleted.push(id.to_string());
+                        entries.remove(i).routine.ok()
+                    }
+                };
+                entries.retain(|e| match &e.routine {
+                    Ok(r) if r.removed_at.is_some_and(|at| now - at > REMOVED_KEPT_MS) => {
+                        deleted.push(r.id.clone());
+                        false
+                    }
+                    _ => true,
+                });
+                Ok((removed, deleted))
             })
             .await?;
-        self.deps().runlog.remove(id);
+        for id in &deleted {
+            self.deps().runlog.remove(id);
+        }
         self.changed();
         Ok(removed)
+    }
+
+    /// Brings a removed routine back as it was (paused stays paused). A recurring one whose
+    /// time passed meanwhile moves to its next time instead of running the missed one.
+    pub async fn restore(&self, id: &str) -> Result<Routine, StoreError> {
+        let now = self.deps().clock.now_ms();
+        let zone = self.config().default_zone.clone();
+        let r = self
+            .deps()
+            .store
+            .update(|entries| {
+                let r = find_any(entries, id)?;
+                if r.removed_at.take().is_some() && r.enabled {
+                    skip_missed(r, now, &zone)?;
+                }
+                Ok(r.clone())
+            })
+            .await?;
+        self.changed();
+        self.poke();
+        Ok(r)
     }
 
     /// Runs a routine now, outside its schedule (the schedule is unchanged): it becomes
@@ -333,11 +391,8 @@ impl Scheduler {
             .store
             .update(|entries| {
                 let r = find(entries, id)?;
-                if enabled && !r.enabled && r.recurring() && r.next_run_at.is_some_and(|t| t <= now) {
-                    let spec = Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(&zone))
-                        .map_err(|m| rejected_at("schedule", m))?;
-                    r.next_run_at = spec.next_after(now, r.created_at.unwrap_or(now));
-                    r.due_at = None;
+                if enabled && !r.enabled {
+                    skip_missed(r, now, &zone)?;
                 }
                 r.enabled = enabled;
                 Ok(r.clone())
@@ -347,6 +402,18 @@ impl Scheduler {
         self.poke();
         Ok(r)
     }
+}
+
+/// A recurring routine coming back (resumed, restored) whose time passed while it was out
+/// moves to its next time instead of running the missed one.
+fn skip_missed(r: &mut Routine, now: i64, default_zone: &str) -> Result<(), StoreError> {
+    if r.recurring() && r.next_run_at.is_some_and(|t| t <= now) {
+        let spec = Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(default_zone))
+            .map_err(|m| rejected_at("schedule", m))?;
+        r.next_run_at = spec.next_after(now, r.created_at.unwrap_or(now));
+        r.due_at = None;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

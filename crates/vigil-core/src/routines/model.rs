@@ -78,6 +78,11 @@ pub struct Routine {
     /// A routine the agent registered on its own has been announced to the user.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub announced: bool,
+    /// When it was removed without `hard` (seed 003 §8.2: `remove --id` keeps the entry,
+    /// `remove --id --hard` deletes it): kept in the block, never run, listed apart so the
+    /// user can restore it. `None` for a routine in use.
+    #[serde(default, with = "iso", skip_serializing_if = "Option::is_none")]
+    pub removed_at: Option<i64>,
     /// Fields this version does not know, kept as they were.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -135,6 +140,7 @@ impl Routine {
             run_started_at: None,
             due_at: None,
             announced: false,
+            removed_at: None,
             extra: Default::default(),
         }
     }
@@ -149,9 +155,14 @@ impl Routine {
         self.schedule_text().is_some()
     }
 
+    /// May be claimed and run: enabled and not removed.
+    pub fn live(&self) -> bool {
+        self.enabled && self.removed_at.is_none()
+    }
+
     /// Active: counts against the soft limit and is considered for duplicates.
     pub fn active(&self) -> bool {
-        self.enabled && !matches!(self.state, RoutineState::Done | RoutineState::Failed)
+        self.live() && !matches!(self.state, RoutineState::Done | RoutineState::Failed)
     }
 }
 

@@ -300,7 +300,7 @@ impl Scheduler {
                 || r.created_at.is_none()
                 || (r.source == RoutineSource::HeartbeatReflect && !r.announced)
                 || (r.state == RoutineState::Running && !in_flight.contains(&r.id))
-                || (r.enabled && r.state == RoutineState::Pending && r.next_run_at.is_none_or(|t| t <= now));
+                || (r.live() && r.state == RoutineState::Pending && r.next_run_at.is_none_or(|t| t <= now));
         }
         for (id, p) in &problems {
             self.report_once(id, format!("Routine \"{id}\" cannot run: {p}"));
@@ -334,7 +334,7 @@ impl Scheduler {
                 .entries()
                 .iter()
                 .filter_map(|e| e.routine.as_ref().ok())
-                .filter(|r| r.enabled && r.next_run_at.is_some())
+                .filter(|r| r.live() && r.next_run_at.is_some())
                 .count()
         });
         let running = self.shared.in_flight.lock().unwrap_or_else(|e| e.into_inner()).len();
@@ -354,7 +354,7 @@ impl Scheduler {
             .entries()
             .iter()
             .filter_map(|e| e.routine.as_ref().ok())
-            .filter(|r| r.enabled && r.state == RoutineState::Pending && !skip.contains(&r.id))
+            .filter(|r| r.live() && r.state == RoutineState::Pending && !skip.contains(&r.id))
             .filter_map(|r| r.next_run_at)
             .min()
     }
@@ -413,7 +413,7 @@ impl Scheduler {
                             apply_failure(r, &spec, now, why, self.backoff(r.retry + 1));
                         }
                     }
-                    if !r.enabled || r.state != RoutineState::Pending {
+                    if !r.live() || r.state != RoutineState::Pending {
                         continue;
                     }
                     let anchor = r.created_at.unwrap_or(now);

@@ -731,3 +731,80 @@ async fn each_refusal_names_the_draft_field_it_is_about() {
     let missing = r.s.update_routine("nope", RoutineDraft::default()).await.unwrap_err();
     assert_eq!(field(missing), None, "about the request, not a field");
 }
+
+#[tokio::test]
+async fn a_removed_routine_never_runs_keeps_its_history_and_comes_back_as_it_was() {
+    let r = rig(FakeHost::default());
+    let job = r.add(draft("Report", Some("0 9 * * *"), ExecutionMode::Isolated)).await;
+    let paused = r.add(draft("Stretch", Some("1h"), ExecutionMode::Inline)).await;
+    r.s.set_enabled(&paused.id, false).await.unwrap();
+    r.s.run_now(&job.id).await.unwrap();
+    r.s.settle().await;
+    assert_eq!(r.outcomes(&job.id), [RunOutcome::Ok]);
+
+    r.s.remove(&job.id, false).await.unwrap();
+    r.s.remove(&paused.id, false).await.unwrap();
+    assert_eq!(r.routine(&job.id).removed_at, Some(T0));
+    r.advance_to(T0 + 30 * HOUR);
+    assert!(
+        r.s.tick().await.claimed.is_empty(),
+        "a removed routine is never claimed"
+    );
+    assert_eq!(r.s.next_due(), None);
+    assert_eq!(r.s.health().scheduled, 0);
+    for refused in [
+        r.s.run_now(&job.id).await.unwrap_err(),
+        r.s.set_enabled(&job.id, true).await.unwrap_err(),
+        r.s.update_routine(&job.id, draft("Report 2", None, ExecutionMode::Isolated))
+            .await
+            .unwrap_err(),
+    ] {
+        assert!(
+            refused.to_string().contains("was removed; restore it first"),
+            "{refused}"
+        );
+    }
+    // It no longer counts as a duplicate: the same title can be added again.
+    assert_eq!(
+        r.add(draft("Report", Some("1d"), ExecutionMode::Isolated)).await.id,
+        "report_2"
+    );
+    assert_eq!(r.outcomes(&job.id), [RunOutcome::Ok], "the history is kept");
+
+    // Restored: the missed slots are not run, the next one is; the paused one stays paused.
+    r.s.restore(&job.id).await.unwrap();
+    r.s.restore(&paused.id).await.unwrap();
+    let back = r.routine(&job.id);
+    assert_eq!(
+        (back.removed_at, back.enabled, back.next_run_at),
+        (None, true, Some(T0 + 33 * HOUR))
+    );
+    assert!(!r.routine(&paused.id).enabled && r.routine(&paused.id).removed_at.is_none());
+    r.advance_to(T0 + 33 * HOUR);
+    assert_eq!(r.s.tick().await.claimed, std::slice::from_ref(&job.id));
+    r.s.settle().await;
+    assert_eq!(r.outcomes(&job.id), [RunOutcome::Ok, RunOutcome::Ok]);
+}
+
+#[tokio::test]
+async fn a_hard_removal_deletes_the_routine_and_its_history_and_old_removals_are_purged() {
+    let r = rig(FakeHost::default());
+    let job = r.add(draft("Report", Some("0 9 * * *"), ExecutionMode::Isolated)).await;
+    let old = r.add(draft("Old", Some("1d"), ExecutionMode::Inline)).await;
+    r.s.run_now(&job.id).await.unwrap();
+    r.s.settle().await;
+    r.s.remove(&old.id, false).await.unwrap();
+    r.s.remove(&job.id, true).await.unwrap();
+    let ids = |r: &Rig| -> Vec<String> { r.s.view().routines.into_iter().map(|v| v.id).collect() };
+    assert_eq!(ids(&r), std::slice::from_ref(&old.id));
+    assert!(r.s.history(&job.id).is_empty(), "the run log went with it");
+    let again = r.s.remove(&job.id, false).await.unwrap_err();
+    assert!(again.to_string().contains("there is no routine"), "{again}");
+
+    // A removal a month later deletes what was removed more than 30 days before.
+    let fresh = r.add(draft("Fresh", Some("1d"), ExecutionMode::Inline)).await;
+    r.advance_to(T0 + edit::REMOVED_KEPT_MS + MIN);
+    r.s.remove(&fresh.id, false).await.unwrap();
+    assert_eq!(ids(&r), std::slice::from_ref(&fresh.id));
+    assert!(r.s.view().routines[0].removed_at.is_some());
+}

@@ -67,6 +67,8 @@ struct Fields {
     allow_duplicate: Option<bool>,
     #[serde(default)]
     include_disabled: Option<bool>,
+    #[serde(default)]
+    hard: Option<bool>,
 }
 
 impl Fields {
@@ -111,10 +113,13 @@ fn props(kind: Kind) -> serde_json::Value {
             p["enabled"] = json!({"type": "boolean", "description": "false pauses, true resumes."});
         }
         Kind::List => {
-            return json!({"include_disabled": {"type": "boolean", "description": "Also list paused, finished and failed routines."}})
+            return json!({"include_disabled": {"type": "boolean", "description": "Also list paused, finished, failed and removed routines."}})
         }
         Kind::Remove => {
-            return json!({"id": {"type": "string", "description": "The routine's id (from routine_list)."}})
+            return json!({
+                "id": {"type": "string", "description": "The routine's id (from routine_list)."},
+                "hard": {"type": "boolean", "description": "Delete it and its run history for good. Default false: it stops and the user can restore it."}
+            })
         }
     }
     p
@@ -140,7 +145,12 @@ impl Tool for RoutineTool {
                 "Change a routine: any of its fields; `enabled: false` pauses it.",
                 vec!["id"],
             ),
-            Kind::Remove => ("routine_remove", "Delete a routine.", vec!["id"]),
+            Kind::Remove => (
+                "routine_remove",
+                "Remove a routine: it stops running and moves to the user's removed routines, where they can \
+                 restore it. Pass hard: true only when the user asked to delete it for good.",
+                vec!["id"],
+            ),
         };
         ToolSpec {
             name: name.into(),
@@ -195,7 +205,7 @@ impl Tool for RoutineTool {
                 let mut lines: Vec<String> = view
                     .routines
                     .iter()
-                    .filter(|v| all || (v.enabled && v.problem.is_none()) || v.problem.is_some())
+                    .filter(|v| all || (v.enabled && v.removed_at.is_none()) || v.problem.is_some())
                     .map(|v| {
                         let next = v
                             .next_run_at
@@ -207,6 +217,9 @@ impl Tool for RoutineTool {
                         );
                         if let Some(p) = v.problem.as_ref().or(v.error_message.as_ref()) {
                             l.push_str(&format!(" — problem: {p}"));
+                        }
+                        if let Some(at) = v.removed_at {
+                            l.push_str(&format!(" — removed {}", super::model::iso_string(at)));
                         }
                         l
                     })
@@ -236,8 +249,12 @@ impl Tool for RoutineTool {
                 let Some(id) = f.id.clone() else {
                     return ToolOutput::error("`id` is required; use routine_list to find it.");
                 };
-                match s.remove(&id).await {
-                    Ok(_) => ToolOutput::ok(format!("Removed routine {id}.")),
+                let hard = f.hard.unwrap_or(false);
+                match s.remove(&id, hard).await {
+                    Ok(_) if hard => ToolOutput::ok(format!("Deleted routine {id} and its run history for good.")),
+                    Ok(_) => ToolOutput::ok(format!(
+                        "Removed routine {id}: it will not run again; the user can restore it from the Routines pane."
+                    )),
                     Err(e) => ToolOutput::error(format!("Could not remove the routine: {e}")),
                 }
             }

@@ -68,6 +68,7 @@ pub fn routine_view(r: &Routine, default_zone: &str, now: i64) -> RoutineView {
         problem,
         // The run log's to tell: [`with_last_run`].
         last_run: None,
+        removed_at: r.removed_at,
     }
 }
 
@@ -169,12 +170,12 @@ impl Scheduler {
 /// today, "Next: Disk check Tue 09:15" within a week, else with the date.
 pub fn next_routine_line(routines: &[RoutineView], now_ms: i64, zone: &str) -> String {
     use chrono::TimeZone;
-    if routines.is_empty() {
+    if routines.iter().all(|r| r.removed_at.is_some()) {
         return "No routines".into();
     }
     let next = routines
         .iter()
-        .filter(|r| r.enabled && r.problem.is_none())
+        .filter(|r| r.enabled && r.removed_at.is_none() && r.problem.is_none())
         .filter_map(|r| Some((r.next_runs.first().copied().or(r.next_run_at)?, r)))
         .min_by_key(|(at, _)| *at);
     let Some((at, r)) = next else {

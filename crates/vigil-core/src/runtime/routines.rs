@@ -41,8 +41,15 @@ impl Runtime {
         Ok(self.routine_view(&r))
     }
 
-    pub async fn remove_routine(&self, id: &str) -> Result<(), StoreError> {
-        self.inner.routines.remove(id).await.map(|_| ())
+    /// Removes a routine so it can be restored; `hard` deletes it and its history for good.
+    pub async fn remove_routine(&self, id: &str, hard: bool) -> Result<(), StoreError> {
+        self.inner.routines.remove(id, hard).await.map(|_| ())
+    }
+
+    /// Brings a removed routine back.
+    pub async fn restore_routine(&self, id: &str) -> Result<RoutineView, StoreError> {
+        let r = self.inner.routines.restore(id).await?;
+        Ok(self.routine_view(&r))
     }
 
     /// Runs a routine now; its schedule is unchanged.
@@ -112,7 +119,8 @@ impl Runtime {
                     }
                 }),
                 RoutineOp::Update(id, d) => this.update_routine(&id, d).await.map(|_| ()),
-                RoutineOp::Remove(id) => this.remove_routine(&id).await,
+                RoutineOp::Remove(id, hard) => this.remove_routine(&id, hard).await,
+                RoutineOp::Restore(id) => this.restore_routine(&id).await.map(|_| ()),
                 RoutineOp::Run(id) => this.run_routine_now(&id).await,
                 RoutineOp::Enable(id, on) => this.set_routine_enabled(&id, on).await.map(|_| ()),
             };
@@ -170,7 +178,8 @@ pub(super) enum RoutineOp {
     List,
     Add(RoutineDraft),
     Update(String, RoutineDraft),
-    Remove(String),
+    Remove(String, bool),
+    Restore(String),
     Run(String),
     Enable(String, bool),
 }

@@ -307,3 +307,70 @@ async fn a_user_turn_a_heartbeat_and_a_job_run_at_the_same_time() {
     assert!(elapsed < Duration::from_millis(2500), "{elapsed:?}");
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_agent_removes_a_routine_softly_and_the_user_can_restore_it_or_delete_it_for_good() {
+    let (rt, mut rx, _clock, fake, _dir) = rig(Script::steps(vec![
+        Step::tool_call("c1", "routine_remove", serde_json::json!({"id": "water"})),
+        Step::tool_call("c2", "routine_list", serde_json::json!({})),
+        Step::text("Removed it."),
+    ]))
+    .await;
+    add_hourly_job(&rt, "Water").await;
+    add_hourly_job(&rt, "Stretch").await;
+    rt.submit(Op::UserMessage {
+        text: "stop the water reminder".into(),
+        session_id: None,
+    });
+    let events = until_finished(&mut rx).await;
+    let results: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallFinished {
+                content,
+                is_error: false,
+                ..
+            } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{events:?}");
+    assert!(results[0].contains("the user can restore it"), "{}", results[0]);
+    assert!(
+        results[1].starts_with("stretch — ") && !results[1].contains("water"),
+        "{}",
+        results[1]
+    );
+    let removed = |rt: &Runtime| -> Vec<(String, bool)> {
+        rt.routines()
+            .routines
+            .into_iter()
+            .map(|v| (v.id, v.removed_at.is_some()))
+            .collect()
+    };
+    assert_eq!(removed(&rt), [("water".into(), true), ("stretch".into(), false)]);
+    assert_eq!(fake.requests().len(), 3);
+
+    // Each op is answered by a `routines_changed` showing its effect.
+    let answered = |count: usize, water_removed: Option<bool>| {
+        move |seen: &[EventEnvelope]| {
+            seen.iter().any(|e| match &e.event {
+                Event::RoutinesChanged { routines } => {
+                    let water = routines.routines.iter().find(|v| v.id == "water");
+                    routines.routines.len() == count && water.map(|v| v.removed_at.is_some()) == water_removed
+                }
+                _ => false,
+            })
+        }
+    };
+    rt.submit(Op::RestoreRoutine { id: "water".into() });
+    until(&mut rx, answered(2, Some(false))).await;
+    assert_eq!(removed(&rt), [("water".into(), false), ("stretch".into(), false)]);
+
+    rt.submit(Op::RemoveRoutine {
+        id: "water".into(),
+        hard: Some(true),
+    });
+    until(&mut rx, answered(1, None)).await;
+    assert_eq!(removed(&rt), [("stretch".into(), false)]);
+}
