@@ -233,3 +233,19 @@ test('a removed routine moves to Removed and stops; it can be restored, or delet
   assert.doesNotMatch(readHeartbeat(), /Water the plants/);
   assert.equal(await count('[data-testid="routines-removed"]'), 0, 'nothing left under Removed');
 });
+
+test('an inline routine can wait for the next regular heartbeat instead of waking it', async () => {
+  await css('[data-testid="routine-new"]').click();
+  await fill('[data-testid="routine-title"]', 'Tidy the downloads');
+  await fill('[data-testid="routine-description"]', 'Tell me if ~/Downloads holds more than 5 GB.');
+  await fill('[data-testid="routine-schedule"]', '0 */2 * * *');
+  await css('input[name="routine-mode"][value="isolated"]').click();
+  assert.equal(await count('[data-testid="routine-next-heartbeat"]'), 0, 'only offered for inline routines');
+  await css('input[name="routine-mode"][value="inline"]').click();
+  await css('[data-testid="routine-next-heartbeat"]').click();
+  await screenshot(driver, 'routines-editor-next-heartbeat.png');
+  await css('[data-testid="routine-save"]').click();
+  await waitFor('the routine listed', async () => (await count('[data-routine-id="tidy_the_downloads"]')) === 1, 10000);
+  assert.match(await textOf('[data-routine-id="tidy_the_downloads"] [data-testid="routine-item-schedule"]'), /with the next heartbeat/);
+  assert.match(readHeartbeat(), /"wake_mode": "next_heartbeat"/);
+});

@@ -37,7 +37,7 @@ pub use heartbeat::{
 pub use preferences::{DesktopSettings, DesktopSettingsView, NotificationKind, NotificationKinds, Theme};
 pub use routines::{
     ExecutionMode, HeartbeatChecks, ParseStatus, RoutineDraft, RoutineRun, RoutineSaved, RoutineSource, RoutineState,
-    RoutineView, RoutinesView, RunOutcome, SchedulePreview,
+    RoutineView, RoutinesView, RunOutcome, SchedulePreview, WakeMode,
 };
 pub use settings::{
     ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings,
@@ -579,6 +579,7 @@ pub fn typescript_bindings() -> String {
         HeartbeatStats::decl(&cfg),
         HeartbeatView::decl(&cfg),
         ExecutionMode::decl(&cfg),
+        WakeMode::decl(&cfg),
         RoutineState::decl(&cfg),
         RoutineSource::decl(&cfg),
         ParseStatus::decl(&cfg),

@@ -18,6 +18,20 @@ pub enum ExecutionMode {
     Isolated,
 }
 
+/// When an inline routine that fell due is run (seed 004 §5.2 `wakeMode`). Isolated
+/// routines run in their own job when due whatever it says: no heartbeat is involved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum WakeMode {
+    /// Wake the heartbeat at once to run it.
+    #[default]
+    Now,
+    /// Wait for the next interval heartbeat and ride along (one model call for both); at
+    /// once when no interval heartbeat is scheduled (the heartbeat is off).
+    #[serde(alias = "next-heartbeat")]
+    NextHeartbeat,
+}
+
 /// Where a routine is in its life (seed 003 §11: pending → running → done/failed;
 /// recurring routines go back to pending with their next time).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
@@ -68,6 +82,7 @@ pub struct RoutineView {
     /// The IANA zone the schedule is read in.
     pub timezone: String,
     pub execution_mode: ExecutionMode,
+    pub wake_mode: WakeMode,
     pub source: RoutineSource,
     pub enabled: bool,
     pub state: RoutineState,
@@ -146,6 +161,9 @@ pub struct RoutineDraft {
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub execution_mode: Option<ExecutionMode>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wake_mode: Option<WakeMode>,
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_seconds: Option<u32>,

@@ -257,6 +257,8 @@ paused: boolean, };
 
 export type ExecutionMode = "inline" | "isolated";
 
+export type WakeMode = "now" | "next_heartbeat";
+
 export type RoutineState = "pending" | "running" | "done" | "failed";
 
 export type RoutineSource = "manual" | "chat" | "heartbeat_reflect";
@@ -271,7 +273,7 @@ schedule: string | null,
 /**
  * The IANA zone the schedule is read in.
  */
-timezone: string, execution_mode: ExecutionMode, source: RoutineSource, enabled: boolean, state: RoutineState, last_run_at: number | null, next_run_at: number | null, timeout_seconds: number, retry: number, max_retry: number, error_message: string | null, created_at: number, 
+timezone: string, execution_mode: ExecutionMode, wake_mode: WakeMode, source: RoutineSource, enabled: boolean, state: RoutineState, last_run_at: number | null, next_run_at: number | null, timeout_seconds: number, retry: number, max_retry: number, error_message: string | null, created_at: number, 
 /**
  * A deterministic kind (`time_reminder`) that runs without the model.
  */
@@ -312,7 +314,7 @@ schedule?: string,
 /**
  * For a one-shot: when it runs (ms since the epoch).
  */
-next_run_at?: number, timezone?: string, execution_mode?: ExecutionMode, timeout_seconds?: number, max_retry?: number, enabled?: boolean, kind?: string, 
+next_run_at?: number, timezone?: string, execution_mode?: ExecutionMode, wake_mode?: WakeMode, timeout_seconds?: number, max_retry?: number, enabled?: boolean, kind?: string, 
 /**
  * Create even if a routine with the same title or task exists.
  */

@@ -20,6 +20,7 @@ const routine = (over: Partial<RoutineView> = {}): RoutineView => ({
   schedule: '0 9 * * 1-5',
   timezone: 'Europe/Berlin',
   execution_mode: 'inline',
+  wake_mode: 'now',
   source: 'manual',
   enabled: true,
   state: 'pending',
@@ -49,9 +50,17 @@ describe('the routine form', () => {
       schedule: '0 9 * * 1-5',
       timezone: 'Europe/Berlin',
       execution_mode: 'inline',
+      wake_mode: 'now',
       timeout_seconds: 120,
       enabled: true,
     });
+  });
+
+  it('keeps a routine that rides along with the next heartbeat that way', () => {
+    const form = formFromRoutine(routine({ wake_mode: 'next_heartbeat' }));
+    expect(form.wake_mode).toBe('next_heartbeat');
+    expect(draftFromForm(form).wake_mode).toBe('next_heartbeat');
+    expect(newForm('UTC').wake_mode).toBe('now');
   });
 
   it('keeps a one-shot routine one-shot: no schedule is sent', () => {

@@ -12,6 +12,8 @@ export interface RoutineForm {
   schedule: string;
   timezone: string;
   execution_mode: 'inline' | 'isolated';
+  /** For inline routines: wake the heartbeat when due, or ride along with the next one. */
+  wake_mode: 'now' | 'next_heartbeat';
   /** Text, so a half-typed number is not rejected while typing. */
   timeout_seconds: string;
   enabled: boolean;
@@ -81,6 +83,7 @@ export function newForm(zone: string): RoutineForm {
     schedule: '',
     timezone: zone,
     execution_mode: 'inline',
+    wake_mode: 'now',
     timeout_seconds: String(DEFAULT_TIMEOUT_SECONDS),
     enabled: true,
   };
@@ -93,6 +96,7 @@ export function formFromRoutine(r: RoutineView): RoutineForm {
     schedule: r.schedule ?? '',
     timezone: r.timezone,
     execution_mode: r.execution_mode,
+    wake_mode: r.wake_mode,
     timeout_seconds: String(r.timeout_seconds),
     enabled: r.enabled,
   };
@@ -123,6 +127,7 @@ export function draftFromForm(form: RoutineForm): RoutineDraft {
     description: form.description.trim(),
     timezone: form.timezone.trim(),
     execution_mode: form.execution_mode,
+    wake_mode: form.wake_mode,
     timeout_seconds: Number(form.timeout_seconds.trim()),
     enabled: form.enabled,
   };

@@ -206,6 +206,7 @@ impl Scheduler {
                 r.schedule = schedule.clone();
                 r.timezone = Some(timezone.clone());
                 r.execution_mode = mode;
+                r.wake_mode = draft.wake_mode.unwrap_or_default();
                 r.source = source;
                 r.enabled = draft.enabled.unwrap_or(true);
                 r.next_run_at = Some(first);
@@ -242,6 +243,9 @@ impl Scheduler {
                 }
                 if let Some(m) = changes.execution_mode {
                     r.execution_mode = m;
+                }
+                if let Some(w) = changes.wake_mode {
+                    r.wake_mode = w;
                 }
                 if let Some(t) = changes.timeout_seconds {
                     if t == 0 || t > MAX_TIMEOUT_SECONDS {

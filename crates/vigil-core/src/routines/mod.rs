@@ -89,6 +89,16 @@ pub trait JobHost: Send + Sync + 'static {
     fn paused(&self) -> bool {
         false
     }
+    /// Whether an interval heartbeat is scheduled: inline routines that wait for the next
+    /// heartbeat (`wake_mode: next_heartbeat`) wake it themselves when none will come.
+    fn heartbeat_scheduled(&self) -> bool {
+        false
+    }
+    /// Whether the heartbeat is on. While it is off, inline routines run as jobs of their
+    /// own instead of waiting, claimed, for a heartbeat turn that never comes.
+    fn heartbeat_enabled(&self) -> bool {
+        true
+    }
 }
 
 /// One job turn, for [`JobHost::run_job`].

@@ -10,7 +10,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use vigil_protocol::{ExecutionMode, RoutineSource, RoutineState};
+use vigil_protocol::{ExecutionMode, RoutineSource, RoutineState, WakeMode};
 
 /// `timeout_seconds` when a task does not say (short enough that inference says `inline`).
 pub const DEFAULT_TIMEOUT_SECONDS: u32 = 60;
@@ -43,6 +43,10 @@ pub struct Routine {
     /// Missing in a v1 task means `inline` (seed 003 §13.1 #20).
     #[serde(default = "inline")]
     pub execution_mode: ExecutionMode,
+    /// For an inline routine: wake the heartbeat when due (`now`, the default, not written)
+    /// or ride along with the next interval heartbeat (`next_heartbeat`).
+    #[serde(default, skip_serializing_if = "is_now")]
+    pub wake_mode: WakeMode,
     #[serde(default)]
     pub source: RoutineSource,
     #[serde(default = "yes")]
@@ -99,6 +103,10 @@ fn is_none_or_empty(s: &Option<String>) -> bool {
     s.as_deref().is_none_or(|s| s.trim().is_empty())
 }
 
+fn is_now(m: &WakeMode) -> bool {
+    *m == WakeMode::Now
+}
+
 fn inline() -> ExecutionMode {
     ExecutionMode::Inline
 }
@@ -125,6 +133,7 @@ impl Routine {
             schedule: None,
             timezone: None,
             execution_mode: ExecutionMode::Inline,
+            wake_mode: WakeMode::Now,
             source: RoutineSource::Manual,
             enabled: true,
             state: RoutineState::Pending,

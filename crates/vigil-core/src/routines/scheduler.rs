@@ -37,7 +37,9 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio_util::task::TaskTracker;
-use vigil_protocol::{ErrorKind, Event, ExecutionMode, RoutineRun, RoutineSource, RoutineState, RunOutcome, Source};
+use vigil_protocol::{
+    ErrorKind, Event, ExecutionMode, RoutineRun, RoutineSource, RoutineState, RunOutcome, Source, WakeMode,
+};
 
 use super::model::Routine;
 use super::schedule::Spec;
@@ -561,11 +563,12 @@ impl Scheduler {
     /// Starts what a tick claimed.
     fn dispatch(&self, claimed: Vec<Claimed>) {
         let mut inline = Vec::new();
+        let heartbeat_on = self.host().is_none_or(|h| h.heartbeat_enabled());
         for c in claimed {
             if c.routine.kind.is_some() {
                 let this = self.clone();
                 self.shared.jobs.spawn(async move { this.run_deterministic(c).await });
-            } else if c.routine.execution_mode == ExecutionMode::Inline {
+            } else if c.routine.execution_mode == ExecutionMode::Inline && heartbeat_on {
                 inline.push(c);
             } else {
                 let this = self.clone();
@@ -577,18 +580,32 @@ impl Scheduler {
         }
     }
 
-    /// Hands inline runs to the next heartbeat turn, through the wake loop.
+    /// Hands inline runs to the next heartbeat turn. Runs that ask for it (`wake_mode:
+    /// now`) wake the heartbeat through the wake loop; the others wait for the next interval
+    /// heartbeat, unless none is scheduled.
     pub(super) fn queue_inline(&self, runs: Vec<Claimed>) {
+        let wake_now = runs.iter().any(|c| c.routine.wake_mode == WakeMode::Now) || !self.heartbeat_scheduled();
         self.shared
             .inline
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .waiting
             .extend(runs);
+        if !wake_now {
+            return;
+        }
         match self.shared.wake.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
             Some(w) => w.request_wake(vigil_protocol::WakeReason::Cron, crate::heartbeat::AGENT),
             None => tracing::debug!("inline routines wait: no wake loop yet"),
         }
+    }
+
+    fn heartbeat_scheduled(&self) -> bool {
+        self.host().is_some_and(|h| h.heartbeat_scheduled())
+    }
+
+    fn host(&self) -> Option<Arc<dyn super::JobHost>> {
+        self.shared.host.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Inline runs waiting for a heartbeat (for the heartbeat seam and tests).

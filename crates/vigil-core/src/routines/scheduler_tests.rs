@@ -25,6 +25,10 @@ pub(super) struct FakeHost {
     pub gate: Option<Arc<Semaphore>>,
     /// Background activity paused (the tray).
     pub paused: std::sync::atomic::AtomicBool,
+    /// An interval heartbeat is scheduled.
+    pub heartbeat_scheduled: bool,
+    /// The heartbeat is switched off.
+    pub heartbeat_off: bool,
 }
 
 use std::sync::Mutex;
@@ -33,6 +37,14 @@ use std::sync::Mutex;
 impl JobHost for FakeHost {
     fn paused(&self) -> bool {
         self.paused.load(Ordering::SeqCst)
+    }
+
+    fn heartbeat_scheduled(&self) -> bool {
+        self.heartbeat_scheduled
+    }
+
+    fn heartbeat_enabled(&self) -> bool {
+        !self.heartbeat_off
     }
 
     async fn run_job(&self, job: JobTurn) -> JobOutcome {
@@ -807,4 +819,69 @@ async fn a_hard_removal_deletes_the_routine_and_its_history_and_old_removals_are
     r.s.remove(&fresh.id, false).await.unwrap();
     assert_eq!(ids(&r), std::slice::from_ref(&fresh.id));
     assert!(r.s.view().routines[0].removed_at.is_some());
+}
+
+/// A wake loop with no handler: it keeps what it is asked, for counting.
+fn wake_loop() -> (crate::wake::Wake, tokio_util::sync::CancellationToken) {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let wake = crate::wake::Wake::start(
+        crate::wake::WakeConfig::default(),
+        Arc::new(ManualClock::new(T0)),
+        shutdown.clone(),
+        &tokio_util::task::TaskTracker::new(),
+    );
+    (wake, shutdown)
+}
+
+#[tokio::test]
+async fn a_next_heartbeat_routine_waits_for_the_heartbeat_unless_none_is_scheduled() {
+    for scheduled in [true, false] {
+        let r = rig(FakeHost {
+            heartbeat_scheduled: scheduled,
+            ..FakeHost::default()
+        });
+        let (wake, _stop) = wake_loop();
+        r.s.set_wake(wake.clone());
+        let check = r
+            .add(RoutineDraft {
+                wake_mode: Some(vigil_protocol::WakeMode::NextHeartbeat),
+                ..draft("Check the inbox", Some("1h"), ExecutionMode::Inline)
+            })
+            .await;
+        let file = || r.s.deps().store.read().unwrap().text.clone();
+        assert!(file().contains("\"wake_mode\": \"next_heartbeat\""), "{}", file());
+        assert_eq!(r.routine(&check.id).wake_mode, vigil_protocol::WakeMode::NextHeartbeat);
+        r.advance_to(T0 + HOUR);
+        assert_eq!(r.s.tick().await.claimed, std::slice::from_ref(&check.id));
+        assert_eq!(r.s.inline_waiting().len(), 1, "handed to the heartbeat either way");
+        assert_eq!(
+            wake.stats().requested,
+            u64::from(!scheduled),
+            "with a heartbeat scheduled: {scheduled}"
+        );
+
+        // A `now` routine due at the same time wakes the heartbeat, for both.
+        let now = r.add(draft("Stretch", Some("1h"), ExecutionMode::Inline)).await;
+        assert_eq!(file().matches("wake_mode").count(), 1, "the default is not written");
+        r.advance_to(T0 + 2 * HOUR);
+        r.s.tick().await;
+        assert!(r.s.inline_waiting().iter().any(|t| t.id == now.id));
+        assert_eq!(wake.stats().requested, u64::from(!scheduled) + 1);
+    }
+}
+
+#[tokio::test]
+async fn while_the_heartbeat_is_off_an_inline_routine_runs_as_a_job_of_its_own() {
+    let r = rig(FakeHost {
+        heartbeat_off: true,
+        ..FakeHost::default()
+    });
+    let check = r.add(draft("Check the inbox", Some("1h"), ExecutionMode::Inline)).await;
+    r.advance_to(T0 + HOUR);
+    assert_eq!(r.s.tick().await.claimed, std::slice::from_ref(&check.id));
+    r.s.settle().await;
+    assert!(r.s.inline_waiting().is_empty(), "not left waiting for a heartbeat turn");
+    assert_eq!(r.host.runs.lock().unwrap().len(), 1);
+    assert_eq!(r.outcomes(&check.id), [RunOutcome::Ok]);
+    assert_eq!(r.routine(&check.id).state, RoutineState::Pending);
 }

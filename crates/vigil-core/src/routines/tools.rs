@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::json;
-use vigil_protocol::{ExecutionMode, RoutineDraft, RoutineSource};
+use vigil_protocol::{ExecutionMode, RoutineDraft, RoutineSource, WakeMode};
 
 use super::model::parse_iso;
 use super::scheduler::Scheduler;
@@ -58,6 +58,8 @@ struct Fields {
     #[serde(default)]
     execution_mode: Option<ExecutionMode>,
     #[serde(default)]
+    wake_mode: Option<WakeMode>,
+    #[serde(default)]
     timeout_seconds: Option<u32>,
     #[serde(default)]
     enabled: Option<bool>,
@@ -84,6 +86,7 @@ impl Fields {
             next_run_at,
             timezone: self.timezone.clone(),
             execution_mode: self.execution_mode,
+            wake_mode: self.wake_mode,
             timeout_seconds: self.timeout_seconds,
             max_retry: None,
             enabled: self.enabled,
@@ -101,6 +104,7 @@ fn props(kind: Kind) -> serde_json::Value {
         "next_run_at": {"type": "string", "description": "ISO-8601 time with offset: when a one-time routine runs (or a recurring one first runs)."},
         "timezone": {"type": "string", "description": "IANA zone the schedule is read in, e.g. \"Europe/Berlin\". Default: the user's zone."},
         "execution_mode": {"type": "string", "enum": ["inline", "isolated"], "description": "inline: light, runs inside the heartbeat (reminders, quick checks). isolated: its own session with tools (fetching, multi-step work). Default: inferred."},
+        "wake_mode": {"type": "string", "enum": ["now", "next_heartbeat"], "description": "For inline routines: now (default) wakes the heartbeat when due; next_heartbeat waits for the next regular heartbeat and rides along (fewer model calls, less punctual: fine for checks, not for reminders at a set time)."},
         "timeout_seconds": {"type": "integer", "minimum": 1, "description": "Longest a run may take."},
         "kind": {"type": "string", "enum": ["time_reminder"], "description": "time_reminder: a plain reminder delivered without calling the model."}
     });

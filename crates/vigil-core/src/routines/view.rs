@@ -52,6 +52,7 @@ pub fn routine_view(r: &Routine, default_zone: &str, now: i64) -> RoutineView {
         schedule: r.schedule_text().map(str::to_string),
         timezone: zone,
         execution_mode: r.execution_mode,
+        wake_mode: r.wake_mode,
         source: r.source,
         enabled: r.enabled,
         state: r.state,
@@ -209,7 +210,7 @@ mod tests {
             next_run_at: next,
             next_runs: next.into_iter().collect(),
             ..serde_json::from_value(serde_json::json!({
-                "id": "x", "title": "x", "description": "", "timezone": "UTC", "execution_mode": "inline",
+                "id": "x", "title": "x", "description": "", "timezone": "UTC", "execution_mode": "inline", "wake_mode": "now",
                 "source": "manual", "enabled": true, "state": "pending", "timeout_seconds": 60, "retry": 0,
                 "max_retry": 3, "created_at": 0, "schedule_description": "", "next_runs": []
             }))

@@ -404,4 +404,13 @@ impl JobHost for Host {
     fn paused(&self) -> bool {
         self.runtime().is_some_and(|rt| rt.is_paused())
     }
+
+    fn heartbeat_scheduled(&self) -> bool {
+        self.runtime()
+            .is_some_and(|rt| rt.heartbeat_view().next_run_at.is_some())
+    }
+
+    fn heartbeat_enabled(&self) -> bool {
+        self.runtime().is_none_or(|rt| rt.inner.heartbeat.config().enabled)
+    }
 }
