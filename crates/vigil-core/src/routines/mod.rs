@@ -19,6 +19,7 @@
 //! Must never: run a routine it has not claimed; write `HEARTBEAT.md` outside [`store`];
 //! read the system clock.
 
+mod describe;
 pub mod edit;
 mod jobs;
 pub mod model;

@@ -333,77 +333,20 @@ fn duration_words(d: Duration) -> String {
     }
 }
 
-/// Words for the common 5-field shapes; the expression itself for the rest.
+/// Words for the common 5-field shapes and the `@` names; the expression itself for the rest.
 fn describe_cron(text: &str) -> String {
-    let f: Vec<&str> = text.split_whitespace().collect();
-    let fallback = || format!("cron \"{text}\"");
-    if f.len() != 5 {
-        return match text {
-            "@hourly" => "every hour".into(),
-            "@daily" | "@midnight" => "every day at 00:00".into(),
-            "@weekly" => "every Sunday at 00:00".into(),
-            "@monthly" => "on the 1st of every month at 00:00".into(),
-            "@yearly" | "@annually" => "every year on 1 January at 00:00".into(),
-            _ => fallback(),
-        };
-    }
-    let (min, hour, dom, month, dow) = (f[0], f[1], f[2], f[3], f[4]);
-    let num = |s: &str| s.parse::<u32>().ok();
-    if let Some(step) = min.strip_prefix("*/").and_then(num) {
-        if hour == "*" && dom == "*" && month == "*" && dow == "*" {
-            return format!("every {}", duration_words(Duration::from_secs(step as u64 * 60)));
-        }
-    }
-    if min == "*" && hour == "*" && dom == "*" && month == "*" && dow == "*" {
-        return "every minute".into();
-    }
-    if let (Some(m), "*", "*", "*", "*") = (num(min), hour, dom, month, dow) {
-        return format!("every hour at :{m:02}");
-    }
-    let (Some(m), Some(h)) = (num(min), num(hour)) else {
-        return fallback();
+    let named = match text {
+        "@hourly" => Some("every hour"),
+        "@daily" | "@midnight" => Some("every day at 00:00"),
+        "@weekly" => Some("every Sunday at 00:00"),
+        "@monthly" => Some("on day 1 of every month at 00:00"),
+        "@yearly" | "@annually" => Some("every year on 1 January at 00:00"),
+        _ => None,
     };
-    let at = format!("at {h:02}:{m:02}");
-    if month != "*" {
-        return fallback();
-    }
-    match (dom, dow) {
-        ("*", "*") => format!("every day {at}"),
-        ("*", "1-5") | ("*", "MON-FRI") => format!("every weekday {at}"),
-        ("*", "0,6") | ("*", "6,0") | ("*", "SAT,SUN") => format!("every weekend day {at}"),
-        ("*", days) => match weekday_list(days) {
-            Some(names) => format!("every {names} {at}"),
-            None => fallback(),
-        },
-        (d, "*") => match num(d) {
-            Some(d) => format!("on day {d} of every month {at}"),
-            None => fallback(),
-        },
-        _ => fallback(),
-    }
-}
-
-fn weekday_list(field: &str) -> Option<String> {
-    const DAYS: [&str; 8] = [
-        "Sunday",
-        "Monday",
-        "Tuesday",
-        "Wednesday",
-        "Thursday",
-        "Friday",
-        "Saturday",
-        "Sunday",
-    ];
-    let names: Option<Vec<&str>> = field
-        .split(',')
-        .map(|d| d.parse::<usize>().ok().and_then(|i| DAYS.get(i).copied()))
-        .collect();
-    let names = names?;
-    Some(match names.as_slice() {
-        [one] => one.to_string(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
-        [] => return None,
-    })
+    named
+        .map(str::to_string)
+        .or_else(|| super::describe::describe_cron(text))
+        .unwrap_or_else(|| format!("cron \"{text}\""))
 }
 
 #[cfg(test)]

@@ -149,7 +149,26 @@ fn descriptions_say_it_in_words() {
     assert_eq!(d("5 * * * *", "UTC"), "every hour at :05, UTC");
     assert_eq!(d("0 18 * * 1,3", "UTC"), "every Monday and Wednesday at 18:00, UTC");
     assert_eq!(d("0 7 1 * *", "UTC"), "on day 1 of every month at 07:00, UTC");
-    assert_eq!(d("0 7 1 1 *", "UTC"), "cron \"0 7 1 1 *\", UTC");
+    assert_eq!(d("0 7 1 1 *", "UTC"), "every year on 1 January at 07:00, UTC");
+    assert_eq!(d("0 */2 * * *", "UTC"), "every 2 hours at :00, UTC");
+    assert_eq!(d("0 9,17 * * *", "UTC"), "every day at 09:00 and 17:00, UTC");
+    assert_eq!(d("0,30 9 * * *", "UTC"), "every day at 09:00 and 09:30, UTC");
+    assert_eq!(d("0,30 * * * *", "UTC"), "every hour at :00 and :30, UTC");
+    assert_eq!(
+        d("30 9-17 * * 1-5", "UTC"),
+        "every hour from 09:30 to 17:30 on weekdays, UTC"
+    );
+    assert_eq!(d("*/10 * * * 0,6", "UTC"), "every 10 minutes on weekends, UTC");
+    assert_eq!(d("0 9 * * MON-FRI", "UTC"), "every weekday at 09:00, UTC");
+    assert_eq!(
+        d("0 9 * * 5,1-3", "UTC"),
+        "every Monday, Tuesday, Wednesday and Friday at 09:00, UTC"
+    );
+    assert_eq!(d("0 9 * * 0-6", "UTC"), "every day at 09:00, UTC");
+    assert_eq!(d("@weekly", "UTC"), "every Sunday at 00:00, UTC");
+    // Shapes without words keep the expression, which the next runs then explain.
+    assert_eq!(d("0 9 1-7 * 1", "UTC"), "cron \"0 9 1-7 * 1\", UTC");
+    assert_eq!(d("*/5 9-17 * * *", "UTC"), "cron \"*/5 9-17 * * *\", UTC");
     assert_eq!(d("30m", "UTC"), "every 30 minutes");
     assert_eq!(d("2h", "UTC"), "every 2 hours");
     assert_eq!(d("1d", "UTC"), "every day");
