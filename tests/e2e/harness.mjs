@@ -1,7 +1,7 @@
 // Starts the real pieces an end-to-end test needs: the fake provider, a D-Bus monitor that
 // sees notifications as the desktop does, tauri-driver (WebKitWebDriver underneath), and
 // sessions of the real built app. Everything is torn down by `stop()`.
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -210,6 +210,19 @@ export function fill(driver, selector, value) {
     selector,
     value,
   );
+}
+
+/** The running Vigil apps' pids. An app that exited but whose parent (WebKitWebDriver) has
+ *  not reaped it yet is a zombie, not running: counted, it once made a test signal the dead
+ *  process of an earlier session instead of the live one. */
+export function appPids() {
+  const ps = spawnSync('ps', ['-C', 'vigil', '-o', 'pid=,stat=']).stdout.toString();
+  return ps
+    .trim()
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter(([pid, stat]) => pid && !stat?.startsWith('Z'))
+    .map(([pid]) => pid);
 }
 
 /** Whether process `pid` exists. */

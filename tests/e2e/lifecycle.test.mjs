@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { APP, Harness, alive, fill, quit, screenshot, By, waitFor, sleep } from './harness.mjs';
+import { APP, Harness, alive, appPids, fill, quit, screenshot, By, waitFor, sleep } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -38,10 +38,6 @@ const css = (sel) => driver.findElement(By.css(sel));
 const exists = async (sel) => (await driver.findElements(By.css(sel))).length > 0;
 const byId = (id) => css(`[data-testid="${id}"]`);
 const innerText = (el) => driver.executeScript('return arguments[0].innerText', el);
-const appPids = () => {
-  const r = spawnSync('pgrep', ['-x', 'vigil']);
-  return r.stdout.toString().trim().split('\n').filter(Boolean);
-};
 const visibleWindows = () => {
   const r = spawnSync('xdotool', ['search', '--onlyvisible', '--name', '^Vigil$']);
   return r.stdout.toString().trim().split('\n').filter(Boolean);

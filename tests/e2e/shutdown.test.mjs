@@ -5,10 +5,9 @@
 // terminal Vigil was started from (SIGINT) goes the same way.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Harness, alive, quit, messages, send, By, waitFor, sleep } from './harness.mjs';
+import { Harness, alive, appPids, quit, messages, send, By, waitFor, sleep } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -42,7 +41,6 @@ async function startSleeper() {
   return sleeper;
 }
 
-const appPids = () => spawnSync('pgrep', ['-x', 'vigil']).stdout.toString().trim().split('\n').filter(Boolean);
 
 test('quitting mid-reply with a command running cancels cleanly, and the next start resumes', async () => {
   const sleeper = await startSleeper();
@@ -87,13 +85,21 @@ test('quitting mid-reply with a command running cancels cleanly, and the next st
 test('Ctrl+C where Vigil was started (SIGINT) shuts down like Quit: no command outlives it', async () => {
   const sleeper = await startSleeper();
 
-  const [app] = appPids();
-  process.kill(Number(app), 'SIGINT');
-  await waitFor('the app to exit', async () => appPids().length === 0, 15000);
+  const pids = appPids();
+  assert.equal(pids.length, 1, `one Vigil running: ${pids}`);
+  process.kill(Number(pids[0]), 'SIGINT');
+  const readLogs = () =>
+    fs.readdirSync(path.join(h.dataDir, 'logs')).map((f) => fs.readFileSync(path.join(h.dataDir, 'logs', f), 'utf8')).join('');
+  try {
+    await waitFor('the app to exit', async () => appPids().length === 0, 15000);
+  } catch (e) {
+    // What the shutdown was doing, for the report.
+    throw new Error(`${e.message}; still running: ${appPids()}; the log ends:\n${readLogs().split('\n').slice(-25).join('\n')}`);
+  }
   await waitFor('the process group killed', async () => !alive(sleeper), 5000);
   await quit(driver).catch(() => {});
   driver = null;
-  const logs = fs.readdirSync(path.join(h.dataDir, 'logs')).map((f) => fs.readFileSync(path.join(h.dataDir, 'logs', f), 'utf8')).join('');
+  const logs = readLogs();
   assert.match(logs, /SIGINT: quitting/);
   assert.match(logs, /shut down; exiting/, 'the shutdown ran to its end');
 });

@@ -342,22 +342,13 @@ impl Scheduler {
     /// Brings a removed routine back as it was (paused stays paused). A recurring one whose
     /// time passed meanwhile moves to its next time instead of running the missed one.
     pub async fn restore(&self, id: &str) -> Result<Routine, StoreError> {
-        let now = self.deps().clock.now_ms();
-        let zone = self.config().default_zone.clone();
-        let r = self
-            .deps()
-            .store
-            .update(|entries| {
-                let r = find_any(entries, id)?;
-                if r.removed_at.take().is_some() && r.enabled {
-                    skip_missed(r, now, &zone)?;
-                }
-                Ok(r.clone())
-            })
-            .await?;
-        self.changed();
-        self.poke();
-        Ok(r)
+        self.change_one(id, true, |r, now, zone| {
+            if r.removed_at.take().is_some() && r.enabled {
+                skip_missed(r, now, zone)?;
+            }
+            Ok(())
+        })
+        .await
     }
 
     /// Runs a routine now, outside its schedule (the schedule is unchanged): it becomes
@@ -388,17 +379,36 @@ impl Scheduler {
     /// Pauses or resumes. Resuming a recurring routine whose time passed while paused moves
     /// it to its next time instead of running the missed one.
     pub async fn set_enabled(&self, id: &str, enabled: bool) -> Result<Routine, StoreError> {
+        self.change_one(id, false, |r, now, zone| {
+            if enabled && !r.enabled {
+                skip_missed(r, now, zone)?;
+            }
+            r.enabled = enabled;
+            Ok(())
+        })
+        .await
+    }
+
+    /// One locked change `f(routine, now, default zone)` to routine `id` (a removed one only
+    /// with `removed`), then `routines_changed` and a poke to the loop.
+    async fn change_one(
+        &self,
+        id: &str,
+        removed: bool,
+        f: impl FnOnce(&mut Routine, i64, &str) -> Result<(), StoreError>,
+    ) -> Result<Routine, StoreError> {
         let now = self.deps().clock.now_ms();
         let zone = self.config().default_zone.clone();
         let r = self
             .deps()
             .store
             .update(|entries| {
-                let r = find(entries, id)?;
-                if enabled && !r.enabled {
-                    skip_missed(r, now, &zone)?;
-                }
-                r.enabled = enabled;
+                let r = if removed {
+                    find_any(entries, id)?
+                } else {
+                    find(entries, id)?
+                };
+                f(r, now, &zone)?;
                 Ok(r.clone())
             })
             .await?;
