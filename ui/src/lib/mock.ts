@@ -116,7 +116,11 @@ export function createMockBackend(variant: string): Backend {
         suppressed: stats.suppressed,
         skipped_busy: stats.skipped['requests-in-flight'] ?? 0,
       },
-      mailbox: { waiting: heartbeat.snapshot().length, deposited: stats.sent, drained: stats.sent - heartbeat.snapshot().length },
+      mailbox: {
+        waiting: heartbeat.snapshot().length,
+        deposited: stats.sent,
+        drained: Math.max(0, stats.sent - heartbeat.snapshot().length),
+      },
       routines: {
         scheduled: routineList.filter((r) => r.enabled && r.next_run_at !== null).length,
         running: routineList.filter((r) => r.state === 'running').length,
