@@ -600,6 +600,16 @@ impl Scheduler {
         }
     }
 
+    /// The heartbeat was switched off: inline runs waiting for its turn run as jobs of
+    /// their own instead (those a heartbeat turn already took finish there).
+    pub fn heartbeat_turned_off(&self) {
+        let waiting = std::mem::take(&mut self.shared.inline.lock().unwrap_or_else(|e| e.into_inner()).waiting);
+        for c in waiting {
+            let this = self.clone();
+            self.shared.jobs.spawn(async move { this.run_isolated(c).await });
+        }
+    }
+
     fn heartbeat_scheduled(&self) -> bool {
         self.host().is_some_and(|h| h.heartbeat_scheduled())
     }

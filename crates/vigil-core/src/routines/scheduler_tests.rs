@@ -885,3 +885,18 @@ async fn while_the_heartbeat_is_off_an_inline_routine_runs_as_a_job_of_its_own()
     assert_eq!(r.outcomes(&check.id), [RunOutcome::Ok]);
     assert_eq!(r.routine(&check.id).state, RoutineState::Pending);
 }
+
+#[tokio::test]
+async fn inline_runs_waiting_when_the_heartbeat_is_turned_off_run_as_jobs() {
+    let r = rig(FakeHost::default());
+    let check = r.add(draft("Check the inbox", Some("1h"), ExecutionMode::Inline)).await;
+    r.advance_to(T0 + HOUR);
+    r.s.tick().await;
+    assert_eq!(r.s.inline_waiting().len(), 1, "waiting for a heartbeat turn");
+    r.s.heartbeat_turned_off();
+    r.s.settle().await;
+    assert!(r.s.inline_waiting().is_empty());
+    assert_eq!(r.host.runs.lock().unwrap().len(), 1);
+    assert_eq!(r.outcomes(&check.id), [RunOutcome::Ok]);
+    assert_eq!(r.routine(&check.id).state, RoutineState::Pending);
+}

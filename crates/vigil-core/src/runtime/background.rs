@@ -128,7 +128,11 @@ impl Runtime {
     pub fn set_heartbeat_settings(&self, settings: &HeartbeatSettings) -> Vec<String> {
         let config = HeartbeatConfig::resolve(settings);
         let warnings = config.warnings.clone();
+        let turned_off = !config.enabled && self.inner.heartbeat.config().enabled;
         self.inner.heartbeat.set_config(config);
+        if turned_off {
+            self.inner.routines.heartbeat_turned_off();
+        }
         warnings
     }
 

@@ -374,3 +374,31 @@ async fn the_agent_removes_a_routine_softly_and_the_user_can_restore_it_or_delet
     until(&mut rx, answered(1, None)).await;
     assert_eq!(removed(&rt), [("stretch".into(), false)]);
 }
+
+#[tokio::test]
+async fn turning_the_heartbeat_off_runs_the_inline_routines_waiting_for_it() {
+    let (rt, _rx, clock, fake, _dir) = rig(Script::steps(vec![Step::text("Three new mails.")])).await;
+    rt.add_routine(RoutineDraft {
+        title: Some("Inbox".into()),
+        description: Some("Count the new mails.".into()),
+        next_run_at: Some(START_MS + 3_000),
+        execution_mode: Some(ExecutionMode::Inline),
+        ..RoutineDraft::default()
+    })
+    .await
+    .unwrap();
+    clock.advance(Duration::from_secs(4));
+    rt.scheduler().tick().await;
+    assert_eq!(rt.scheduler().inline_waiting().len(), 1, "waiting for a heartbeat turn");
+
+    rt.set_heartbeat_settings(&vigil_core::protocol::HeartbeatSettings {
+        enabled: false,
+        ..Default::default()
+    });
+    rt.scheduler().settle().await;
+    assert!(rt.scheduler().inline_waiting().is_empty());
+    assert_eq!(fake.requests().len(), 1, "it ran as a job");
+    let runs = rt.routine_history(&rt.routines().routines[0].id);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].summary.as_deref(), Some("Three new mails."));
+}
