@@ -1,6 +1,6 @@
-//! A 5-field cron expression in words, in the pane's style ("every weekday at 09:00",
-//! "every 2 hours at :00 on weekends"): the time of day and the days are read apart and put
-//! together. Shapes it does not know come back as `None`; the caller shows the expression.
+//! A cron expression in words, in the pane's style ("every weekday at 09:00", "every 2 hours
+//! at :00 on weekends"): the time of day and the days are read apart and put together.
+//! Shapes it does not know are shown as the expression itself.
 //!
 //! Written here rather than taken from a crate: the crates that describe cron (cron-descriptor,
 //! cronspeak) speak another register ("At 09:00 AM, Monday through Friday", 12-hour clock)
@@ -49,7 +49,27 @@ enum Days {
     Year(u32, usize),
 }
 
-pub(super) fn describe_cron(text: &str) -> Option<String> {
+use std::time::Duration;
+
+use super::schedule::duration_words;
+
+/// Words for `text`, or `cron "<text>"` when it has a shape without words.
+pub(super) fn describe_cron(text: &str) -> String {
+    let named = match text {
+        "@hourly" => Some("every hour"),
+        "@daily" | "@midnight" => Some("every day at 00:00"),
+        "@weekly" => Some("every Sunday at 00:00"),
+        "@monthly" => Some("on day 1 of every month at 00:00"),
+        "@yearly" | "@annually" => Some("every year on 1 January at 00:00"),
+        _ => None,
+    };
+    named
+        .map(str::to_string)
+        .or_else(|| five_fields(text))
+        .unwrap_or_else(|| format!("cron \"{text}\""))
+}
+
+fn five_fields(text: &str) -> Option<String> {
     let f: Vec<&str> = text.split_whitespace().collect();
     let [min, hour, dom, month, dow] = f.as_slice() else {
         return None;
@@ -88,26 +108,20 @@ fn and_list(items: &[String]) -> String {
 
 fn time(min: &str, hour: &str) -> Option<Time> {
     let clock = |h: u32, m: u32| format!("{h:02}:{m:02}");
-    let every = |n: u32, unit: &str| {
-        if n == 1 {
-            format!("every {unit}")
-        } else {
-            format!("every {n} {unit}s")
-        }
-    };
+    let every = |minutes: u32| format!("every {}", duration_words(Duration::from_secs(u64::from(minutes) * 60)));
     if hour == "*" {
         if min == "*" {
             return Some(Time::Repeating("every minute".into()));
         }
         if let Some(step) = min.strip_prefix("*/").and_then(num).filter(|s| (1..60).contains(s)) {
-            return Some(Time::Repeating(every(step, "minute")));
+            return Some(Time::Repeating(every(step)));
         }
         let mins: Vec<String> = numbers(min, 59)?.into_iter().map(|m| format!(":{m:02}")).collect();
         return Some(Time::Repeating(format!("every hour at {}", and_list(&mins))));
     }
     let m = num(min).filter(|m| *m < 60);
     if let Some(step) = hour.strip_prefix("*/").and_then(num).filter(|s| (1..24).contains(s)) {
-        return Some(Time::Repeating(format!("{} at :{:02}", every(step, "hour"), m?)));
+        return Some(Time::Repeating(format!("{} at :{:02}", every(step * 60), m?)));
     }
     if let Some((a, b)) = hour.split_once('-') {
         let (a, b, m) = (num(a).filter(|h| *h < 24)?, num(b).filter(|h| *h < 24)?, m?);

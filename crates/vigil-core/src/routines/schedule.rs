@@ -269,7 +269,7 @@ impl Spec {
                 ),
                 None => "once (no time set)".into(),
             },
-            Schedule::Cron { text, .. } => format!("{}, {zone}", describe_cron(text)),
+            Schedule::Cron { text, .. } => format!("{}, {zone}", super::describe::describe_cron(text)),
         }
     }
 }
@@ -313,7 +313,8 @@ fn gap_end(tz: Tz, naive: NaiveDateTime) -> Option<i64> {
     None
 }
 
-fn duration_words(d: Duration) -> String {
+/// "15 minutes", "hour", "2 days": the words after "every".
+pub(super) fn duration_words(d: Duration) -> String {
     let s = d.as_secs();
     let unit = |n: u64, one: &str| {
         if n == 1 {
@@ -331,22 +332,6 @@ fn duration_words(d: Duration) -> String {
     } else {
         humantime::format_duration(d).to_string()
     }
-}
-
-/// Words for the common 5-field shapes and the `@` names; the expression itself for the rest.
-fn describe_cron(text: &str) -> String {
-    let named = match text {
-        "@hourly" => Some("every hour"),
-        "@daily" | "@midnight" => Some("every day at 00:00"),
-        "@weekly" => Some("every Sunday at 00:00"),
-        "@monthly" => Some("on day 1 of every month at 00:00"),
-        "@yearly" | "@annually" => Some("every year on 1 January at 00:00"),
-        _ => None,
-    };
-    named
-        .map(str::to_string)
-        .or_else(|| super::describe::describe_cron(text))
-        .unwrap_or_else(|| format!("cron \"{text}\""))
 }
 
 #[cfg(test)]

@@ -410,8 +410,7 @@ impl JobHost for Host {
     }
 
     fn heartbeat_scheduled(&self) -> bool {
-        self.runtime()
-            .is_some_and(|rt| rt.heartbeat_view().next_run_at.is_some())
+        self.runtime().is_some_and(|rt| rt.inner.heartbeat.interval().is_some())
     }
 
     fn heartbeat_enabled(&self) -> bool {

@@ -83,7 +83,7 @@ impl Runtime {
     }
 
     fn heartbeat_health(&self) -> HeartbeatHealth {
-        let stats = self.heartbeat_view().stats;
+        let stats = self.heartbeat_stats();
         let wake = self.inner.wake.get().map(|s| &s.wake);
         HeartbeatHealth {
             handler_registered: wake.is_some_and(|w| w.has_handler()),
