@@ -33,11 +33,14 @@ use super::support::{headless, numbered_echo_and_wake_only_heartbeat};
 struct Observed {
     /// `(session, message as JSON text)` for every `message_appended`.
     saved: Vec<(String, String)>,
-    /// Mailbox event id → the text a turn that reads it sends to the provider.
+    /// Mailbox event id → the text a turn that reads it sends to the provider, in the form
+    /// [`request_text`] holds it ([`as_sent`]).
     deposited: HashMap<String, String>,
     /// Mailbox event id → how many provider requests there were when its ack was seen.
     read: HashMap<String, usize>,
     turns_finished: usize,
+    /// Every `error` event, whole; the run fails on any.
+    errors: Vec<String>,
     /// Which provider requests carried each deposited update.
     deliveries: Deliveries,
 }
@@ -86,6 +89,19 @@ fn spawn(dir: &Path, fake: &FakeLlm) -> Child {
         .expect("start vigil-headless")
 }
 
+/// An update as a turn's context shows it (`agent/context.rs`: the detail trimmed, each of
+/// its line breaks indented two spaces, the summary when there is no detail), with the line
+/// break that always follows it, escaped as it is inside a request's JSON text. The line break
+/// is the terminator: `… #5` is not found inside `… #50`.
+fn as_sent(summary: &str, detail: Option<&str>) -> String {
+    let shown = match detail.filter(|d| !d.trim().is_empty()) {
+        Some(d) => format!("\n  Detail: {}\n", d.trim().replace('\n', "\n  ")),
+        None => format!("] {summary}\n"),
+    };
+    let json = serde_json::to_string(&shown).unwrap();
+    json[1..json.len() - 1].to_string()
+}
+
 /// Reads the runner's events into `observed` until its stdout closes.
 fn watch(child: &mut Child, observed: Arc<Mutex<Observed>>, fake: Arc<FakeLlm>) -> std::thread::JoinHandle<()> {
     let stdout = child.stdout.take().unwrap();
@@ -104,10 +120,11 @@ fn watch(child: &mut Child, observed: Arc<Mutex<Observed>>, fake: Arc<FakeLlm>) 
                 }
                 "background_update" => {
                     let u = &event["update"];
-                    let text = u["detail"].as_str().or(u["summary"].as_str()).unwrap_or_default();
-                    o.deposited
-                        .insert(u["event_id"].as_str().unwrap().to_string(), text.to_string());
+                    let sent = as_sent(u["summary"].as_str().unwrap_or_default(), u["detail"].as_str());
+                    o.deposited.insert(u["event_id"].as_str().unwrap().to_string(), sent);
                 }
+                // A storage failure is what this run exists to catch: never let one pass.
+                "error" => o.errors.push(event.to_string()),
                 "background_updates_read" => {
                     let seen = fake.request_count();
                     for id in event["event_ids"].as_array().unwrap() {
@@ -155,6 +172,11 @@ fn request_text(r: &RecordedRequest) -> String {
 
 /// Reads the folder as the next start would, and checks it against what was acknowledged.
 fn check(dir: &Path, observed: &mut Observed, floor: &HashMap<String, u64>, requests: &[String], counts: &mut Counts) {
+    assert!(
+        observed.errors.is_empty(),
+        "the runner reported errors: {:?}",
+        observed.errors
+    );
     let clock = Arc::new(SystemClock);
     let store = SessionStore::open(dir).unwrap();
     let meta = MetaStore::open(dir, clock).unwrap();
@@ -201,8 +223,8 @@ fn check(dir: &Path, observed: &mut Observed, floor: &HashMap<String, u64>, requ
     let on_disk = meta.load("main").map(|l| l.meta.mailbox).unwrap_or_default();
     // A deposit the kill cut off before its card was announced is tracked from here on.
     for e in &on_disk {
-        let text = e.detail.clone().unwrap_or_else(|| e.summary.clone());
-        observed.deposited.entry(e.event_id.clone()).or_insert(text);
+        let sent = as_sent(&e.summary, e.detail.as_deref());
+        observed.deposited.entry(e.event_id.clone()).or_insert(sent);
     }
     let mailbox: HashSet<String> = on_disk.into_iter().map(|e| e.event_id).collect();
     observed.deliveries.update(&observed.deposited, requests);
@@ -316,10 +338,21 @@ async fn sigkill_at_random_moments_loses_nothing() {
         texts.extend(fake.requests_since(texts.len()).iter().map(request_text));
         check(&data, &mut o, &floor, &texts, &mut counts);
         assert_eq!(mailbox_len(&data), 0, "clean turns at the end leave the mailbox empty");
+        // The checks above looked for each update in the requests; make sure they could see
+        // one at all. Every update was acknowledged by the end, so every one reached a turn.
+        let carried = o.deliveries.at.values().filter(|hits| !hits.is_empty()).count();
+        let unseen: Vec<&String> = o.read.keys().filter(|id| !o.deliveries.carried_from(id, 0)).collect();
+        assert!(unseen.is_empty(), "acknowledged updates never found in a request: {unseen:?}");
+        assert!(
+            o.deposited.len() >= kills / 10 + 1 && o.read.len() >= kills / 10 + 1 && carried >= kills / 10 + 1,
+            "too few updates to prove anything: {} deposited, {} acknowledged, {carried} found in requests",
+            o.deposited.len(),
+            o.read.len()
+        );
         let redelivered = o.deliveries.at.values().filter(|hits| hits.len() > 1).count();
         format!(
             "crash run: {} kills, {} user messages sent, {} messages acknowledged and found, {} turns finished, \
-             {} background updates deposited, {} acknowledged, 0 lost, 0 read again after their ack, \
+             {} background updates deposited, {} acknowledged, {carried} found in requests, 0 lost, 0 read again after their ack, \
              {redelivered} shown to a second turn because the first died before its ack; \
              {} file loads and {} revision checks, all clean",
             counts.kills,
