@@ -41,8 +41,13 @@ async fn full_auto(dir: &std::path::Path, script: Script) -> (vigil_core::Runtim
 #[tokio::test]
 async fn a_command_waits_for_approval_and_runs_once_approved() {
     let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran-marker");
     let script = Script::steps(vec![
-        Step::tool_call("c1", "exec", json!({"command": "echo approved-and-ran"})),
+        Step::tool_call(
+            "c1",
+            "exec",
+            json!({"command": format!("echo approved-and-ran > {}", marker.display())}),
+        ),
         Step::tool_call("c2", "exec", json!({"command": "echo second"})),
         Step::text("done"),
     ]);
@@ -52,27 +57,27 @@ async fn a_command_waits_for_approval_and_runs_once_approved() {
     assert!(rt.start_background());
     rt.submit(user("run it"));
     let (id, prefix) = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested {
-            id, prefix, command, ..
-        } => {
-            assert_eq!(command, "echo approved-and-ran");
-            Some((id.clone(), prefix.clone()))
-        }
+        Event::ApprovalRequested { id, prefix, .. } => Some((id.clone(), prefix.clone())),
         _ => None,
     })
     .await;
     assert_eq!(prefix, "echo");
+    // While the question is open nothing has started: no process, no file.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        rt.list_processes().await.is_empty(),
+        "a process started before the answer"
+    );
+    assert!(!marker.exists(), "the command ran before the answer");
     rt.submit(Op::Approval {
         id,
         decision: ApprovalDecision::Always,
     });
     // The second `echo` is covered by "always": no second question.
-    let mut asked_again = false;
     let events = until_finished(&mut rx).await;
-    for e in &events {
-        asked_again |= matches!(e, Event::ApprovalRequested { .. });
-    }
+    let asked_again = events.iter().any(|e| matches!(e, Event::ApprovalRequested { .. }));
     assert!(!asked_again, "{events:?}");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "approved-and-ran\n");
     let results: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
@@ -80,16 +85,17 @@ async fn a_command_waits_for_approval_and_runs_once_approved() {
             _ => None,
         })
         .collect();
-    assert!(results[0].contains("approved-and-ran"), "{results:?}");
     assert!(results[1].contains("second"), "{results:?}");
+    assert_eq!(rt.list_processes().await.len(), 2, "both commands ran, once each");
     rt.shutdown().await;
 }
 
 #[tokio::test]
-async fn a_denied_command_is_an_error_result_the_model_sees() {
+async fn a_denied_command_does_not_run_and_the_model_is_told() {
     let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("denied-marker");
     let fake = FakeLlm::start(Script::steps(vec![
-        Step::tool_call("c1", "exec", json!({"command": "rm -rf /tmp/x"})),
+        Step::tool_call("c1", "exec", json!({"command": format!("touch {}", marker.display())})),
         Step::text("ok"),
     ]))
     .await
@@ -110,6 +116,58 @@ async fn a_denied_command_is_an_error_result_the_model_sees() {
     until_finished(&mut rx).await;
     let sent = fake.requests()[1].body["messages"].to_string();
     assert!(sent.contains("The user denied the command"), "{sent}");
+    // Give a stray spawn time to land before looking for it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!marker.exists(), "the denied command ran");
+    assert!(
+        rt.list_processes().await.is_empty(),
+        "a denied command started a process"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_heartbeat_under_ask_is_refused_a_command_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("heartbeat-marker");
+    let fake = FakeLlm::start(Script::steps(vec![
+        Step::tool_call("h1", "exec", json!({"command": format!("touch {}", marker.display())})),
+        Step::text("HEARTBEAT_OK"),
+    ]))
+    .await
+    .unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals().set_policy(ApprovalPolicy::Ask);
+    assert!(rt.start_background());
+    std::fs::write(rt.workspace().join("HEARTBEAT.md"), "- touch the marker\n").unwrap();
+    rt.request_wake(vigil_core::protocol::WakeReason::Interval);
+    // Nobody is at the screen to ask: denied without a question, and the model is told so.
+    let told = next_matching(&mut rx, |e| match e {
+        Event::ApprovalRequested { .. } => panic!("a heartbeat asked: {e:?}"),
+        Event::Notification {
+            kind: vigil_core::protocol::NotificationKind::Approval,
+            body,
+            ..
+        } => Some(body.clone()),
+        _ => None,
+    })
+    .await;
+    assert!(told.contains("denied because nobody was asked"), "{told}");
+    next_matching(&mut rx, |e| match e {
+        Event::ApprovalRequested { .. } => panic!("a heartbeat asked: {e:?}"),
+        Event::Heartbeat { .. } => Some(()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(fake.requests().len(), 2, "the heartbeat went on after the refusal");
+    let sent = fake.requests()[1].body["messages"].to_string();
+    assert!(sent.contains("this run has nobody to ask"), "{sent}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!marker.exists(), "the refused command ran");
+    assert!(
+        rt.list_processes().await.is_empty(),
+        "a refused command started a process"
+    );
     rt.shutdown().await;
 }
 
