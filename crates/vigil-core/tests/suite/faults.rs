@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use vigil_core::clock::ManualClock;
-use vigil_core::protocol::{Event, Message, Op, ProviderKind, Role, StopReason};
+use vigil_core::protocol::{ErrorKind, Event, Message, Op, ProviderKind, Role, StopReason};
 use vigil_fake_llm::{FakeLlm, Faults, Script, Step};
 
 use super::support::*;
@@ -13,10 +13,21 @@ use super::support::*;
 /// What the user must see after the fault.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Expect {
-    /// Retried out of sight: the reply arrives whole.
+    /// Retried out of sight: one failed request, a `retrying` event, then the reply whole.
     Recovers,
-    /// A clear error; whatever text had streamed stays in the conversation.
-    Fails,
+    /// Not a fault for this protocol: the first request's reply is whole, nothing retried.
+    Whole,
+    /// A clear error of this kind whose message holds these words; with `partial`, text had
+    /// streamed before the fault and stays in the conversation.
+    Fails {
+        kind: ErrorKind,
+        words: &'static str,
+        partial: bool,
+    },
+}
+
+const fn fails(kind: ErrorKind, words: &'static str, partial: bool) -> Expect {
+    Expect::Fails { kind, words, partial }
 }
 
 const REPLY: &str = "one two three four five six seven eight nine ten";
@@ -30,7 +41,11 @@ fn cases() -> Vec<(&'static str, Step, Expect)> {
         (
             "401",
             Step::error(401, "authentication_error", "invalid x-api-key"),
-            Expect::Fails,
+            fails(
+                ErrorKind::Auth,
+                "The API key was rejected (HTTP 401): invalid x-api-key",
+                false,
+            ),
         ),
         (
             "429 with Retry-After",
@@ -62,7 +77,7 @@ fn cases() -> Vec<(&'static str, Step, Expect)> {
                 stall_after_events: Some(6),
                 ..Faults::default()
             }),
-            Expect::Fails,
+            fails(ErrorKind::Timeout, "did not answer within", true),
         ),
         (
             "drop mid-stream",
@@ -70,7 +85,7 @@ fn cases() -> Vec<(&'static str, Step, Expect)> {
                 drop_after_events: Some(6),
                 ..Faults::default()
             }),
-            Expect::Fails,
+            fails(ErrorKind::Stream, "The reply stream broke off", true),
         ),
         (
             "invalid JSON in an event",
@@ -78,7 +93,7 @@ fn cases() -> Vec<(&'static str, Step, Expect)> {
                 invalid_json_after_events: Some(6),
                 ..Faults::default()
             }),
-            Expect::Fails,
+            fails(ErrorKind::Stream, "The reply stream broke off", true),
         ),
         (
             "an error event after HTTP 200",
@@ -86,7 +101,7 @@ fn cases() -> Vec<(&'static str, Step, Expect)> {
                 error_after_events: Some(6),
                 ..Faults::default()
             }),
-            Expect::Fails,
+            fails(ErrorKind::Stream, "The provider reported an error mid-reply", true),
         ),
         (
             // OpenAI-compatible servers that skip `[DONE]` after a finish_reason are whole;
@@ -96,14 +111,14 @@ fn cases() -> Vec<(&'static str, Step, Expect)> {
                 no_terminator: true,
                 ..Faults::default()
             }),
-            Expect::Fails,
+            fails(ErrorKind::Stream, "The reply stream broke off", true),
         ),
     ]
 }
 
 fn expectation(kind: ProviderKind, name: &str, expect: Expect) -> Expect {
     match (kind, name) {
-        (ProviderKind::Openai, "a stream that ends without its terminator") => Expect::Recovers,
+        (ProviderKind::Openai, "a stream that ends without its terminator") => Expect::Whole,
         _ => expect,
     }
 }
@@ -143,31 +158,47 @@ async fn each_provider_fault_is_a_retry_or_a_clear_error_and_the_session_stays_v
             let Some(Event::TurnFinished { stop_reason, .. }) = events.last() else {
                 unreachable!()
             };
-            let errors: Vec<&String> = events
+            let errors: Vec<(ErrorKind, &String)> = events
                 .iter()
                 .filter_map(|e| match e {
-                    Event::Error { message, .. } => Some(message),
+                    Event::Error { kind, message } => Some((*kind, message)),
                     _ => None,
                 })
                 .collect();
+            let retries = events.iter().filter(|e| matches!(e, Event::Retrying { .. })).count();
+            let requests = fake.request_count();
             let saved = rt.history(None).unwrap();
             assert!(saved.warnings.is_empty(), "{what}: {:?}", saved.warnings);
             assert_eq!(saved.messages[0].role, Role::User, "{what}: the question is kept");
             match expect {
-                Expect::Recovers => {
+                Expect::Recovers | Expect::Whole => {
+                    let (tries, retried) = if expect == Expect::Recovers { (2, 1) } else { (1, 0) };
+                    assert_eq!(requests, tries, "{what}: requests sent");
+                    assert_eq!(retries, retried, "{what}: retry events: {events:?}");
                     assert_eq!(*stop_reason, StopReason::EndTurn, "{what}: {events:?}");
                     assert!(errors.is_empty(), "{what}: {errors:?}");
                     assert_eq!(shown, REPLY, "{what}: the whole reply, once");
                     assert_eq!(text_of_message(saved.messages.last().unwrap()), REPLY, "{what}");
                 }
-                Expect::Fails => {
+                Expect::Fails { kind, words, partial } => {
+                    assert_eq!(requests, 1, "{what}: not retried");
+                    assert_eq!(retries, 0, "{what}: {events:?}");
                     assert_eq!(*stop_reason, StopReason::Error, "{what}: {events:?}");
                     assert_eq!(errors.len(), 1, "{what}: one clear error: {errors:?}");
-                    assert!(errors[0].len() > 10, "{what}: {errors:?}");
-                    if !shown.is_empty() {
-                        let last = saved.messages.last().unwrap();
+                    assert_eq!(errors[0].0, kind, "{what}: {errors:?}");
+                    assert!(errors[0].1.contains(words), "{what}: {errors:?}");
+                    let last = saved.messages.last().unwrap();
+                    if partial {
+                        // Six events of five characters each had streamed: some words at least.
+                        assert!(
+                            shown.len() >= 10 && REPLY.starts_with(&shown),
+                            "{what}: shown {shown:?}"
+                        );
                         assert_eq!(last.role, Role::Assistant, "{what}");
                         assert_eq!(text_of_message(last), shown, "{what}: what was shown is kept");
+                    } else {
+                        assert_eq!(shown, "", "{what}");
+                        assert_eq!(saved.messages.len(), 1, "{what}: only the question");
                     }
                 }
             }
