@@ -1,8 +1,9 @@
 //! Sessions under stress: concurrent writers in threads and processes, corrupt files, stale
 //! and dead lock holders, and a writer SIGKILLed 200 times.
 //!
-//! Child processes are this test binary re-executed on one `*_child` test, which does
-//! nothing unless its environment variable is set.
+//! Child processes are this test binary re-executed on one `*_child` test. Those are
+//! `#[ignore]`d, so a normal run lists them as ignored instead of passing them as no-ops;
+//! the parent runs one with `--ignored` and the environment variable it needs.
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
@@ -39,10 +40,16 @@ struct Kid {
     lines: mpsc::Receiver<String>,
 }
 
+/// A `*_child` test's environment variable; without it the child was started by hand
+/// (`--ignored`), not by its parent, and says so instead of passing as a no-op.
+fn child_env(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| panic!("a child process: its parent test sets {var}"))
+}
+
 impl Kid {
     fn spawn(test: &str, env: &[(&str, &str)]) -> Kid {
         let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
+        cmd.args(["--exact", test, "--ignored", "--nocapture", "--test-threads=1"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         for (k, v) in env {
@@ -381,10 +388,9 @@ async fn mailbox_deposit_and_ack_drain() {
 
 /// Holds `main`'s lock in a child process until killed.
 #[test]
+#[ignore = "a child process, run by its parent test with --ignored"]
 fn lock_holder_child() {
-    let Ok(dir) = std::env::var("VIGIL_LOCK_HOLDER") else {
-        return;
-    };
+    let dir = child_env("VIGIL_LOCK_HOLDER");
     let store = SessionStore::open(Path::new(&dir)).unwrap();
     let _guard = store.locks().acquire_blocking("main").unwrap();
     println!("locked {}", std::process::id());
@@ -522,10 +528,9 @@ fn a_writer_whose_lock_was_reclaimed_cannot_write() {
 
 /// Appends 150 large messages tagged `VIGIL_APPEND_TAG` to session `shared`.
 #[test]
+#[ignore = "a child process, run by its parent test with --ignored"]
 fn append_child() {
-    let Ok(dir) = std::env::var("VIGIL_APPEND_CHILD") else {
-        return;
-    };
+    let dir = child_env("VIGIL_APPEND_CHILD");
     let tag = std::env::var("VIGIL_APPEND_TAG").unwrap();
     let store = SessionStore::open(Path::new(&dir)).unwrap();
     let pad = "x".repeat(8_000);
@@ -601,10 +606,9 @@ fn threads_with_separate_stores_appending_keep_every_line() {
 /// Appends numbered messages to `main` forever, printing `ack N` after each append
 /// returned, and every third message updates the metadata, printing `rev R` after.
 #[test]
+#[ignore = "a child process, run by its parent test with --ignored"]
 fn crash_child() {
-    let Ok(dir) = std::env::var("VIGIL_CRASH_CHILD") else {
-        return;
-    };
+    let dir = child_env("VIGIL_CRASH_CHILD");
     let store = MetaStore::open(Path::new(&dir), Arc::new(SystemClock)).unwrap();
     let transcripts = store.transcripts().clone();
     let mut next = transcripts.load("main").unwrap().messages.len();
