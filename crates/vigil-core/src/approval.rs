@@ -10,7 +10,6 @@
 //! Must never: run anything itself, or block a turn on a question nobody can answer.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -207,9 +206,7 @@ impl Approvals {
     fn save(&self) -> std::io::Result<()> {
         let file = RuleFile { rules: self.rules() };
         let json = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
-        let mut f = atomic_write_file::AtomicWriteFile::options().open(&self.inner.path)?;
-        f.write_all(&json)?;
-        f.commit()
+        crate::durable::write_atomic(&self.inner.path, &json).map(|_| ())
     }
 
     /// Decides; under `ask` with someone at the screen, asks and waits for the answer

@@ -1,7 +1,7 @@
 //! # leftovers
 //!
 //! Temp files that a write cut off by a crash or SIGKILL leaves beside the file it was
-//! replacing: `.vigil-tmp-XXXXXX` from [`crate::tools::files::write_atomic`], and
+//! replacing: `.vigil-tmp-XXXXXX` from [`crate::durable::write_atomic`], and
 //! `.<name>.XXXXXX` from `atomic-write-file` (between linking its unnamed file and the
 //! rename). Loading never reads them, but nothing else removes them, so after enough crashes
 //! they pile up. [`sweep`] removes them once at start, off the start's path.
@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 /// milliseconds.
 pub const STALE_AFTER: Duration = Duration::from_secs(60 * 60);
 
-/// The prefix of [`crate::tools::files::write_atomic`]'s temp files.
+/// The prefix of [`crate::durable::write_atomic`]'s temp files.
 pub const TEMP_PREFIX: &str = ".vigil-tmp-";
 
 /// Folders below the data folder are ours; deeper than this there is nothing we write.

@@ -8,12 +8,13 @@
 //! Must never: write a key into the settings file, a log line or an error message.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use vigil_protocol::{KeyStorage, ProviderKind};
+
+use crate::durable;
 
 const SERVICE: &str = "vigil";
 /// A keyring service that does not answer in this long is treated as absent, so a missing
@@ -185,8 +186,13 @@ impl Secrets {
             let _ = fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700));
         }
         let mut f = opts.open(&tmp).map_err(err)?;
-        f.write_all(key.as_bytes()).and_then(|_| f.sync_all()).map_err(err)?;
-        fs::rename(&tmp, &path).map_err(err)
+        durable::write_all(&mut f, &tmp, key.as_bytes())
+            .and_then(|_| durable::sync_all(&f, &tmp))
+            .map_err(err)?;
+        durable::rename(&tmp, &path).map_err(err)?;
+        // Best effort, as every atomic write: the key is safe in the file; this makes its name last.
+        let _ = durable::sync_dir(&self.dir);
+        Ok(())
     }
 }
 

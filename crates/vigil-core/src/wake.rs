@@ -18,7 +18,6 @@
 //! remove a newer one; decide what a run does (that is the handler's business).
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -462,9 +461,7 @@ fn persist(shared: &Shared) {
             std::fs::create_dir_all(dir)?;
         }
         let bytes = serde_json::to_vec(&file)?;
-        let mut f = atomic_write_file::AtomicWriteFile::options().open(path)?;
-        f.write_all(&bytes)?;
-        f.commit()
+        crate::durable::write_atomic(path, &bytes).map(|_| ())
     };
     if let Err(e) = write() {
         tracing::warn!("could not save pending wakes to {}: {e}", path.display());

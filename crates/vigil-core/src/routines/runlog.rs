@@ -17,7 +17,7 @@ use std::time::SystemTime;
 
 use vigil_protocol::RoutineRun;
 
-use crate::tools::files::write_atomic;
+use crate::durable::write_atomic;
 
 /// Runs kept per routine.
 pub const KEEP: usize = 50;

@@ -21,9 +21,9 @@ use serde_json::{Map, Value};
 
 use super::model::Routine;
 use crate::clock::Clock;
+use crate::durable::write_atomic;
 use crate::heartbeat::file::HEARTBEAT_FILE;
 use crate::session::{SessionError, SessionLocks};
-use crate::tools::files::write_atomic;
 
 /// The snapshot's file name, next to `HEARTBEAT.md`.
 pub const SNAPSHOT_FILE: &str = ".heartbeat_snapshot.json";

@@ -9,8 +9,9 @@
 //!
 //! There is one write path, [`MetaStore::update_atomic`]: under the session lock it re-reads
 //! the file, runs the caller's mutator, bumps `revision` and `updated_at`, and commits with
-//! `atomic-write-file` (temp file in the same folder, fsync, rename, fsync the folder). The
-//! file it replaces, if it was good, stays as `<id>.meta.json.bak` (a hard link, so no copy).
+//! [`crate::durable::stage`] (temp file in the same folder, fsync, rename, fsync the folder).
+//! The file it replaces, if it was good, stays as `<id>.meta.json.bak` (a hard link, so no
+//! copy).
 //! A reader that finds the main file unparsable or failing its checksum falls back to the
 //! backup and says so; if both are bad it fails naming both and leaves them untouched.
 //!
@@ -19,12 +20,10 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use atomic_write_file::AtomicWriteFile;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
@@ -33,6 +32,7 @@ use vigil_protocol::{Message, Role};
 use super::lock::SessionLockGuard;
 use super::{io, session_file, suffix, validate_id, SessionError, SessionStore, PRIMARY_SESSION};
 use crate::clock::Clock;
+use crate::durable;
 
 /// What a session is for; decides its lifetime and how its context is built (seed 003 §4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -464,7 +464,7 @@ impl MetaStore {
         if current.unreadable {
             let bak = self.file(id, suffix::META_BAK);
             let kept = self.file(id, suffix::META_BAK_CORRUPT);
-            match fs::rename(&bak, &kept) {
+            match durable::rename(&bak, &kept) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io("set aside", &bak)(e)),
                 _ => {}
             }
@@ -572,21 +572,18 @@ impl MetaStore {
     ) -> Result<(), SessionError> {
         let main_path = self.file(id, suffix::META);
         let bytes = encode(meta).map_err(io("encode", &main_path))?;
-        let mut file = AtomicWriteFile::options()
-            .open(&main_path)
-            .map_err(io("create a temporary file for", &main_path))?;
-        file.write_all(&bytes)
+        let staged = durable::stage(&main_path, &bytes, &temp_prefix(&main_path))
             .map_err(io("write a temporary file for", &main_path))?;
         match main {
             MainFile::Good => self.rotate_backup(id, &main_path)?,
             MainFile::Bad => {
                 let corrupt = self.file(id, suffix::META_CORRUPT);
-                fs::rename(&main_path, &corrupt).map_err(io("set aside", &main_path))?;
+                durable::rename(&main_path, &corrupt).map_err(io("set aside", &main_path))?;
             }
             MainFile::Missing => {}
         }
         guard.ensure_held()?;
-        file.commit().map_err(io("replace", &main_path))
+        staged.commit().map(|_| ()).map_err(io("replace", &main_path))
     }
 
     /// `<id>.meta.json.bak` := the current main file, replaced atomically. A hard link costs
@@ -600,16 +597,19 @@ impl MetaStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io("remove", &tmp)(e)),
         }
-        if fs::hard_link(main_path, &tmp).is_ok() {
-            return fs::rename(&tmp, &bak).map_err(io("replace", &bak));
+        if durable::hard_link(main_path, &tmp).is_ok() {
+            return durable::rename(&tmp, &bak).map_err(io("replace", &bak));
         }
         let old = fs::read(main_path).map_err(io("read", main_path))?;
-        let mut f = AtomicWriteFile::options()
-            .open(&bak)
-            .map_err(io("create a temporary file for", &bak))?;
-        f.write_all(&old).map_err(io("write a temporary file for", &bak))?;
-        f.commit().map_err(io("replace", &bak))
+        let staged = durable::stage(&bak, &old, &temp_prefix(&bak)).map_err(io("write a temporary file for", &bak))?;
+        staged.commit().map(|_| ()).map_err(io("replace", &bak))
     }
+}
+
+/// `.<name>.`: a commit's temp file is `.<name>.XXXXXX`, which [`MetaStore::remove_temp_files`]
+/// and [`crate::leftovers`] know to remove after a crash.
+fn temp_prefix(path: &Path) -> String {
+    format!(".{}.", path.file_name().unwrap_or_default().to_string_lossy())
 }
 
 #[derive(Serialize)]

@@ -1,7 +1,8 @@
 //! # session::transcript
 //!
 //! Owns session transcripts: `sessions/<id>.jsonl`, one [`Message`] per line, appended whole
-//! under the session lock and fsync'd, so a crash loses at most the line being written and
+//! under the session lock and fsync'd before the append returns (a new file's folder too;
+//! all through [`crate::durable`]), so a crash loses at most the line being written and
 //! two writers (tasks or processes) never interleave. Appends stay O(1): they look at the
 //! last byte only, to cut a torn tail before adding a line after it.
 //! On load, a torn last line (a crash mid-append) is moved aside to `<id>.jsonl.torn` and
@@ -14,7 +15,7 @@
 //! cut a tail without holding the lock (it may be a line another process is writing).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ use vigil_protocol::Message;
 use super::lock::{LockOptions, SessionLockGuard, SessionLocks};
 use super::{io, session_file, suffix, validate_id, SessionError};
 use crate::clock::{Clock, SystemClock};
+use crate::durable;
 
 /// A transcript as loaded, with what had to be skipped.
 #[derive(Debug, Default)]
@@ -138,8 +140,8 @@ impl SessionStore {
             return Ok(());
         }
         guard.ensure_held()?;
-        f.set_len(len)
-            .and_then(|_| f.sync_data())
+        durable::set_len(&f, &path, len)
+            .and_then(|_| durable::sync_data(&f, &path))
             .map_err(io("truncate", &path))
     }
 
@@ -184,11 +186,15 @@ impl SessionStore {
             .append(true)
             .open(&path)
             .map_err(io("open", &path))?;
-        heal_tail(&mut f, &path)?;
+        let len = heal_tail(&mut f, &path)?;
         guard.ensure_held()?;
-        // One write_all of a whole line: with O_APPEND the line lands after everything else.
-        f.write_all(line).map_err(io("append to", &path))?;
-        f.sync_data().map_err(io("sync", &path))?;
+        // One write of a whole line: with O_APPEND the line lands after everything else.
+        durable::write_all(&mut f, &path, line).map_err(io("append to", &path))?;
+        durable::sync_data(&f, &path).map_err(io("sync", &path))?;
+        if len == 0 {
+            // The file may be new: its name lasts a power cut only once the folder is synced.
+            let _ = durable::sync_dir(&self.dir);
+        }
         Ok(())
     }
 }
@@ -223,18 +229,19 @@ fn torn_warning(path: &Path, torn_len: usize) -> String {
 
 /// If a crash left a partial line at the end, cut it before appending: otherwise the next
 /// line would be glued to it and both would be unreadable. O(1) when the file ends in a
-/// newline (the normal case); otherwise reads back only as far as the torn line.
-fn heal_tail(f: &mut File, path: &Path) -> Result<(), SessionError> {
+/// newline (the normal case); otherwise reads back only as far as the torn line. Returns the
+/// file's length after.
+fn heal_tail(f: &mut File, path: &Path) -> Result<u64, SessionError> {
     let len = f.metadata().map_err(io("inspect", path))?.len();
     if len == 0 {
-        return Ok(());
+        return Ok(0);
     }
     let mut last = [0u8; 1];
     f.seek(SeekFrom::Start(len - 1))
         .and_then(|_| f.read_exact(&mut last))
         .map_err(io("read", path))?;
     if last[0] == b'\n' {
-        return Ok(());
+        return Ok(len);
     }
     const CHUNK: u64 = 64 * 1024;
     let mut tail: Vec<u8> = Vec::new();
@@ -258,7 +265,7 @@ fn heal_tail(f: &mut File, path: &Path) -> Result<(), SessionError> {
     };
     cut_torn_tail(f, path, &tail, keep)?;
     tracing::warn!("{}", torn_warning(path, tail.len()));
-    Ok(())
+    Ok(keep)
 }
 
 /// Keeps the torn bytes for inspection, then truncates so the next append starts a fresh
@@ -272,12 +279,14 @@ fn cut_torn_tail(f: &File, path: &Path, tail: &[u8], keep: u64) -> Result<(), Se
         .append(true)
         .open(&torn_path)
         .map_err(io("open", &torn_path))?;
-    torn.write_all(tail)
-        .and_then(|_| torn.write_all(b"\n"))
-        .and_then(|_| torn.sync_data())
+    let mut kept = Vec::with_capacity(tail.len() + 1);
+    kept.extend_from_slice(tail);
+    kept.push(b'\n');
+    durable::write_all(&mut torn, &torn_path, &kept)
+        .and_then(|_| durable::sync_data(&torn, &torn_path))
         .map_err(io("write", &torn_path))?;
-    f.set_len(keep)
-        .and_then(|_| f.sync_data())
+    durable::set_len(f, path, keep)
+        .and_then(|_| durable::sync_data(f, path))
         .map_err(io("truncate", path))?;
     Ok(())
 }
@@ -285,6 +294,7 @@ fn cut_torn_tail(f: &File, path: &Path, tail: &[u8], keep: u64) -> Result<(), Se
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn appends_reload_in_order() {

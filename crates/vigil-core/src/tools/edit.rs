@@ -6,10 +6,11 @@ use serde::Deserialize;
 use serde_json::json;
 use similar::{ChangeTag, TextDiff};
 
-use super::files::{io_message, read_text, write_atomic};
+use super::files::{io_message, read_text};
 use super::path::{resolve_for, ResolvedPath};
 use super::truncate::{counted, truncate_head_tail};
 use super::{blocking, parse_args, Tool, ToolContext, ToolOutput};
+use crate::durable::write_atomic;
 use crate::provider::ToolSpec;
 
 /// The longest diff returned; a `replace_all` over a big file can change every line.

@@ -1,75 +1,14 @@
-//! File helpers the file tools share: the one atomic whole-file write, recognising binary
-//! files, and turning I/O errors into sentences the model can act on.
+//! File helpers the file tools share: recognising binary files, and turning I/O errors into
+//! sentences the model can act on. Their writes go through [`crate::durable::write_atomic`].
 
 use std::fs;
-use std::io::{self, Write};
-use std::path::Path;
+use std::io;
 
 use super::path::ResolvedPath;
 use super::truncate::group_digits;
 
 /// How much of a file is sniffed for NUL bytes, as git and grep do.
 pub const SNIFF_BYTES: usize = 8 * 1024;
-
-/// Whether [`write_atomic`] made a new file or replaced one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Written {
-    Created,
-    Replaced,
-}
-
-/// Replaces `path` with `bytes` so that a crash leaves either the old file or the new one:
-/// a temp file in the same folder (rename is only atomic within a file system), fsync,
-/// rename over the target, then fsync the folder so the rename itself survives a crash.
-///
-/// An existing file keeps its permission bits; a new one gets the usual umask-filtered
-/// `0o666`, like any other editor would give it. A read-only file is refused, not replaced.
-/// Ownership and hard links are not preserved: the result is a new inode owned by us.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<Written> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path has no parent folder"))?;
-    let existing = match fs::metadata(path) {
-        Ok(meta) => Some(meta.permissions()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e),
-    };
-    if existing.as_ref().is_some_and(|p| p.readonly()) {
-        return Err(io::Error::new(io::ErrorKind::PermissionDenied, "the file is read-only"));
-    }
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(crate::leftovers::TEMP_PREFIX);
-    #[cfg(unix)]
-    if existing.is_none() {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(fs::Permissions::from_mode(0o666));
-    }
-    // Dropped on any early return, which deletes the temp file: nothing is left behind.
-    let mut tmp = builder.tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    if let Some(perms) = &existing {
-        tmp.as_file().set_permissions(perms.clone())?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    sync_dir(dir);
-    Ok(match existing {
-        Some(_) => Written::Replaced,
-        None => Written::Created,
-    })
-}
-
-#[cfg(unix)]
-fn sync_dir(dir: &Path) {
-    // Best effort: the data is already safe in the renamed file; this only makes the new
-    // name durable, and some file systems refuse to fsync a folder.
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-}
-
-#[cfg(not(unix))]
-fn sync_dir(_dir: &Path) {}
 
 /// What a binary file looks like, from its first bytes; `None` when not recognised.
 pub fn sniff_kind(head: &[u8]) -> Option<&'static str> {
@@ -155,51 +94,6 @@ pub fn read_text(path: &ResolvedPath) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn leftovers(dir: &Path) -> Vec<String> {
-        fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with(".vigil-tmp-"))
-            .collect()
-    }
-
-    #[test]
-    fn atomic_write_creates_replaces_and_leaves_no_temp_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a.txt");
-        assert_eq!(write_atomic(&p, b"one").unwrap(), Written::Created);
-        assert_eq!(write_atomic(&p, b"two").unwrap(), Written::Replaced);
-        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
-        assert_eq!(leftovers(dir.path()), Vec::<String>::new());
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn atomic_write_keeps_permissions_and_refuses_read_only_files() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("run.sh");
-        fs::write(&p, "#!/bin/sh\n").unwrap();
-        fs::set_permissions(&p, fs::Permissions::from_mode(0o750)).unwrap();
-        write_atomic(&p, b"#!/bin/sh\necho hi\n").unwrap();
-        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o750);
-
-        // A new file gets what any program's new file gets under this umask, not the 0o600
-        // of a bare temp file: other programs must be able to read what the agent makes.
-        let plain = dir.path().join("plain.txt");
-        fs::write(&plain, "x").unwrap();
-        let new = dir.path().join("new.txt");
-        write_atomic(&new, b"x").unwrap();
-        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(&new), mode(&plain));
-
-        fs::set_permissions(&p, fs::Permissions::from_mode(0o444)).unwrap();
-        let err = write_atomic(&p, b"nope").unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
-        assert_eq!(fs::read_to_string(&p).unwrap(), "#!/bin/sh\necho hi\n");
-        assert_eq!(leftovers(dir.path()), Vec::<String>::new());
-    }
 
     #[test]
     fn known_binary_kinds_are_named() {

@@ -5,10 +5,11 @@ use std::fs;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::files::{io_message, write_atomic, Written};
+use super::files::io_message;
 use super::path::{resolve_for, ResolvedPath};
 use super::truncate::counted;
 use super::{blocking, parse_args, Tool, ToolContext, ToolOutput};
+use crate::durable::{write_atomic, Written};
 use crate::provider::ToolSpec;
 
 #[derive(Debug, Deserialize)]
