@@ -1,13 +1,13 @@
 // The security pass in the real window: hostile HTML in an assistant reply renders inert,
 // an inline script injected at run time is refused by the CSP, the app and its WebKit
-// processes listen on no socket, and the API key is nowhere in the data folder but the
-// key store.
+// processes listen on no socket, and an API key the user typed into Settings is nowhere in
+// the data folder, the app's home (WebKit's storage and caches) or the logs but its key store.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { Harness, quit, messages, send, processTreeRssKiB, waitFor, sleep, By } from './harness.mjs';
+import { Harness, appPids, quit, messages, send, processTreeRssKiB, waitFor, sleep, By } from './harness.mjs';
 
 const KEY = 'sk-e2e-secret-7f3a91';
 const PAYLOAD = [
@@ -24,17 +24,57 @@ const PAYLOAD = [
 ].join('\n\n');
 
 const h = new Harness();
+// The app's own folders hold nothing of the test's (the fake provider's script and request
+// log, which carry the key, stay beside them): the data folder, and a home of its own, where
+// WebKit keeps its local storage and caches.
+const DATA = path.join(h.dataDir, 'app-data');
+const HOME = path.join(h.dataDir, 'app-home');
+/** The one place the key may be: the key store's file (no keyring in this session). */
+const STORE = path.join(DATA, 'secrets', 'anthropic-api-key.key');
 let driver;
+/** Everything the app printed (its log lines on stderr, through tauri-driver). */
+let printed = '';
 
 before(async () => {
   await h.startFakeProvider({ api_key: KEY, steps: [{ kind: 'text', text: PAYLOAD }] });
-  await h.startDriver(h.providerEnv('anthropic', { VIGIL_API_KEY: KEY }));
+  fs.mkdirSync(DATA);
+  fs.mkdirSync(HOME);
+  // Only the folders come from the environment: the provider and its key are set in the window.
+  const env = {
+    VIGIL_DATA_DIR: DATA,
+    VIGIL_NO_KEYRING: '1',
+    HOME,
+    XDG_DATA_HOME: path.join(HOME, '.local', 'share'),
+    XDG_CONFIG_HOME: path.join(HOME, '.config'),
+    XDG_CACHE_HOME: path.join(HOME, '.cache'),
+    XDG_STATE_HOME: path.join(HOME, '.local', 'state'),
+  };
+  for (const k of ['VIGIL_PROVIDER', 'VIGIL_BASE_URL', 'VIGIL_MODEL', 'VIGIL_API_KEY', 'ANTHROPIC_API_KEY', 'OPENAI_API_KEY']) env[k] = '';
+  await h.startDriver(env);
+  const driverProcess = h.children.at(-1);
+  for (const stream of [driverProcess.stdout, driverProcess.stderr]) stream.on('data', (d) => (printed += d));
   [driver] = await h.launchApp();
 });
 
 after(async () => {
   await quit(driver);
   await h.stop();
+});
+
+const byId = (id) => driver.findElement(By.css(`[data-testid="${id}"]`));
+
+test('the user types an API key into Settings and saves it', async () => {
+  await byId('open-settings').click();
+  await driver.findElement(By.css('[data-testid="settings-kind"] option[value="anthropic"]')).click();
+  for (const [id, value] of [['settings-base-url', h.fakeUrl], ['settings-model', 'fake-model'], ['settings-api-key', KEY]]) {
+    const el = await byId(id);
+    await el.clear();
+    await el.sendKeys(value);
+  }
+  await byId('settings-save').click();
+  await waitFor('the panel to close', async () => (await driver.findElements(By.css('[data-testid="settings-panel"]'))).length === 0);
+  // Stored, in the file the key store keeps when there is no keyring.
+  assert.equal(fs.readFileSync(STORE, 'utf8'), KEY);
 });
 
 test('hostile HTML in a reply renders inert', async () => {
@@ -89,18 +129,41 @@ test('the app and its WebKit processes listen on no socket', () => {
   console.log(`measure: listening sockets of the app's processes, besides WebDriver's inspector (${inspector.join(', ') || 'none'}): 0`);
 });
 
-test('the API key is nowhere in the data folder but the key store', () => {
+test('the stored key was the one sent, and is nowhere on disk or in the logs but its key store', async () => {
+  // The reply above came with the typed key: the fake provider refuses any other.
+  const sent = h.fakeRequests().filter((r) => r.path === '/v1/messages');
+  assert.ok(sent.length >= 1, 'a chat request was made');
+  assert.equal(sent.at(-1).headers['x-api-key'], KEY);
+
+  // After the app has gone, so nothing it holds is left unwritten.
+  await quit(driver);
+  driver = null;
+  await waitFor('the app to exit', async () => appPids().length === 0, 15000);
+
+  // As UTF-8, and as UTF-16, the form WebKit's local storage keeps its values in.
+  const forms = [Buffer.from(KEY, 'utf8'), Buffer.from(KEY, 'utf16le')];
   const hits = [];
+  let files = 0;
   const walk = (dir) => {
     for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
       const p = path.join(dir, e.name);
-      // The key store itself, and the test's own logs of what was sent.
-      if (e.name === 'secrets' || e.name === 'script.json' || p === h.fakeLog || p === h.dbusLog) continue;
       if (e.isDirectory()) walk(p);
-      else if (e.isFile() && fs.readFileSync(p).includes(KEY)) hits.push(path.relative(h.dataDir, p));
+      else if (e.isFile()) {
+        files++;
+        const bytes = fs.readFileSync(p);
+        if (forms.some((f) => bytes.includes(f))) hits.push(path.relative(h.dataDir, p));
+      }
     }
   };
-  walk(h.dataDir);
-  assert.ok(fs.readdirSync(h.dataDir).includes('sessions'), 'the folder was used');
-  assert.deepEqual(hits, []);
+  walk(DATA);
+  walk(HOME);
+  // The folders were used: the conversation, the settings, the log files and WebKit's own.
+  for (const used of ['sessions', 'settings.json', 'logs']) assert.ok(fs.existsSync(path.join(DATA, used)), `${used} in the data folder`);
+  const logs = fs.readdirSync(path.join(DATA, 'logs')).map((f) => fs.readFileSync(path.join(DATA, 'logs', f), 'utf8')).join('');
+  assert.match(logs, /logging to files/, 'the log files were written');
+  assert.match(printed, /logging to files/, "the app's printed log was captured");
+  console.log(`measure: files scanned for the key: ${files}; bytes of printed log: ${printed.length}`);
+  // Found in the store (so the scan does find it), and nowhere else.
+  assert.deepEqual(hits, [path.relative(h.dataDir, STORE)]);
+  assert.ok(!printed.includes(KEY), 'the key is not in what the app printed');
 });
