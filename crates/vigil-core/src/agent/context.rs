@@ -200,6 +200,7 @@ mod tests {
             event_type: kind.into(),
             priority: 1,
             dedupe_key: None,
+            claim: None,
         }
     }
 

@@ -270,6 +270,7 @@ impl Heartbeat {
             event_type: event_type.into(),
             priority: 1,
             dedupe_key: Some(format!("heartbeat:{}", digest(text))),
+            claim: None,
         };
         let meta = deps
             .meta

@@ -220,6 +220,7 @@ impl Scheduler {
             event_type: event_type.into(),
             priority: 1,
             dedupe_key: Some(format!("routine:{}:{}", c.routine.id, c.run_id)),
+            claim: None,
         };
         let meta = deps
             .meta

@@ -178,10 +178,12 @@ impl Runtime {
         }
     }
 
-    /// Reads the mailbox (a snapshot, left in place) and takes the queued system events.
-    pub(super) fn take_background_context(&self, session_id: &str) -> TakenContext {
-        let mailbox = match self.inner.meta.load(session_id) {
-            Ok(l) => l.meta.mailbox,
+    /// Claims the mailbox's updates for this turn (seed 003 §4.5 `prepare_drain`: left in
+    /// place, but not shown to another process's turn meanwhile) and takes the queued
+    /// system events.
+    pub(super) async fn take_background_context(&self, session_id: &str) -> TakenContext {
+        let mailbox = match self.inner.meta.prepare_drain(session_id).await {
+            Ok(mailbox) => mailbox,
             Err(e) => {
                 tracing::warn!("could not read the mailbox of {session_id}: {e}");
                 vec![]
@@ -212,6 +214,12 @@ impl Runtime {
                 .ack_drain(session_id, &taken.mailbox_ids)
                 .await
                 .map(|_| true)
+        } else if !taken.mailbox_ids.is_empty() {
+            self.inner
+                .meta
+                .release_drain(session_id, &taken.mailbox_ids)
+                .await
+                .map(|_| false)
         } else {
             self.inner
                 .meta

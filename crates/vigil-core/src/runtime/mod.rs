@@ -459,7 +459,7 @@ impl Runtime {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let background = self.take_background_context(session_id);
+        let background = self.take_background_context(session_id).await;
         let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, run_id);
         let turn = self.turn(
             session_id,

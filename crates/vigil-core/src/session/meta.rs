@@ -88,6 +88,9 @@ pub struct MailboxEvent {
     /// Events with the same key say the same thing; the producer uses it to skip repeats.
     #[serde(default)]
     pub dedupe_key: Option<String>,
+    /// The turn showing it now, until it acknowledges or gives it back ([`super::drain`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<super::drain::DrainClaim>,
 }
 
 impl MailboxEvent {
@@ -133,6 +136,9 @@ pub struct MetaStore {
     /// Mailbox traffic since start, for the health check (seed 003 §12 Phase 2:
     /// `mailbox_deposit_count`, `mailbox_drain_count`).
     mailbox_counts: Arc<MailboxCounts>,
+    /// Names this store (and its clones) in drain claims: unique per open, so a claim left
+    /// by another store in this same process is told apart from this one's.
+    instance: Arc<str>,
 }
 
 #[derive(Default)]
@@ -185,7 +191,16 @@ impl MetaStore {
             clock,
             swept: Default::default(),
             mailbox_counts: Default::default(),
+            instance: uuid::Uuid::new_v4().to_string().into(),
         }
+    }
+
+    pub(super) fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    pub(super) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     /// Updates deposited (a repeated `event_id` is not counted twice) and drained since start.

@@ -7,11 +7,13 @@
 //!   [`MetaStore::update_atomic`] only, with the previous good copy kept as `.bak`.
 //! - `<id>.lock` — the session lock ([`lock`]) every write takes, across tasks and processes.
 //!
-//! and [`repair`], which makes a loaded history safe to send to a provider.
+//! and [`drain`], which keeps a mailbox event with one turn between showing and acknowledging
+//! it, and [`repair`], which makes a loaded history safe to send to a provider.
 //!
 //! Must never: write a session file without holding its lock; overwrite a file it could not
 //! read without keeping a copy; drop a whole session because one part of it is bad.
 
+pub mod drain;
 pub mod lock;
 pub mod meta;
 pub mod repair;
