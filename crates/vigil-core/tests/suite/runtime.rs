@@ -269,19 +269,46 @@ async fn conversations_can_be_created_named_renamed_and_deleted() {
     assert!(!dir.path().join(format!("sessions/{}.jsonl", created.id)).exists());
 }
 
-/// A start removes the temp files writes cut off by a crash left behind (here an hour old),
-/// and nothing else.
+/// A start removes the temp files writes cut off by a crash left behind (here two hours
+/// old), and nothing else: not a temp file a live writer may still be using, not the files
+/// beside them, not a user's file in the workspace that merely looks like a temp name.
 #[tokio::test]
-async fn a_start_sweeps_temp_files_left_by_interrupted_writes() {
+async fn a_start_sweeps_temp_files_left_by_interrupted_writes_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 60 * 60);
-    let stale = [
-        dir.path().join("wake/.pending.json.Xy12ab"),
-        dir.path().join(".vigil-tmp-a1b2c3"),
+    let at = |p: &str| dir.path().join(p);
+    let stale = [at("wake/.pending.json.Xy12ab"), at(".vigil-tmp-a1b2c3")];
+    let kept = [
+        // Old, but not a temp name of either writer.
+        (at("wake/pending.json"), old),
+        (at("sessions/notes.txt"), old),
+        (at(".pending.json.toolongname"), old),
+        // Deeper in the workspace than its top level, where only Vigil's prefix is swept.
+        (at("workspace/src/.vigil-tmp-user"), old),
+        (at("workspace/.main.rs.Ab12Cd"), old),
+        // A temp name, but fresh: a write in progress in another process.
+        (at(".vigil-tmp-fresh1"), std::time::SystemTime::now()),
+        (at("wake/.pending.json.Zz99zz"), std::time::SystemTime::now()),
     ];
-    for p in &stale {
+    for p in stale.iter().chain(kept.iter().map(|(p, _)| p)) {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::File::create(p).unwrap().set_modified(old).unwrap();
+        std::fs::write(p, "x").unwrap();
+    }
+    for p in &stale {
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    for (p, t) in &kept {
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(*t)
+            .unwrap();
     }
     let (_rt, _rx) = runtime(dir.path(), None);
     for _ in 0..100 {
@@ -292,6 +319,12 @@ async fn a_start_sweeps_temp_files_left_by_interrupted_writes() {
     }
     for p in &stale {
         assert!(!p.exists(), "{} is still there", p.display());
+    }
+    // The sweep is one pass on its own thread: give it a moment past the last removal.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    for (p, _) in &kept {
+        let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{} was removed: {e}", p.display()));
+        assert_eq!(text, "x", "{} was changed", p.display());
     }
     assert!(dir.path().join("workspace").is_dir(), "the start itself went on");
 }
