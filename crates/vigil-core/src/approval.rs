@@ -3,9 +3,13 @@
 //! Owns the question "may the agent do this?" for shell commands and file access outside
 //! the workspace. The policy (`ask`, `allowlist`, `full-auto`, `read-only`) decides; under
 //! `ask` the user is asked through an `approval_requested` event and answers with the
-//! `approval` op. "Always" remembers the command's prefix in `approvals.json` (written
-//! atomically). A run with nobody at the screen (heartbeat, routines) never waits on a
-//! prompt: what is not already approved is denied, with a notification saying so.
+//! `approval` op. A command line is first read by [`crate::shell`] into the simple commands
+//! it runs: it passes without asking only when every one of them is on the built-in
+//! read-only list (with its files in the workspace) or covered by a remembered rule, and no
+//! `env` is set. "Always" remembers one simple command's program and subcommand in
+//! `approvals.json` (written atomically), never a shell, interpreter or wrapper. A run with
+//! nobody at the screen (heartbeat, routines) never waits on a prompt: what is not already
+//! approved is denied, with a notification saying so.
 //!
 //! Must never: run anything itself, or block a turn on a question nobody can answer.
 
@@ -19,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use vigil_protocol::{ApprovalDecision, ApprovalKind, ApprovalPolicy, Event, NotificationKind, Source};
 
 use crate::events::Emitter;
+use crate::shell::{self, Analysis, SimpleCommand};
 
 /// One thing the agent wants to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +32,11 @@ pub struct Request {
     /// The command, or the path.
     pub subject: String,
     pub cwd: Option<String>,
+    /// The names of the variables the agent sets for a command (`exec`'s `env`): a command
+    /// with any is never passed by a rule or the read-only list.
+    pub env: Vec<String>,
+    /// The agent's workspace, where read-only commands may read without asking.
+    pub workspace: Option<PathBuf>,
     /// Whether someone can be asked (a user turn) or not (heartbeat, routine).
     pub interactive: bool,
 }
@@ -81,20 +91,11 @@ const SUBCOMMAND_PROGRAMS: [&str; 16] = [
     "make",
 ];
 
-/// What "always" remembers for a command: the program and, for tools with subcommands,
-/// the subcommand (`cargo build`, `git status`), so approving `git status` does not approve
-/// `git push`. For paths: the folder.
+/// What "always" remembers: for a command, [`remembered_prefix`] (empty when "always" is
+/// not offered); for a path, its folder.
 pub fn prefix_of(kind: ApprovalKind, subject: &str) -> String {
     match kind {
-        ApprovalKind::Exec => {
-            let mut words = subject.split_whitespace();
-            let program = words.next().unwrap_or("").to_string();
-            let has_subcommand = SUBCOMMAND_PROGRAMS.contains(&program.as_str());
-            match words.next() {
-                Some(sub) if has_subcommand && !sub.starts_with('-') => format!("{program} {sub}"),
-                _ => program,
-            }
-        }
+        ApprovalKind::Exec => remembered_prefix(subject).unwrap_or_default(),
         ApprovalKind::ReadOutside | ApprovalKind::WriteOutside => Path::new(subject)
             .parent()
             .map(|p| p.display().to_string())
@@ -102,17 +103,45 @@ pub fn prefix_of(kind: ApprovalKind, subject: &str) -> String {
     }
 }
 
-fn matches(rule: &Rule, kind: ApprovalKind, subject: &str) -> bool {
-    if rule.kind != kind {
-        return false;
+/// The rule "always" would save for `command`: the program and, for tools with subcommands,
+/// the subcommand (`cargo build`, `git status`), so approving `git status` does not approve
+/// `git push`. `None` — only "once" is offered — for anything but one simple command, for
+/// the programs [`shell::never_remembered`] names, and for a tool with subcommands called
+/// with a flag first (`git -C x push`).
+pub fn remembered_prefix(command: &str) -> Option<String> {
+    let Analysis::Commands(commands) = shell::analyze(command) else {
+        return None;
+    };
+    let [c] = commands.as_slice() else {
+        return None;
+    };
+    if shell::never_remembered(c) {
+        return None;
     }
-    match kind {
-        ApprovalKind::Exec => {
-            // A whole-word prefix: `cargo build` covers `cargo build --release`, not `cargo buildx`.
-            subject == rule.prefix || subject.starts_with(&format!("{} ", rule.prefix))
-        }
-        _ => Path::new(subject).starts_with(&rule.prefix),
+    let has_subcommand = SUBCOMMAND_PROGRAMS.contains(&c.program());
+    match (c.subcommand(), c.words.len()) {
+        (Some(sub), _) if has_subcommand => Some(format!("{} {sub}", c.program())),
+        (None, n) if has_subcommand && n > 1 => None,
+        _ => Some(c.program().to_string()),
     }
+}
+
+/// Whether a remembered rule covers one simple command: its words start with the rule's
+/// (`cargo build` covers `cargo build --release`, not `cargo buildx`). A rule naming a
+/// program that runs arbitrary code (an old file may hold one) covers nothing, and `find`
+/// with `-exec`/`-delete` is never covered.
+fn rule_covers(rule: &Rule, c: &SimpleCommand) -> bool {
+    let words: Vec<&str> = rule.prefix.split_whitespace().collect();
+    rule.kind == ApprovalKind::Exec
+        && !words.is_empty()
+        && words.len() <= c.words.len()
+        && words.iter().zip(&c.words).all(|(a, b)| a == b)
+        && !shell::never_remembered(c)
+        && !(c.program() == "find" && !shell::read_only(c))
+}
+
+fn path_rule_covers(rule: &Rule, kind: ApprovalKind, path: &str) -> bool {
+    rule.kind == kind && Path::new(path).starts_with(&rule.prefix)
 }
 
 impl Approvals {
@@ -179,19 +208,69 @@ impl Approvals {
         self.save()
     }
 
-    fn remembered(&self, kind: ApprovalKind, subject: &str) -> bool {
-        self.inner
-            .rules
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+    /// Whether the request passes without asking; if not, why (for the agent and the card).
+    fn covered(&self, request: &Request) -> Result<(), String> {
+        let rules = self.inner.rules.lock().unwrap_or_else(|e| e.into_inner());
+        if request.kind != ApprovalKind::Exec {
+            return match rules
+                .iter()
+                .any(|r| path_rule_covers(r, request.kind, &request.subject))
+            {
+                true => Ok(()),
+                false => Err("no remembered rule covers it".into()),
+            };
+        }
+        if !request.env.is_empty() {
+            return Err(format!("it sets environment variables ({})", request.env.join(", ")));
+        }
+        let commands = match shell::analyze(&request.subject) {
+            Analysis::Commands(commands) => commands,
+            Analysis::Unprovable(why) => return Err(why),
+        };
+        let uncovered: Vec<String> = commands
             .iter()
-            .any(|r| matches(r, kind, subject))
+            .filter(|c| !(self.reads_only(request, c) || rules.iter().any(|r| rule_covers(r, c))))
+            .map(|c| format!("`{}`", shell::visible(&c.display())))
+            .collect();
+        match uncovered.is_empty() {
+            true => Ok(()),
+            false => Err(format!("not covered: {}", uncovered.join(", "))),
+        }
+    }
+
+    /// On the read-only list, reading only inside the workspace.
+    fn reads_only(&self, request: &Request, c: &SimpleCommand) -> bool {
+        let (Some(workspace), Some(cwd)) = (&request.workspace, &request.cwd) else {
+            return false;
+        };
+        shell::read_only(c) && shell::reads_inside(c, Path::new(cwd), workspace)
+    }
+
+    /// For the read-only policy: every part of the command on the read-only list.
+    fn read_only_command(&self, request: &Request) -> Result<(), String> {
+        if !request.env.is_empty() {
+            return Err(format!("it sets environment variables ({})", request.env.join(", ")));
+        }
+        match shell::analyze(&request.subject) {
+            Analysis::Commands(cs) => match cs.iter().find(|c| !self.reads_only(request, c)) {
+                None => Ok(()),
+                Some(c) => Err(format!(
+                    "`{}` is not a read-only command reading inside the workspace",
+                    shell::visible(&c.display())
+                )),
+            },
+            Analysis::Unprovable(why) => Err(why),
+        }
     }
 
     fn remember(&self, kind: ApprovalKind, subject: &str, now_ms: i64) -> std::io::Result<()> {
         {
             let mut rules = self.inner.rules.lock().unwrap_or_else(|e| e.into_inner());
             let prefix = prefix_of(kind, subject);
+            if prefix.is_empty() {
+                // "Always" is not offered for this; an answer that says it anyway counts once.
+                return Ok(());
+            }
             if !rules.iter().any(|r| r.kind == kind && r.prefix == prefix) {
                 rules.push(Rule {
                     kind,
@@ -214,23 +293,35 @@ impl Approvals {
     pub async fn check(&self, request: Request, emitter: &Emitter, now_ms: i64, cancel: &CancellationToken) -> Verdict {
         let policy = self.policy();
         let what = match request.kind {
-            ApprovalKind::Exec => format!("the command `{}`", request.subject),
+            ApprovalKind::Exec => format!("the command `{}`", shell::visible(&request.subject)),
             ApprovalKind::ReadOutside => format!("reading {} (outside the workspace)", request.subject),
             ApprovalKind::WriteOutside => format!("changing {} (outside the workspace)", request.subject),
         };
+        let covered = self.covered(&request);
         match policy {
             ApprovalPolicy::FullAuto => return Verdict::Allowed,
-            ApprovalPolicy::ReadOnly if request.kind == ApprovalKind::ReadOutside => return Verdict::Allowed,
-            ApprovalPolicy::ReadOnly => {
-                return Verdict::Denied(format!("Denied: {what}. The approval policy is read-only; ask the user to change it in Settings."))
+            ApprovalPolicy::ReadOnly if request.kind == ApprovalKind::Exec => {
+                return match self.read_only_command(&request) {
+                    Ok(()) => Verdict::Allowed,
+                    Err(why) => Verdict::Denied(format!(
+                        "Denied: {what} ({why}). The approval policy is read-only; ask the user to change it in Settings."
+                    )),
+                };
             }
-            _ if self.remembered(request.kind, &request.subject) => return Verdict::Allowed,
-            ApprovalPolicy::Allowlist => {
+            ApprovalPolicy::ReadOnly if request.kind == ApprovalKind::WriteOutside => {
                 return Verdict::Denied(format!(
-                    "Denied: {what} is not on the allowlist. The user can approve it with \"always\" when the policy is `ask`."
+                    "Denied: {what}. The approval policy is read-only; ask the user to change it in Settings."
                 ))
             }
-            ApprovalPolicy::Ask => {}
+            _ if covered.is_ok() => return Verdict::Allowed,
+            ApprovalPolicy::Allowlist => {
+                let why = covered.err().unwrap_or_default();
+                return Verdict::Denied(format!(
+                    "Denied: {what} is not on the allowlist ({why}). The user can approve it with \"always\" when the policy is `ask`."
+                ));
+            }
+            // Reading outside the workspace under read-only asks like any other policy.
+            ApprovalPolicy::Ask | ApprovalPolicy::ReadOnly => {}
         }
         if !request.interactive {
             emitter.emit(
@@ -260,7 +351,7 @@ impl Approvals {
                 id: id.clone(),
                 kind: request.kind,
                 prefix: prefix_of(request.kind, &request.subject),
-                command: request.subject.clone(),
+                command: shell::visible(&request.subject),
                 cwd: request.cwd.clone(),
             },
         );
@@ -295,6 +386,7 @@ impl Approvals {
 /// there to ask.
 pub struct TurnGate {
     pub approvals: Approvals,
+    pub workspace: PathBuf,
     pub emitter: Emitter,
     pub cancel: CancellationToken,
     pub interactive: bool,
@@ -303,11 +395,13 @@ pub struct TurnGate {
 
 #[async_trait::async_trait]
 impl crate::tools::Gate for TurnGate {
-    async fn check(&self, kind: ApprovalKind, subject: &str, cwd: Option<&str>) -> Verdict {
+    async fn check(&self, kind: ApprovalKind, subject: &str, cwd: Option<&str>, env: &[String]) -> Verdict {
         let request = Request {
             kind,
             subject: subject.to_string(),
             cwd: cwd.map(str::to_string),
+            env: env.to_vec(),
+            workspace: Some(self.workspace.clone()),
             interactive: self.interactive,
         };
         self.approvals
@@ -327,6 +421,8 @@ mod tests {
             kind: ApprovalKind::Exec,
             subject: cmd.into(),
             cwd: None,
+            env: vec![],
+            workspace: None,
             interactive,
         }
     }
@@ -346,9 +442,14 @@ mod tests {
             prefix: "cargo build".into(),
             created_at: 0,
         };
-        assert!(matches(&rule, ApprovalKind::Exec, "cargo build --release"));
-        assert!(!matches(&rule, ApprovalKind::Exec, "cargo buildx"));
-        assert!(!matches(&rule, ApprovalKind::Exec, "cargo test"));
+        let covers = |line: &str| match shell::analyze(line) {
+            Analysis::Commands(cs) => cs.iter().all(|c| rule_covers(&rule, c)),
+            Analysis::Unprovable(_) => false,
+        };
+        assert!(covers("cargo build --release"));
+        assert!(!covers("cargo buildx"));
+        assert!(!covers("cargo test"));
+        assert!(!covers("cargo build && cargo test"));
     }
 
     #[tokio::test]
@@ -425,9 +526,12 @@ mod tests {
             kind: ApprovalKind::ReadOutside,
             subject: "/etc/hosts".into(),
             cwd: None,
-            interactive: true,
+            env: vec![],
+            workspace: None,
+            interactive: false,
         };
-        assert_eq!(a.check(read, &em, 0, &c).await, Verdict::Allowed);
+        // Reading outside asks under read-only too: nobody is here, so it is denied.
+        assert!(matches!(a.check(read, &em, 0, &c).await, Verdict::Denied(m) if m.contains("nobody to ask")));
         a.set_policy(ApprovalPolicy::Allowlist);
         assert!(matches!(a.check(exec("make", true), &em, 0, &c).await, Verdict::Denied(m) if m.contains("allowlist")));
         assert!(

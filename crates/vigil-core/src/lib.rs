@@ -8,6 +8,8 @@
 //! - [`runtime`] — the clonable handle front ends hold: takes `Op`s, runs turns per session lane.
 //! - [`agent`] — one turn: save the user message, stream the reply, save the reply.
 //! - [`approval`] — may the agent run this command / touch this file? Policy, asking, "always".
+//! - [`shell`] — a command line read as bash reads it: its simple commands, or why it cannot
+//!   be proven harmless; the read-only list and the programs "always" never remembers.
 //! - [`tools`] — the tool registry the agent runs model calls through, the built-in
 //!   workspace file tools `read`, `write` and `edit`, and `exec`/`process` over [`exec`].
 //! - [`exec`] — real terminals: the process registry actor (PTY or pipes, process groups,
@@ -49,6 +51,7 @@ pub mod runtime;
 pub mod secrets;
 pub mod session;
 pub mod settings;
+pub mod shell;
 pub mod system_events;
 pub mod tools;
 pub mod wake;

@@ -250,7 +250,8 @@ pub enum Event {
         kind: ApprovalKind,
         /// The command, or the path for file access.
         command: String,
-        /// What "always" would remember (e.g. `cargo build`).
+        /// What "always" would remember (e.g. `cargo build`); empty when "always" is not
+        /// offered (a compound line, a shell or interpreter, a command with `env`).
         prefix: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[ts(optional)]

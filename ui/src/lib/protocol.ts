@@ -27,7 +27,8 @@ run_id: string | null, } & ({ "type": "turn_started", user_text: string, } | { "
  */
 command: string, 
 /**
- * What "always" would remember (e.g. `cargo build`).
+ * What "always" would remember (e.g. `cargo build`); empty when "always" is not
+ * offered (a compound line, a shell or interpreter, a command with `env`).
  */
 prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
 /**
@@ -41,7 +42,8 @@ export type Event = { "type": "turn_started", user_text: string, } | { "type": "
  */
 command: string, 
 /**
- * What "always" would remember (e.g. `cargo build`).
+ * What "always" would remember (e.g. `cargo build`); empty when "always" is not
+ * offered (a compound line, a shell or interpreter, a command with `env`).
  */
 prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
 /**

@@ -491,6 +491,7 @@ impl Runtime {
     ) -> Turn<'a> {
         let gate = crate::approval::TurnGate {
             approvals: self.inner.approvals.clone(),
+            workspace: self.workspace().to_path_buf(),
             emitter: emitter.clone(),
             cancel: cancel.clone(),
             interactive,

@@ -115,8 +115,9 @@ impl Tool for ExecTool {
         };
         if let Some(gate) = &ctx.gate {
             let cwd = req.cwd.display().to_string();
+            let env_names: Vec<String> = req.env.iter().map(|(k, _)| k.clone()).collect();
             if let crate::approval::Verdict::Denied(why) = gate
-                .check(vigil_protocol::ApprovalKind::Exec, &req.command, Some(&cwd))
+                .check(vigil_protocol::ApprovalKind::Exec, &req.command, Some(&cwd), &env_names)
                 .await
             {
                 return ToolOutput::error(why);

@@ -46,6 +46,7 @@ pub trait Gate: Send + Sync {
         kind: vigil_protocol::ApprovalKind,
         subject: &str,
         cwd: Option<&str>,
+        env: &[String],
     ) -> crate::approval::Verdict;
 }
 

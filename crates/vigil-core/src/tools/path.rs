@@ -113,7 +113,7 @@ pub async fn resolve_for(ctx: &super::ToolContext, raw: &str, write: bool) -> Re
                 ApprovalKind::ReadOutside
             };
             let shown = resolved.display().to_string();
-            match gate.check(kind, &shown, None).await {
+            match gate.check(kind, &shown, None, &[]).await {
                 crate::approval::Verdict::Allowed => Ok(ResolvedPath {
                     abs: resolved,
                     display: shown,

@@ -41,14 +41,10 @@ async fn full_auto(dir: &std::path::Path, script: Script) -> (vigil_core::Runtim
 #[tokio::test]
 async fn a_command_waits_for_approval_and_runs_once_approved() {
     let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("ran-marker");
+    let (marker, second) = (dir.path().join("ran-marker"), dir.path().join("second-marker"));
     let script = Script::steps(vec![
-        Step::tool_call(
-            "c1",
-            "exec",
-            json!({"command": format!("echo approved-and-ran > {}", marker.display())}),
-        ),
-        Step::tool_call("c2", "exec", json!({"command": "echo second"})),
+        Step::tool_call("c1", "exec", json!({"command": format!("touch {}", marker.display())})),
+        Step::tool_call("c2", "exec", json!({"command": format!("touch {}", second.display())})),
         Step::text("done"),
     ]);
     let fake = FakeLlm::start(script).await.unwrap();
@@ -61,7 +57,7 @@ async fn a_command_waits_for_approval_and_runs_once_approved() {
         _ => None,
     })
     .await;
-    assert_eq!(prefix, "echo");
+    assert_eq!(prefix, "touch");
     // While the question is open nothing has started: no process, no file.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
@@ -73,19 +69,11 @@ async fn a_command_waits_for_approval_and_runs_once_approved() {
         id,
         decision: ApprovalDecision::Always,
     });
-    // The second `echo` is covered by "always": no second question.
+    // The second `touch` is covered by "always": no second question.
     let events = until_finished(&mut rx).await;
     let asked_again = events.iter().any(|e| matches!(e, Event::ApprovalRequested { .. }));
     assert!(!asked_again, "{events:?}");
-    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "approved-and-ran\n");
-    let results: Vec<String> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::ToolCallFinished { content, .. } => Some(content.clone()),
-            _ => None,
-        })
-        .collect();
-    assert!(results[1].contains("second"), "{results:?}");
+    assert!(marker.exists() && second.exists(), "both commands ran");
     assert_eq!(rt.list_processes().await.len(), 2, "both commands ran, once each");
     rt.shutdown().await;
 }
