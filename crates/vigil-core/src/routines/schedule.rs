@@ -8,7 +8,10 @@
 //! 0–7 with 0 and 7 = Sunday). The `cron` crate wants seconds first and counts weekdays 1–7
 //! from Sunday, so a 5-field expression gets `0` seconds prepended and its numeric weekdays
 //! rewritten as names (`1-5` → `MON-FRI`). 6- and 7-field expressions are passed to the crate
-//! as they are (its own dialect). `@daily`, `@hourly`, … work too.
+//! as they are (its own dialect), except that their seconds field must name one second:
+//! nothing runs more often than once a minute (`* * * * * *` or `*/10 * * * * *` would start
+//! a run every few seconds, each a model call the user pays for). `@daily`, `@hourly`, … work
+//! too.
 //!
 //! ## Daylight saving time (wall-clock semantics, seed 003 §11.3)
 //! A cron routine follows the zone's calendar: `0 9 * * *` is 09:00 local all year.
@@ -96,6 +99,12 @@ pub fn parse_schedule(text: Option<&str>) -> Result<Schedule, String> {
             .unwrap_or_else(|| e.to_string());
         format!("\"{text}\" is not a valid cron expression: {why}; the form is minute hour day-of-month month day-of-week, like \"30 8 * * *\"")
     })?;
+    // Checked on the parsed set, not the text, so `0,30`, `0-59` and `*/1` are caught alike.
+    if cron::TimeUnitSpec::count(cron.seconds()) > 1 {
+        return Err(format!(
+            "\"{text}\" runs more than once a minute (its first field is seconds); routines run at most once a minute: use the 5-field form minute hour day-of-month month day-of-week, like \"* * * * *\" for every minute"
+        ));
+    }
     Ok(Schedule::Cron {
         text: text.to_string(),
         cron: Box::new(cron),

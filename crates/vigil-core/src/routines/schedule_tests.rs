@@ -204,6 +204,35 @@ fn bad_schedules_and_zones_say_what_to_write() {
     assert!(matches!(parse_schedule(Some("@daily")), Ok(Schedule::Cron { .. })));
 }
 
+/// The crate's 6- and 7-field dialect has a seconds field; it must not let a routine run
+/// more often than the 1-minute minimum that intervals have.
+#[test]
+fn no_cron_form_runs_more_than_once_a_minute() {
+    for s in [
+        "* * * * * *",
+        "*/10 * * * * *",
+        "0/30 * * * * *",
+        "0,30 * * * * *",
+        "0-59 * * * * *",
+        "* * * * * * *",
+        "*/5 0 9 * * Mon *",
+    ] {
+        let e = parse_schedule(Some(s)).unwrap_err();
+        assert!(e.contains("more than once a minute"), "{s}: {e}");
+        assert!(e.contains("5-field form"), "{s}: {e}");
+    }
+    // One named second is at most once a minute, and runs on that second.
+    let spec = Spec::parse(Some("30 * * * * *"), "UTC").unwrap();
+    let from = ms("2026-01-05T10:00:00Z");
+    assert_eq!(
+        spec.preview(from, 0, None, 3),
+        [from + 30_000, from + 90_000, from + 150_000]
+    );
+    for s in ["* * * * *", "0 9 * * * *", "0 0 9 * * Mon 2030", "@hourly"] {
+        assert!(parse_schedule(Some(s)).is_ok(), "{s}");
+    }
+}
+
 /// Regression (schedule fuzz target): an interval anchored at an extreme, hand-edited time
 /// overflowed and panicked the scheduler; now there is simply no next run past the range.
 #[test]
