@@ -82,6 +82,10 @@ pub struct RegistryConfig {
     pub drain_grace: Duration,
     /// Size of a new terminal.
     pub size: TermSize,
+    /// Processes running at once, every owner and the panel together. Each holds a
+    /// terminal, three threads and up to ~1 MiB of buffers; a model looping on `exec` with
+    /// `background` must hit a clear error, not the machine's limits.
+    pub max_running: usize,
 }
 
 impl Default for RegistryConfig {
@@ -97,6 +101,7 @@ impl Default for RegistryConfig {
             ui_interval: Duration::from_millis(16),
             drain_grace: Duration::from_secs(1),
             size: TermSize::default(),
+            max_running: 64,
         }
     }
 }
@@ -296,6 +301,12 @@ pub enum ExecError {
     /// The process runs without a terminal. Recover: nothing to resize.
     #[error("Process {id} runs without a terminal (pty: false), so it has no size.")]
     NoTerminal { id: String },
+    /// As many processes run as the registry allows. Recover: kill one, or wait for one.
+    #[error(
+        "{running} processes are already running, the most that may run at once. Stop one with \
+         process kill (process list shows them) or wait for one to finish, then start this again."
+    )]
+    TooMany { running: usize },
     /// The registry has shut down. Recover: none; the app is quitting.
     #[error("The process registry has shut down; no commands can run.")]
     ShutDown,

@@ -356,3 +356,55 @@ impl RegistryHandle {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SystemClock;
+    use crate::exec::NoExecEvents;
+
+    /// The 65th concurrent process is refused with a sentence saying how many run and how to
+    /// free one; killing one makes room again. Pipes, not terminals: 64 PTYs would only make
+    /// the test slower.
+    #[tokio::test]
+    async fn at_most_64_processes_run_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = RegistryConfig {
+            kill_grace: Duration::from_millis(200),
+            ..RegistryConfig::default()
+        };
+        assert_eq!(config.max_running, 64);
+        let registry = RegistryHandle::start(config, Arc::new(SystemClock), Arc::new(NoExecEvents));
+        let sleeper = |owner: &str| SpawnRequest {
+            pty: false,
+            ..SpawnRequest::new(owner, "sleep 60", dir.path())
+        };
+        let mut ids = Vec::new();
+        for i in 0..64 {
+            // Two owners: the cap is the machine's, not a session's.
+            let owner = if i % 2 == 0 { "a" } else { "b" };
+            let info = registry.spawn(sleeper(owner)).await.unwrap();
+            ids.push((owner, info.id));
+        }
+        let refused = registry.spawn(sleeper("c")).await.unwrap_err();
+        assert!(matches!(refused, ExecError::TooMany { running: 64 }), "{refused:?}");
+        assert_eq!(
+            refused.to_string(),
+            "64 processes are already running, the most that may run at once. Stop one with \
+             process kill (process list shows them) or wait for one to finish, then start this again."
+        );
+        // Refused means not started and not listed.
+        assert_eq!(registry.list("c").await, vec![]);
+        assert_eq!(registry.list_all().await.len(), 64);
+
+        let (owner, id) = &ids[0];
+        registry.kill(owner, id).await.unwrap();
+        let started = registry.spawn(sleeper("c")).await.unwrap();
+        assert!(started.is_running());
+        assert!(matches!(
+            registry.spawn(sleeper("c")).await,
+            Err(ExecError::TooMany { running: 64 })
+        ));
+        registry.shutdown().await;
+    }
+}

@@ -170,6 +170,11 @@ impl Actor {
         if self.shutting_down {
             return Err(ExecError::ShutDown);
         }
+        // Refused, not recorded: nothing started, so there is no process to list.
+        let running = self.procs.values().filter(|p| p.info.is_running()).count();
+        if running >= self.config.max_running {
+            return Err(ExecError::TooMany { running });
+        }
         let id: Arc<str> = loop {
             let id = new_id();
             if !self.procs.contains_key(id.as_str()) {
