@@ -54,6 +54,8 @@ export default defineConfig({
   // Tauri serves the bundle from its own origin; relative paths keep it location-independent.
   base: './',
   plugins: [svelte(), inlineStartCss()],
+  // Components mounted in unit tests need Svelte's client runtime, not its server one.
+  resolve: process.env.VITEST ? { conditions: ['browser'] } : undefined,
   // Tauri's dev server is fixed in tauri.conf.json (`devUrl`).
   server: { port: 5173, strictPort: true },
   build: {

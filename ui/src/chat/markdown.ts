@@ -2,7 +2,8 @@
 // page or a user pasted) to HTML that is safe to put into the DOM. marked parses; DOMPurify
 // has the last word. Images, forms and inline styles are removed as well as scripts: the
 // app's CSP blocks remote images anyway, and styles or forms from a reply could dress
-// themselves up as Vigil's own UI.
+// themselves up as Vigil's own UI. Every element showing the result handles its links with
+// `safeLinks` (lib/links.ts): a click never navigates the window.
 
 import createDOMPurify from 'dompurify';
 import { Marked } from 'marked';
@@ -44,22 +45,4 @@ export function renderMarkdown(text: string): string {
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
-/**
- * A click on a link inside rendered markdown: the app's own webview must not navigate away,
- * so the link is copied instead. Returns the note to show, or null when the click was not on
- * an external link.
- */
-export function copyLinkInstead(event: MouseEvent): Promise<string> | null {
-  const link = (event.target as Element | null)?.closest?.('a');
-  if (!link) return null;
-  event.preventDefault();
-  const href = link.getAttribute('href') ?? '';
-  if (href.startsWith('#') || href === '') return null;
-  if (!navigator.clipboard) return Promise.resolve(href);
-  return navigator.clipboard.writeText(href).then(
-    () => `Link copied: ${href}`,
-    () => href,
-  );
 }
