@@ -83,7 +83,7 @@ pub async fn save_desktop_settings(
 ) -> Result<DesktopSettingsView, CommandError> {
     let mut settings = settings;
     settings.workspace =
-        vigil_core::preferences::validate_workspace(settings.workspace.as_deref()).map_err(|m| CommandError {
+        vigil_core::preferences::validate_workspace(settings.workspace.as_deref(), state.runtime.data_dir()).map_err(|m| CommandError {
             field: Some("workspace".into()),
             ..error("invalid_workspace", m)
         })?;

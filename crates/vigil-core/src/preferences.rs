@@ -118,15 +118,26 @@ enum Unusable {
     NotAFolder,
     Missing,
     Unreadable(std::io::Error),
+    /// The data folder itself, a folder that contains it, or one inside it (other than the
+    /// default workspace): the agent's files would include Vigil's own.
+    HoldsData,
+}
+
+/// Whether `folder` as the workspace would put Vigil's data folder in the agent's reach.
+fn holds_data(folder: &Path, data_dir: &Path) -> bool {
+    let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let (folder, data) = (real(folder), real(data_dir));
+    data.starts_with(&folder) || (folder.starts_with(&data) && !folder.starts_with(data.join("workspace")))
 }
 
 /// The workspace rule: a full path to a folder that exists. Saving refuses a path that
 /// breaks it; starting falls back to the default instead (see [`workspace_dir`]).
-fn usable_folder(path: &Path) -> Result<(), Unusable> {
+fn usable_folder(path: &Path, data_dir: &Path) -> Result<(), Unusable> {
     if !path.is_absolute() {
         return Err(Unusable::Relative);
     }
     match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() && holds_data(path, data_dir) => Err(Unusable::HoldsData),
         Ok(m) if m.is_dir() => Ok(()),
         Ok(_) => Err(Unusable::NotAFolder),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Unusable::Missing),
@@ -135,16 +146,21 @@ fn usable_folder(path: &Path) -> Result<(), Unusable> {
 }
 
 /// Checks a workspace folder the user typed: empty means the default; otherwise a full
-/// path to a folder that exists. Returns the value to store, or why not.
-pub fn validate_workspace(typed: Option<&str>) -> Result<Option<String>, String> {
+/// path to a folder that exists and does not hold Vigil's data folder `data_dir`. Returns
+/// the value to store, or why not.
+pub fn validate_workspace(typed: Option<&str>, data_dir: &Path) -> Result<Option<String>, String> {
     let Some(typed) = typed.map(str::trim).filter(|t| !t.is_empty()) else {
         return Ok(None);
     };
-    usable_folder(Path::new(typed)).map_err(|why| match why {
+    usable_folder(Path::new(typed), data_dir).map_err(|why| match why {
         Unusable::Relative => format!("\"{typed}\" is not a full path; write it from the root, like /home/you/notes"),
         Unusable::NotAFolder => format!("{typed} is a file, not a folder"),
         Unusable::Missing => format!("there is no folder {typed}; create it first"),
         Unusable::Unreadable(e) => format!("{typed} cannot be opened: {e}"),
+        Unusable::HoldsData => format!(
+            "{typed} holds Vigil's own data folder ({}), which the agent must not reach; choose a folder outside it",
+            data_dir.display()
+        ),
     })?;
     Ok(Some(typed.to_string()))
 }
@@ -158,10 +174,15 @@ pub fn workspace_dir(data_dir: &Path, settings: &DesktopSettings) -> (PathBuf, O
     let Some(chosen) = settings.workspace.as_deref().map(PathBuf::from) else {
         return (default, None);
     };
-    let warning = match usable_folder(&chosen) {
+    let warning = match usable_folder(&chosen, data_dir) {
         Ok(()) => return (chosen, None),
         Err(Unusable::Relative) => format!(
             "The workspace folder \"{}\" is not an absolute path; using {} instead. Choose a full path in Settings → Desktop.",
+            chosen.display(),
+            default.display()
+        ),
+        Err(Unusable::HoldsData) => format!(
+            "The workspace folder {} holds Vigil's own data folder, which the agent must not reach; using {} instead. Choose another folder in Settings → Desktop.",
             chosen.display(),
             default.display()
         ),
@@ -288,21 +309,51 @@ mod tests {
     #[test]
     fn a_typed_workspace_must_be_a_full_path_to_a_folder() {
         let dir = tempfile::tempdir().unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let validate = |typed: Option<&str>| validate_workspace(typed, data.path());
         let here = dir.path().display().to_string();
-        assert_eq!(validate_workspace(None), Ok(None));
-        assert_eq!(validate_workspace(Some("  ")), Ok(None));
-        assert_eq!(validate_workspace(Some(&format!(" {here} "))), Ok(Some(here.clone())));
-        assert!(validate_workspace(Some("notes"))
-            .unwrap_err()
-            .contains("not a full path"));
+        assert_eq!(validate(None), Ok(None));
+        assert_eq!(validate(Some("  ")), Ok(None));
+        assert_eq!(validate(Some(&format!(" {here} "))), Ok(Some(here.clone())));
+        assert!(validate(Some("notes")).unwrap_err().contains("not a full path"));
         let missing = format!("{here}/nope");
-        assert!(validate_workspace(Some(&missing))
-            .unwrap_err()
-            .contains("there is no folder"));
+        assert!(validate(Some(&missing)).unwrap_err().contains("there is no folder"));
         let file = dir.path().join("f.txt");
         std::fs::write(&file, "x").unwrap();
-        assert!(validate_workspace(Some(&file.display().to_string()))
+        assert!(validate(Some(&file.display().to_string()))
             .unwrap_err()
             .contains("not a folder"));
+    }
+
+    #[test]
+    fn the_workspace_cannot_hold_the_data_folder() {
+        let home = tempfile::tempdir().unwrap();
+        let data = home.path().join(".local/share/vigil");
+        std::fs::create_dir_all(data.join("workspace/project")).unwrap();
+        std::fs::create_dir_all(data.join("sessions")).unwrap();
+        std::os::unix::fs::symlink(&data, home.path().join("data-link")).unwrap();
+        let at = |p: &std::path::Path| p.display().to_string();
+        for refused in [
+            at(home.path()),
+            at(&home.path().join(".local")),
+            at(&data),
+            at(&data.join("sessions")),
+            at(&home.path().join("data-link")),
+            format!("{}/.local/../.local/share", at(home.path())),
+        ] {
+            let err = validate_workspace(Some(&refused), &data).unwrap_err();
+            assert!(err.contains("holds Vigil's own data folder"), "{refused}: {err}");
+        }
+        for allowed in [data.join("workspace"), data.join("workspace/project")] {
+            assert!(validate_workspace(Some(&at(&allowed)), &data).is_ok(), "{allowed:?}");
+        }
+        // A stored one from before the rule: the default is used, with a warning.
+        let settings = DesktopSettings {
+            workspace: Some(at(home.path())),
+            ..DesktopSettings::default()
+        };
+        let (used, warning) = workspace_dir(&data, &settings);
+        assert_eq!(used, data.join("workspace"));
+        assert!(warning.unwrap().contains("holds Vigil's own data folder"));
     }
 }

@@ -61,6 +61,8 @@ pub struct Turn<'a> {
     pub extras: TurnExtras,
     /// The approval policy tools ask before running commands.
     pub gate: Option<Arc<dyn crate::tools::Gate>>,
+    /// Vigil's data folder, which tools never touch (see `ToolContext::data_dir`).
+    pub data_dir: Option<std::path::PathBuf>,
 }
 
 /// The per-session-type part of a turn's context (seed 003 §4.4): stable additions go into
@@ -385,6 +387,7 @@ impl Turn<'_> {
                     updates: Some(updates),
                     owner: self.process_owner.to_string(),
                     gate: self.gate.clone(),
+                    data_dir: self.data_dir.clone(),
                 };
                 // Live output (throttled by the tool) goes out as it comes; any left when the
                 // call ends is stale next to the result and is dropped.

@@ -504,6 +504,7 @@ impl Runtime {
             client,
             tools: self.tools(),
             gate: Some(Arc::new(gate)),
+            data_dir: Some(self.inner.data_dir.clone()),
             workspace: self.inner.workspace.clone(),
             emitter,
             clock: self.inner.clock.clone(),

@@ -206,10 +206,19 @@ fn request(args: ExecArgs, ctx: &ToolContext) -> Result<SpawnRequest, String> {
         }
         env.push((key, value));
     }
+    let cwd = workdir(&ctx.workspace, args.workdir.as_deref())?;
+    if let Some(data_dir) = &ctx.data_dir {
+        if super::path::in_data_dir(&cwd, data_dir, &ctx.workspace) {
+            return Err(super::path::data_dir_refusal(
+                args.workdir.as_deref().unwrap_or(""),
+                &cwd,
+            ));
+        }
+    }
     Ok(SpawnRequest {
         owner: ctx.owner.clone(),
         command: args.command,
-        cwd: workdir(&ctx.workspace, args.workdir.as_deref())?,
+        cwd,
         env,
         pty: args.pty.unwrap_or(true),
         size: None,

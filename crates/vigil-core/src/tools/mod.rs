@@ -64,6 +64,9 @@ pub struct ToolContext {
     /// The approval policy for commands; `None` allows everything (tests, tools that never
     /// run commands).
     pub gate: Option<Arc<dyn Gate>>,
+    /// Vigil's own data folder (settings, approvals, keys, sessions…): no tool reads or
+    /// writes in it, under any policy, except inside the workspace when that lies within.
+    pub data_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -85,6 +88,7 @@ impl ToolContext {
             updates: None,
             owner: String::new(),
             gate: None,
+            data_dir: None,
         }
     }
 

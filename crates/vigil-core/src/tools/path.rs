@@ -104,7 +104,15 @@ pub fn resolve_path(workspace: &Path, raw: &str) -> Result<ResolvedPath, PathErr
 /// approval gate (reading and changing are asked about separately) and used if allowed.
 /// Without a gate, outside paths are refused. The error is the text the model sees.
 pub async fn resolve_for(ctx: &super::ToolContext, raw: &str, write: bool) -> Result<ResolvedPath, String> {
-    match (resolve_path(&ctx.workspace, raw), &ctx.gate) {
+    let resolved = resolve_path(&ctx.workspace, raw);
+    if let (Some(data_dir), Ok(ResolvedPath { abs, .. }) | Err(PathError::OutsideWorkspace { resolved: abs, .. })) =
+        (&ctx.data_dir, &resolved)
+    {
+        if in_data_dir(abs, data_dir, &ctx.workspace) {
+            return Err(data_dir_refusal(raw, abs));
+        }
+    }
+    match (resolved, &ctx.gate) {
         (Ok(p), _) => Ok(p),
         (Err(PathError::OutsideWorkspace { resolved, .. }), Some(gate)) => {
             let kind = if write {
@@ -123,6 +131,26 @@ pub async fn resolve_for(ctx: &super::ToolContext, raw: &str, write: bool) -> Re
         }
         (Err(e), _) => Err(e.to_string()),
     }
+}
+
+/// Whether `abs` (symlinks resolved) lies in Vigil's data folder `data_dir`, outside the
+/// workspace (which may lie inside it: the default does). Both folders are compared with
+/// their symlinks resolved, so no spelling of the path reaches the data folder.
+pub fn in_data_dir(abs: &Path, data_dir: &Path, workspace: &Path) -> bool {
+    let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| normalize(p));
+    let (data, workspace) = (real(data_dir), real(workspace));
+    let abs = real(abs);
+    let workspace_inside = workspace.starts_with(&data) && workspace != data;
+    abs.starts_with(&data) && !(workspace_inside && abs.starts_with(&workspace))
+}
+
+/// What the agent is told when a path leads into the data folder: a refusal no approval
+/// changes, so it does not ask the user.
+pub fn data_dir_refusal(raw: &str, abs: &Path) -> String {
+    let via = via_link(raw, abs);
+    format!(
+        "{raw}{via} is in Vigil's own data folder (settings, approvals, keys, conversations), which no tool may read or change under any approval policy. Do not ask the user to allow it."
+    )
 }
 
 /// Removes `.` and applies `..` without touching the disk; `..` at the root stays at the root.

@@ -636,6 +636,7 @@ async fn in_a_turn_exec_runs_in_the_session_and_streams_tool_call_updates() {
         config: vigil_core::agent::AgentConfig::default(),
         extras: Default::default(),
         gate: None,
+        data_dir: None,
     }
     .run("count".into())
     .await;

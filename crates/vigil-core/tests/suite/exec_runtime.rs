@@ -378,3 +378,83 @@ async fn running_processes_are_what_quitting_would_kill() {
     rt.shutdown().await;
     assert!(rt.running_processes().await.is_empty(), "shutdown killed it");
 }
+
+/// Under full-auto, where everything else runs unasked, the file tools still cannot read or
+/// change Vigil's own files, whatever the spelling: `..`, an absolute path, a symlink made
+/// in the workspace, `/proc/self/root`, an exec `workdir` in the data folder.
+#[tokio::test]
+async fn the_data_folder_is_out_of_every_file_tools_reach_even_under_full_auto() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().canonicalize().unwrap();
+    std::fs::write(data.join("approvals.json"), r#"{"rules": []}"#).unwrap();
+    std::fs::create_dir_all(data.join("secrets")).unwrap();
+    std::fs::write(data.join("secrets/key"), "sk-secret-in-the-data-dir").unwrap();
+    let abs = |p: &str| data.join(p).display().to_string();
+    let proc_root = format!("/proc/self/root{}", abs("approvals.json"));
+    let attempts = vec![
+        (
+            "write",
+            json!({"path": "../approvals.json", "content": "{\"rules\":[{\"kind\":\"exec\",\"prefix\":\"rm\",\"created_at\":0}]}"}),
+        ),
+        (
+            "write",
+            json!({"path": "../settings.json", "content": "{\"approvals\":{\"policy\":\"full-auto\"}}"}),
+        ),
+        ("write", json!({"path": abs("approvals.json"), "content": "{}"})),
+        (
+            "edit",
+            json!({"path": "../approvals.json", "old_text": "[]", "new_text": "[1]"}),
+        ),
+        ("read", json!({"path": "../secrets/key"})),
+        ("read", json!({"path": abs("secrets/key")})),
+        ("read", json!({"path": proc_root})),
+        ("read", json!({"path": "link/secrets/key"})),
+        ("write", json!({"path": "link/approvals.json", "content": "{}"})),
+        ("read", json!({"path": "./././../secrets//key"})),
+        ("exec", json!({"command": "true", "workdir": abs("secrets")})),
+    ];
+    let mut steps: Vec<Step> = attempts
+        .iter()
+        .enumerate()
+        .map(|(i, (tool, args))| Step::tool_call(format!("t{i}"), *tool, args.clone()))
+        .collect();
+    steps.push(Step::text("done"));
+    let (rt, mut rx, fake) = full_auto(&data, Script::steps(steps)).await;
+    std::os::unix::fs::symlink(&data, rt.workspace().join("link")).unwrap();
+    rt.submit(user("tidy up"));
+    let events = until_finished(&mut rx).await;
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::ApprovalRequested { .. })),
+        "nothing is asked"
+    );
+    let results: Vec<(String, bool)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallFinished { content, is_error, .. } => Some((content.clone(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), attempts.len(), "{results:?}");
+    for ((tool, args), (content, is_error)) in attempts.iter().zip(&results) {
+        assert!(*is_error, "{tool} {args} was allowed: {content}");
+        assert!(content.contains("Vigil's own data folder"), "{tool} {args}: {content}");
+        assert!(!content.contains("sk-secret-in-the-data-dir"), "{content}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(data.join("approvals.json")).unwrap(),
+        r#"{"rules": []}"#
+    );
+    assert!(
+        !data.join("settings.json").exists()
+            || !std::fs::read_to_string(data.join("settings.json"))
+                .unwrap()
+                .contains("full-auto")
+    );
+    let sent = fake.requests().last().unwrap().body["messages"].to_string();
+    assert!(
+        !sent.contains("sk-secret-in-the-data-dir"),
+        "the key never reached the model"
+    );
+    // The workspace inside the data folder stays the agent's own.
+    rt.shutdown().await;
+}
