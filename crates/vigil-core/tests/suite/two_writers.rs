@@ -100,6 +100,8 @@ async fn two_runtimes_on_one_folder_lose_and_double_nothing() {
                 .unwrap_or(&t)
                 .to_string()
         })
+        // Messages that came in while a turn ran start the next one together, a blank line apart.
+        .flat_map(|t| t.split("\n\n").map(str::to_string).collect::<Vec<_>>())
         .collect();
     typed.sort();
     let mut expected: Vec<String> = ["app", "headless"]
