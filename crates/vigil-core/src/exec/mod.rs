@@ -8,7 +8,9 @@
 //!
 //! Must never: block the registry actor on a read, a write or a wait (threads do those); keep
 //! output without a bound however much a child writes; show one owner another's processes;
-//! leave a process group running after [`RegistryHandle::shutdown`].
+//! leave a process group running after [`RegistryHandle::shutdown`]; let a child see an API
+//! key (the key variables are withheld from every child, and before the first child starts
+//! the process makes itself non-dumpable so `/proc/<vigil>/environ` is closed to it).
 //!
 //! ## Layout
 //!

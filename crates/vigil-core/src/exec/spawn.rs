@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
 use tokio::sync::{mpsc, oneshot};
+use vigil_protocol::ProviderKind;
 
 use super::strip::Stripper;
 use super::{ExecError, ExitStatus, SpawnRequest, TermSize};
@@ -66,6 +67,7 @@ pub(super) fn spawn(
     size: TermSize,
     pump: &mpsc::Sender<Pump>,
 ) -> Result<Spawned, String> {
+    hide_parent();
     let mut fallback = None;
     if req.pty {
         let system = portable_pty::native_pty_system();
@@ -85,11 +87,46 @@ pub(super) fn spawn(
     Ok(spawned)
 }
 
-/// The desktop app's own variables, which no child inherits ([`super::APP_ADDED_ENV`]).
-fn app_only_env() -> Vec<String> {
+/// Makes this process non-dumpable (Linux), once, before its first child starts. Removing
+/// the key variables from a child's environment is not enough on its own: a child of the
+/// same user can read them from `/proc/<parent>/environ` (the environment as the app was
+/// started, which no `unsetenv` changes) or attach to the parent and read its memory. A
+/// non-dumpable process's `/proc` entries need `CAP_SYS_PTRACE`, as ssh-agent and gpg-agent
+/// do it. The cost: no core dumps of Vigil, and a debugger must attach as root. Children
+/// are dumpable again after their `exec`, so their own tools are unaffected.
+fn hide_parent() {
+    #[cfg(target_os = "linux")]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            use rustix::process::{set_dumpable_behavior, DumpableBehavior};
+            if let Err(e) = set_dumpable_behavior(DumpableBehavior::NotDumpable) {
+                tracing::warn!("children may read Vigil's environment: PR_SET_DUMPABLE failed: {e}");
+            }
+        });
+    }
+}
+
+/// Variables no child inherits: the desktop app's own ([`super::APP_ADDED_ENV`]) and every
+/// variable an API key can come from ([`crate::secrets::env_key_vars`], both providers). A
+/// command the model runs must not be able to print the user's key; `env` in the request
+/// is applied afterwards, so the agent can still set such a variable for a child on purpose.
+fn withheld_env() -> Vec<String> {
     let listed = std::env::var(super::APP_ADDED_ENV).unwrap_or_default();
-    let names = listed.split(',').map(str::trim).filter(|n| !n.is_empty());
-    names.chain([super::APP_ADDED_ENV]).map(String::from).collect()
+    let names = listed
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(String::from);
+    let keys = [ProviderKind::Anthropic, ProviderKind::Openai]
+        .into_iter()
+        .flat_map(crate::secrets::env_key_vars);
+    let mut all: Vec<String> = names
+        .chain([super::APP_ADDED_ENV].into_iter().chain(keys).map(String::from))
+        .collect();
+    all.sort();
+    all.dedup();
+    all
 }
 
 fn spawn_pty(
@@ -101,7 +138,7 @@ fn spawn_pty(
     let mut cmd = CommandBuilder::new("sh");
     cmd.args(["-c", &req.command]);
     cmd.cwd(&req.cwd);
-    for name in app_only_env() {
+    for name in withheld_env() {
         cmd.env_remove(name);
     }
     cmd.env("TERM", "xterm-256color");
@@ -150,7 +187,7 @@ fn spawn_pipes(id: &Arc<str>, req: &SpawnRequest, pump: &mpsc::Sender<Pump>) -> 
         .map_err(|e| format!("could not create a pipe: {e}"))?;
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(&req.command).current_dir(&req.cwd);
-    for name in app_only_env() {
+    for name in withheld_env() {
         cmd.env_remove(name);
     }
     cmd.env("TERM", "xterm-256color")

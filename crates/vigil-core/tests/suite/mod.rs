@@ -5,6 +5,7 @@ mod exec_runtime;
 mod faults;
 mod headless;
 mod heartbeat;
+mod hostile;
 mod provider;
 mod routines;
 mod runtime;
