@@ -39,6 +39,8 @@ pub struct Request {
     pub workspace: Option<PathBuf>,
     /// Whether someone can be asked (a user turn) or not (heartbeat, routine).
     pub interactive: bool,
+    /// For [`ApprovalKind::ProcessInput`]: whether this same run started the process.
+    pub started_here: bool,
 }
 
 /// The answer, with the reason the agent is told when it is a no.
@@ -96,6 +98,8 @@ const SUBCOMMAND_PROGRAMS: [&str; 16] = [
 pub fn prefix_of(kind: ApprovalKind, subject: &str) -> String {
     match kind {
         ApprovalKind::Exec => remembered_prefix(subject).unwrap_or_default(),
+        // Input is judged anew each time: "always" would let any text into the program.
+        ApprovalKind::ProcessInput => String::new(),
         ApprovalKind::ReadOutside | ApprovalKind::WriteOutside => Path::new(subject)
             .parent()
             .map(|p| p.display().to_string())
@@ -211,6 +215,13 @@ impl Approvals {
     /// Whether the request passes without asking; if not, why (for the agent and the card).
     fn covered(&self, request: &Request) -> Result<(), String> {
         let rules = self.inner.rules.lock().unwrap_or_else(|e| e.into_inner());
+        if request.kind == ApprovalKind::ProcessInput {
+            // Only a command the user chose to always allow may take input unasked.
+            return match shell::analyze(&request.subject) {
+                Analysis::Commands(cs) if cs.iter().all(|c| rules.iter().any(|r| rule_covers(r, c))) => Ok(()),
+                _ => Err("its command is not one the user always allows".into()),
+            };
+        }
         if request.kind != ApprovalKind::Exec {
             return match rules
                 .iter()
@@ -296,6 +307,9 @@ impl Approvals {
             ApprovalKind::Exec => format!("the command `{}`", shell::visible(&request.subject)),
             ApprovalKind::ReadOutside => format!("reading {} (outside the workspace)", request.subject),
             ApprovalKind::WriteOutside => format!("changing {} (outside the workspace)", request.subject),
+            ApprovalKind::ProcessInput => {
+                format!("typing into the running command `{}`", shell::visible(&request.subject))
+            }
         };
         let covered = self.covered(&request);
         match policy {
@@ -308,12 +322,19 @@ impl Approvals {
                     )),
                 };
             }
-            ApprovalPolicy::ReadOnly if request.kind == ApprovalKind::WriteOutside => {
+            ApprovalPolicy::ReadOnly
+                if matches!(request.kind, ApprovalKind::WriteOutside | ApprovalKind::ProcessInput) =>
+            {
                 return Verdict::Denied(format!(
                     "Denied: {what}. The approval policy is read-only; ask the user to change it in Settings."
                 ))
             }
             _ if covered.is_ok() => return Verdict::Allowed,
+            // Nobody can be asked, but this run started the process with a command the gate
+            // let through: its own follow-up input goes on (an installer's "y", a REPL it opened).
+            _ if request.kind == ApprovalKind::ProcessInput && request.started_here && !request.interactive => {
+                return Verdict::Allowed
+            }
             ApprovalPolicy::Allowlist => {
                 let why = covered.err().unwrap_or_default();
                 return Verdict::Denied(format!(
@@ -403,6 +424,22 @@ impl crate::tools::Gate for TurnGate {
             env: env.to_vec(),
             workspace: Some(self.workspace.clone()),
             interactive: self.interactive,
+            started_here: false,
+        };
+        self.approvals
+            .check(request, &self.emitter, self.now_ms, &self.cancel)
+            .await
+    }
+
+    async fn check_input(&self, command: &str, cwd: &str, started_here: bool) -> Verdict {
+        let request = Request {
+            kind: ApprovalKind::ProcessInput,
+            subject: command.to_string(),
+            cwd: Some(cwd.to_string()),
+            env: vec![],
+            workspace: Some(self.workspace.clone()),
+            interactive: self.interactive,
+            started_here,
         };
         self.approvals
             .check(request, &self.emitter, self.now_ms, &self.cancel)
@@ -424,6 +461,7 @@ mod tests {
             env: vec![],
             workspace: None,
             interactive,
+            started_here: false,
         }
     }
 
@@ -529,6 +567,7 @@ mod tests {
             env: vec![],
             workspace: None,
             interactive: false,
+            started_here: false,
         };
         // Reading outside asks under read-only too: nobody is here, so it is denied.
         assert!(matches!(a.check(read, &em, 0, &c).await, Verdict::Denied(m) if m.contains("nobody to ask")));
@@ -540,6 +579,32 @@ mod tests {
                 .all(|e| !matches!(e.event, Event::ApprovalRequested { .. })),
             "never asked"
         );
+    }
+
+    #[tokio::test]
+    async fn unattended_typing_goes_only_into_a_process_the_same_run_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, _) = Approvals::open(dir.path(), ApprovalPolicy::Ask);
+        let sink = CollectingSink::default();
+        let (em, c) = (emitter(&sink), CancellationToken::new());
+        let input = |started_here, interactive| Request {
+            kind: ApprovalKind::ProcessInput,
+            subject: "python3 -i".into(),
+            cwd: None,
+            env: vec![],
+            workspace: None,
+            interactive,
+            started_here,
+        };
+        assert_eq!(a.check(input(true, false), &em, 0, &c).await, Verdict::Allowed);
+        assert!(
+            matches!(a.check(input(false, false), &em, 0, &c).await, Verdict::Denied(m) if m.contains("nobody to ask"))
+        );
+        a.set_policy(ApprovalPolicy::ReadOnly);
+        assert!(matches!(a.check(input(true, false), &em, 0, &c).await, Verdict::Denied(m) if m.contains("read-only")));
+        a.set_policy(ApprovalPolicy::FullAuto);
+        assert_eq!(a.check(input(false, false), &em, 0, &c).await, Verdict::Allowed);
+        assert_eq!(prefix_of(ApprovalKind::ProcessInput, "cat"), "", "never remembered");
     }
 
     #[tokio::test]

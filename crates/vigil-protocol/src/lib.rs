@@ -141,6 +141,9 @@ pub enum ApprovalKind {
     ReadOutside,
     /// Creating or changing a file outside the workspace.
     WriteOutside,
+    /// Typing into a running process (`process write` / `send-keys`); `command` names the
+    /// process's own command.
+    ProcessInput,
 }
 
 /// Which kind of work an event belongs to.

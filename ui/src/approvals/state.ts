@@ -185,6 +185,8 @@ export function requestTitle(kind: ApprovalKind): string {
       return 'Vigil wants to read outside the workspace';
     case 'write_outside':
       return 'Vigil wants to change a file outside the workspace';
+    case 'process_input':
+      return 'Vigil wants to type into a running command';
   }
 }
 
@@ -197,6 +199,8 @@ export function alwaysHint(kind: ApprovalKind, prefix: string): string {
       return `Read files in ${prefix} from now on without asking`;
     case 'write_outside':
       return `Change files in ${prefix} from now on without asking`;
+    case 'process_input':
+      return 'Typing into a command is asked about each time';
   }
 }
 
@@ -204,6 +208,7 @@ export const KIND_LABEL: Record<ApprovalKind, string> = {
   exec: 'Command',
   read_outside: 'Read',
   write_outside: 'Write',
+  process_input: 'Input',
 };
 
 /** The policies as the settings pane offers them, in order, with what each means. */

@@ -75,7 +75,7 @@ export type MessageKind = { "type": "plain" } | { "type": "interrupt" } | { "typ
 
 export type ApprovalDecision = "approve" | "always" | "deny";
 
-export type ApprovalKind = "exec" | "read_outside" | "write_outside";
+export type ApprovalKind = "exec" | "read_outside" | "write_outside" | "process_input";
 
 export type ApprovalPolicy = "ask" | "allowlist" | "full-auto" | "read-only";
 

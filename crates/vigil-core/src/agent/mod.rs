@@ -63,6 +63,8 @@ pub struct Turn<'a> {
     pub gate: Option<Arc<dyn crate::tools::Gate>>,
     /// Vigil's data folder, which tools never touch (see `ToolContext::data_dir`).
     pub data_dir: Option<std::path::PathBuf>,
+    /// The processes this turn's `exec` calls started (see `ToolContext::started`).
+    pub started: crate::tools::StartedHere,
 }
 
 /// The per-session-type part of a turn's context (seed 003 §4.4): stable additions go into
@@ -388,6 +390,7 @@ impl Turn<'_> {
                     owner: self.process_owner.to_string(),
                     gate: self.gate.clone(),
                     data_dir: self.data_dir.clone(),
+                    started: self.started.clone(),
                 };
                 // Live output (throttled by the tool) goes out as it comes; any left when the
                 // call ends is stale next to the result and is dropped.

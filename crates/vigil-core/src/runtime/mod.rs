@@ -505,6 +505,7 @@ impl Runtime {
             tools: self.tools(),
             gate: Some(Arc::new(gate)),
             data_dir: Some(self.inner.data_dir.clone()),
+            started: Default::default(),
             workspace: self.inner.workspace.clone(),
             emitter,
             clock: self.inner.clock.clone(),

@@ -127,6 +127,7 @@ fn request(line: &str, workspace: &Path, env: &[&str]) -> Request {
         env: env.iter().map(|s| s.to_string()).collect(),
         workspace: Some(workspace.to_path_buf()),
         interactive: false,
+        started_here: false,
     }
 }
 

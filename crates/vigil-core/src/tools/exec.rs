@@ -128,6 +128,10 @@ impl Tool for ExecTool {
             Ok(info) => info,
             Err(e) => return ToolOutput::error(e.to_string()),
         };
+        ctx.started
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(info.id.clone());
         let owner = ctx.owner.as_str();
         let mut guard = KillOnDrop {
             registry: &self.registry,

@@ -48,7 +48,15 @@ pub trait Gate: Send + Sync {
         cwd: Option<&str>,
         env: &[String],
     ) -> crate::approval::Verdict;
+
+    /// Whether the agent may type into a running process whose command is `command`;
+    /// `started_here` says whether this same run started it.
+    async fn check_input(&self, command: &str, cwd: &str, started_here: bool) -> crate::approval::Verdict;
 }
+
+/// The processes one run (a turn) started, so typing into them can be told apart from
+/// typing into someone else's. Shared by every tool call of the turn.
+pub type StartedHere = Arc<std::sync::Mutex<std::collections::HashSet<String>>>;
 
 /// What a running tool may know about the turn it runs in. Cheap to clone.
 #[derive(Clone)]
@@ -67,6 +75,8 @@ pub struct ToolContext {
     /// Vigil's own data folder (settings, approvals, keys, sessions…): no tool reads or
     /// writes in it, under any policy, except inside the workspace when that lies within.
     pub data_dir: Option<PathBuf>,
+    /// The processes this run started (`exec` adds, `process write` asks).
+    pub started: StartedHere,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -89,6 +99,7 @@ impl ToolContext {
             owner: String::new(),
             gate: None,
             data_dir: None,
+            started: StartedHere::default(),
         }
     }
 

@@ -73,6 +73,24 @@ impl ProcessTool {
     pub fn new(registry: RegistryHandle) -> Self {
         Self { registry }
     }
+
+    /// Typing into a process runs whatever its program does with the input (a shell or a
+    /// REPL runs it), so it passes the approval gate like a command: see
+    /// [`crate::approval::Approvals::check`] for `ProcessInput`.
+    async fn may_type(&self, ctx: &ToolContext, id: &str) -> Result<(), String> {
+        let Some(gate) = &ctx.gate else {
+            return Ok(());
+        };
+        let info = self.registry.info(&ctx.owner, id).await.map_err(|e| e.to_string())?;
+        let started_here = ctx.started.lock().unwrap_or_else(|e| e.into_inner()).contains(id);
+        match gate
+            .check_input(&info.command, &info.cwd.display().to_string(), started_here)
+            .await
+        {
+            crate::approval::Verdict::Allowed => Ok(()),
+            crate::approval::Verdict::Denied(why) => Err(why),
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -122,6 +140,11 @@ impl Tool for ProcessTool {
                 "`sessionId` is required for this action; use action `list` to see your processes.",
             );
         };
+        if matches!(args.action, Action::Write | Action::SendKeys) {
+            if let Err(why) = self.may_type(ctx, id).await {
+                return ToolOutput::error(why);
+            }
+        }
         let done = match args.action {
             Action::List => unreachable!("handled above"),
             Action::Poll => self.poll(owner, id, args.timeout).await,

@@ -637,6 +637,7 @@ async fn in_a_turn_exec_runs_in_the_session_and_streams_tool_call_updates() {
         extras: Default::default(),
         gate: None,
         data_dir: None,
+        started: Default::default(),
     }
     .run("count".into())
     .await;

@@ -458,3 +458,110 @@ async fn the_data_folder_is_out_of_every_file_tools_reach_even_under_full_auto()
     // The workspace inside the data folder stays the agent's own.
     rt.shutdown().await;
 }
+
+/// Starts `bash` in the background from a user turn under full-auto, then sets the policy to
+/// `ask`: a shell the agent could type anything into. Returns its process id.
+async fn a_background_shell(rt: &vigil_core::Runtime, rx: &mut Events, fake: &FakeLlm) -> String {
+    fake.set_script(Script::steps(vec![
+        Step::tool_call("s1", "exec", json!({"command": "bash", "background": true})),
+        Step::text("A shell is open."),
+    ]));
+    rt.submit(user("open a shell"));
+    until_finished(rx).await;
+    rt.approvals().set_policy(ApprovalPolicy::Ask);
+    let processes = rt.list_processes().await;
+    assert_eq!(processes.len(), 1, "{processes:?}");
+    processes[0].id.clone()
+}
+
+/// `process write` / `send-keys` into a shell run whatever is typed: a heartbeat may not type
+/// into a process it did not start, and nothing lands in the shell.
+#[tokio::test]
+async fn a_heartbeat_cannot_type_into_a_shell_it_did_not_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("typed-marker");
+    let (rt, mut rx, fake) = full_auto(dir.path(), Script::steps(vec![])).await;
+    let id = a_background_shell(&rt, &mut rx, &fake).await;
+    let typed = format!("touch {}\n", marker.display());
+    fake.set_script(Script::steps(vec![
+        Step::tool_call(
+            "h1",
+            "process",
+            json!({"action": "write", "sessionId": id, "data": typed}),
+        ),
+        Step::tool_call(
+            "h2",
+            "process",
+            json!({"action": "send-keys", "sessionId": id, "keys": [format!("touch {}", marker.display()), "Enter"]}),
+        ),
+        Step::text("HEARTBEAT_OK"),
+    ]));
+    std::fs::write(rt.workspace().join("HEARTBEAT.md"), "- check the shell\n").unwrap();
+    rt.request_wake(vigil_core::protocol::WakeReason::Interval);
+    let refusals = next_matching(&mut rx, {
+        let mut seen = Vec::new();
+        move |e| {
+            if let Event::ApprovalRequested { .. } = e {
+                panic!("a heartbeat asked: {e:?}");
+            }
+            if let Event::ToolCallFinished { content, is_error, .. } = e {
+                assert!(*is_error, "typing was allowed: {content}");
+                seen.push(content.clone());
+            }
+            (seen.len() == 2).then(|| seen.clone())
+        }
+    })
+    .await;
+    for r in &refusals {
+        assert!(
+            r.contains("typing into the running command `bash`") && r.contains("nobody to ask"),
+            "{r}"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!marker.exists(), "the typed command ran");
+    rt.shutdown().await;
+}
+
+/// From a user turn under `ask`, typing into a shell asks first (the card names the
+/// process's command), offers no "always", and a denial types nothing.
+#[tokio::test]
+async fn a_user_turn_asks_before_typing_into_a_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("typed-marker");
+    let (rt, mut rx, fake) = full_auto(dir.path(), Script::steps(vec![])).await;
+    let id = a_background_shell(&rt, &mut rx, &fake).await;
+    fake.set_script(Script::steps(vec![
+        Step::tool_call(
+            "w1",
+            "process",
+            json!({"action": "write", "sessionId": id, "data": format!("touch {}\n", marker.display())}),
+        ),
+        Step::text("ok"),
+    ]));
+    rt.submit(user("touch the marker in that shell"));
+    let (approval, prefix) = next_matching(&mut rx, |e| match e {
+        Event::ApprovalRequested {
+            id,
+            kind,
+            command,
+            prefix,
+            ..
+        } => {
+            assert_eq!(*kind, vigil_core::protocol::ApprovalKind::ProcessInput);
+            assert_eq!(command, "bash");
+            Some((id.clone(), prefix.clone()))
+        }
+        _ => None,
+    })
+    .await;
+    assert_eq!(prefix, "", "no \"always\" for typing");
+    rt.submit(Op::Approval {
+        id: approval,
+        decision: ApprovalDecision::Deny,
+    });
+    until_finished(&mut rx).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!marker.exists(), "the denied input reached the shell");
+    rt.shutdown().await;
+}
