@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { Harness, quit, killApp, messages, send, screenshot, processTreeRssKiB, By, waitFor, sleep, ARTIFACTS } from './harness.mjs';
+import { Harness, appPids, quit, messages, send, screenshot, processTreeRssKiB, By, waitFor, sleep, ARTIFACTS } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -100,11 +100,13 @@ test('a notification reaches the desktop notification server', async () => {
   }
 });
 
-test('closing and reopening the app shows the conversation again', async () => {
+test('quitting the app ends its process, and reopening it shows the conversation again', async () => {
+  const running = appPids();
+  assert.equal(running.length, 1, `one app running: ${running}`);
   await quit(driver);
-  killApp(); // a no-op when the quit closed it, as it should
   driver = null;
-  await sleep(500);
+  // Gone, not hidden or left behind: nothing here kills it.
+  await waitFor('the app process to exit', async () => !appPids().includes(running[0]), 15000);
   const [again, ms] = await h.launchApp();
   driver = again;
   console.log(`measure: relaunch to interactive: ${ms} ms`);
