@@ -15,10 +15,12 @@
 //! - `preferences` — the desktop preferences: close to tray, start at login, theme,
 //!   notification kinds, workspace folder.
 //! - `logs` — stderr plus a rotating log file.
+//! - `navigation` — the guard that keeps the window on the app's own origin.
 
 mod commands;
 mod lifecycle;
 mod logs;
+mod navigation;
 mod notify;
 mod preferences;
 mod tray;
@@ -222,6 +224,8 @@ pub fn run() {
                 .args([lifecycle::BACKGROUND_ARG])
                 .build(),
         )
+        // Before any window exists: the window never navigates to another origin.
+        .plugin(navigation::guard())
         .plugin(window_state_plugin())
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_store::Builder::new().build())
