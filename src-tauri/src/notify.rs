@@ -2,6 +2,12 @@
 //! action, so clicking one brings the window forward and tells the UI which item it is about
 //! (`vigil://focus`); elsewhere through tauri-plugin-notification, which has no click
 //! callback there.
+//!
+//! The body is often text from a model or a command's output. Servers that render markup in
+//! the body (the freedesktop `body-markup` capability: `<b>`, `<i>`, `<u>`, `<a href>`,
+//! `<img>`; dunst, GNOME Shell, Plasma) get it escaped, so it is shown as the text it is: no
+//! link dressed up as something else, no image fetched. The summary is plain text by the
+//! specification and is sent as it is.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -39,10 +45,15 @@ pub fn show(app: &tauri::AppHandle, title: &str, body: &str, target: FocusTarget
     let (title, body) = (title.to_string(), body.to_string());
     // One thread per notification waits for its click or close; it ends with the notification.
     let spawned = std::thread::Builder::new().name("notification".into()).spawn(move || {
+        // Asked each time: the server may have changed. If it cannot be asked, escaped anyway
+        // (at worst `&amp;` shows through; never markup read from the text).
+        let markup = notify_rust::get_capabilities()
+            .map(|caps| caps.iter().any(|c| c == "body-markup"))
+            .unwrap_or(true);
         let shown = notify_rust::Notification::new()
             .appname("Vigil")
             .summary(&title)
-            .body(&body)
+            .body(&body_for_server(&body, markup))
             .action("default", "Open Vigil")
             .show();
         match shown {
@@ -65,6 +76,32 @@ pub fn show(app: &tauri::AppHandle, title: &str, body: &str, _target: FocusTarge
     if let Err(e) = app.notification().builder().title(title).body(body).show() {
         unavailable(app, &e.to_string());
     }
+}
+
+/// The body as sent to a server that renders markup in it (`markup`) or shows it as it is.
+pub fn body_for_server(body: &str, markup: bool) -> std::borrow::Cow<'_, str> {
+    if markup {
+        escape_markup(body)
+    } else {
+        std::borrow::Cow::Borrowed(body)
+    }
+}
+
+/// `text` with `&`, `<` and `>` escaped for freedesktop notification body markup.
+pub fn escape_markup(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['&', '<', '>']) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Whether the window was told, this run, that notifications cannot be shown.
@@ -91,4 +128,35 @@ pub fn unavailable_message(error: &str) -> String {
         "Desktop notifications cannot be shown: is a notification service running? Nothing is lost: \
          background updates stay under the bell and in the conversation. ({error})"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_in_a_body_is_escaped_for_servers_that_render_it() {
+        let body = r#"<b>Done</b> & <i>ok</i> <a href="https://evil.example">Open Vigil</a> <img src="file:///x.png"/> &amp; a < b > c"#;
+        let sent = body_for_server(body, true);
+        assert_eq!(
+            sent,
+            r#"&lt;b&gt;Done&lt;/b&gt; &amp; &lt;i&gt;ok&lt;/i&gt; &lt;a href="https://evil.example"&gt;Open Vigil&lt;/a&gt; &lt;img src="file:///x.png"/&gt; &amp;amp; a &lt; b &gt; c"#
+        );
+        assert!(!sent.contains(['<', '>']));
+        // Every `&` left starts an entity this function wrote.
+        let rest = sent.replace("&amp;", "").replace("&lt;", "").replace("&gt;", "");
+        assert!(!rest.contains('&'), "{rest}");
+    }
+
+    #[test]
+    fn plain_text_is_unchanged() {
+        let text = "build finished: 3 warnings, \"quoted\" and 'single', ünïcode ✓\nsecond line";
+        assert!(matches!(escape_markup(text), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(body_for_server(text, true), text);
+    }
+
+    #[test]
+    fn a_server_without_markup_gets_the_text_as_it_is() {
+        assert_eq!(body_for_server("a < b & <b>c</b>", false), "a < b & <b>c</b>");
+    }
 }
