@@ -6,12 +6,16 @@
 //! `Retry-After`, but only before the reply started: once text has reached the user a retry
 //! would repeat it, so a mid-stream failure is an error that keeps the partial reply.
 //!
+//! What a server sends is held to bounds, so a hostile or broken one cannot exhaust memory:
+//! an event of at most 16 MiB (`sse`), an error body read up to 64 KiB.
+//!
 //! Must never: log or return the API key, or touch sessions (the agent decides what to keep).
 
 mod anthropic;
 mod assemble;
 mod error;
 mod openai;
+mod sse;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -228,7 +232,7 @@ impl ModelClient {
                 .and_then(|v| error::parse_retry_after(v, std::time::SystemTime::now()));
             let body = tokio::select! {
                 _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
-                b = tokio::time::timeout(cfg.idle_timeout, response.text()) => b.ok().and_then(Result::ok).unwrap_or_default(),
+                b = tokio::time::timeout(cfg.idle_timeout, read_capped(response, MAX_ERROR_BODY)) => b.unwrap_or_default(),
             };
             return Err(ProviderError::from_status(
                 status.as_u16(),
@@ -239,7 +243,7 @@ impl ModelClient {
             ));
         }
 
-        let mut events = response.bytes_stream().eventsource();
+        let mut events = sse::Bounded::new(response.bytes_stream()).eventsource();
         loop {
             let next = tokio::select! {
                 _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
@@ -253,11 +257,7 @@ impl ModelClient {
                     })
                 }
                 Ok(None) => break,
-                Ok(Some(Err(e))) => {
-                    return Err(ProviderError::Stream {
-                        message: format!("{e}"),
-                    })
-                }
+                Ok(Some(Err(e))) => return Err(stream_error(e)),
                 Ok(Some(Ok(event))) => event,
             };
             if let Flow::Done = feed(cfg.kind, asm, &event, on_event)? {
@@ -327,11 +327,11 @@ pub fn assemble_sse(
 ) -> Result<Completion, ProviderError> {
     use futures_util::FutureExt;
     let mut asm = Assembler::default();
-    let mut events =
-        futures_util::stream::iter(chunks.into_iter().map(Ok::<_, std::convert::Infallible>)).eventsource();
+    let body = futures_util::stream::iter(chunks.into_iter().map(Ok::<_, std::convert::Infallible>));
+    let mut events = sse::Bounded::new(body).eventsource();
     // An in-memory stream is always ready: `now_or_never` never sees a pending poll.
     while let Some(Some(next)) = events.next().now_or_never() {
-        let event = next.map_err(|e| ProviderError::Stream { message: e.to_string() })?;
+        let event = next.map_err(stream_error)?;
         if let Flow::Done = feed(kind, &mut asm, &event, on_event)? {
             return asm.finish();
         }
@@ -345,6 +345,33 @@ impl Assembler {
     fn started(&self) -> bool {
         self.has_content()
     }
+}
+
+/// The most of an error body read: the message is in its first few hundred bytes, and a
+/// server must not make Vigil hold an endless one.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The first `cap` bytes of the body (lossy UTF-8); the rest is never read. A failed read
+/// keeps what had arrived.
+async fn read_capped(mut response: reqwest::Response, cap: usize) -> String {
+    let mut body = Vec::new();
+    while body.len() < cap {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk[..chunk.len().min(cap - body.len())]),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// A broken or unreadable stream, in words.
+fn stream_error<E: std::fmt::Display>(e: eventsource_stream::EventStreamError<sse::Wire<E>>) -> ProviderError {
+    use eventsource_stream::EventStreamError;
+    let message = match e {
+        EventStreamError::Transport(sse::Wire::TooLong) => sse::too_long_message(),
+        other => other.to_string(),
+    };
+    ProviderError::Stream { message }
 }
 
 fn transport_error(url: &str, e: reqwest::Error, cfg: &ProviderConfig) -> ProviderError {

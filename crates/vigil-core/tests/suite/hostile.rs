@@ -6,23 +6,34 @@
 //! binary started again for one test): variables are set only for that process, never with
 //! `set_var` under the other tests' threads, and its peak RSS is its own alone.
 
-use std::process::Command;
-use std::sync::Arc;
-use std::time::Duration;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use vigil_core::clock::SystemClock;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use vigil_core::clock::{ManualClock, SystemClock};
 use vigil_core::exec::{NoExecEvents, RegistryConfig, RegistryHandle, SpawnRequest};
+use vigil_core::protocol::{ErrorKind, ProviderKind};
+use vigil_core::provider::{ProviderConfig, ProviderError};
+
+use super::support::{client, hello, stream, KINDS};
 
 /// Set in the child to the name of the one test it runs.
 const ALONE: &str = "VIGIL_TEST_ALONE";
 
-/// In the test process: runs test `name` (of this module) again in a child process with
-/// `env` added, asserts that it passed and returns true, the caller then returns. In that
-/// child: returns false, and the caller runs the body.
-///
-/// With `unprivileged`, a test run as root runs the child as `nobody` (through `setpriv`),
-/// because root may read every process's memory and `/proc` entries whatever the process
-/// does to protect itself, and a user may not.
+/// In the test process: runs test `name` (of this module) again in a child process,
+/// asserts that it passed and returns true, the caller then returns. In that child: returns
+/// false, and the caller runs the body.
+fn run_alone(name: &str) -> bool {
+    run_alone_as(name, &[], false)
+}
+
+/// [`run_alone`] with `env` added to the child's environment. With `unprivileged`, a test
+/// run as root runs the child as `nobody` (through `setpriv`), because root may read every
+/// process's memory and `/proc` entries whatever the process does to protect itself, and a
+/// user may not.
 fn run_alone_as(name: &str, env: &[(&str, &str)], unprivileged: bool) -> bool {
     // `all::suite::hostile` → `suite::hostile::<name>`, the name the harness filters on.
     let path = module_path!().split_once("::").map_or(module_path!(), |(_, rest)| rest);
@@ -39,17 +50,46 @@ fn run_alone_as(name: &str, env: &[(&str, &str)], unprivileged: bool) -> bool {
         // Its own temp folders: root's TMPDIR may be closed to `nobody`.
         cmd.env("TMPDIR", "/tmp");
     }
-    let out = cmd
+    let mut child = cmd
         .args(["--exact", &test, "--nocapture", "--test-threads=1"])
         .env(ALONE, &test)
         .envs(env.iter().copied())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("start the test binary again");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let read = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let stdout = read(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stderr = read(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    // A regression here is often a hang (a parser that never yields, memory that grows
+    // slowly): the child gets a deadline, so the test fails instead of running for hours.
+    let deadline = Instant::now() + ALONE_DEADLINE;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    let Some(status) = status else {
+        panic!("{test} did not finish within {ALONE_DEADLINE:?}:\n{stdout}\n{stderr}");
+    };
     assert!(
-        out.status.success() && stdout.contains("1 passed"),
-        "{test} failed in its own process:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        status.success() && stdout.contains("1 passed"),
+        "{test} failed in its own process:\n{stdout}\n{stderr}"
     );
     // What the child measured, for the record (`--nocapture` shows it).
     for line in stdout.lines().filter(|l| l.contains("measured:")) {
@@ -57,6 +97,9 @@ fn run_alone_as(name: &str, env: &[(&str, &str)], unprivileged: bool) -> bool {
     }
     true
 }
+
+/// How long a test run by [`run_alone`] may take; they take well under a second.
+const ALONE_DEADLINE: Duration = Duration::from_secs(120);
 
 fn is_root() -> bool {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -135,5 +178,226 @@ fn api_keys_never_reach_a_child() {
             );
         }
         registry.shutdown().await;
+    });
+}
+
+/// A field of `/proc/self/status` (`VmRSS`, `VmHWM`) in bytes.
+fn status_bytes(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+const MIB: u64 = 1024 * 1024;
+
+/// What [`RawServer`] answers a request with: `head` (status line, headers, and the start of
+/// the body if wanted), then `chunk` written `times` times, then it closes the connection.
+#[derive(Clone)]
+struct Answer {
+    head: String,
+    chunk: Vec<u8>,
+    times: usize,
+}
+
+impl Answer {
+    fn new(head: &str) -> Self {
+        Self {
+            head: head.into(),
+            chunk: Vec::new(),
+            times: 0,
+        }
+    }
+
+    fn then(mut self, chunk: Vec<u8>, times: usize) -> Self {
+        self.chunk = chunk;
+        self.times = times;
+        self
+    }
+}
+
+/// An HTTP/1.1 server that says exactly what a test wants, however wrong: floods, redirects.
+/// It records the head of every request (lowercased), and stops when dropped.
+struct RawServer {
+    addr: SocketAddr,
+    heads: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl RawServer {
+    /// Answers the `n`th request (from 0) with `answer(n)`.
+    async fn start(answer: impl Fn(usize) -> Answer + Send + Sync + 'static) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let (answer, seen) = (Arc::new(answer), heads.clone());
+        let task = tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (answer, seen) = (answer.clone(), seen.clone());
+                tokio::spawn(async move {
+                    let mut tcp = BufReader::new(tcp);
+                    let mut head = String::new();
+                    loop {
+                        let mut line = String::new();
+                        if tcp.read_line(&mut line).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        head.push_str(&line.to_lowercase());
+                    }
+                    let length = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|n| n.trim().parse().ok())
+                        .unwrap_or(0);
+                    let mut body = vec![0; length];
+                    if tcp.read_exact(&mut body).await.is_err() {
+                        return;
+                    }
+                    let n = {
+                        let mut seen = seen.lock().unwrap();
+                        seen.push(head);
+                        seen.len() - 1
+                    };
+                    let reply = answer(n);
+                    let mut tcp = tcp.into_inner();
+                    if tcp.write_all(reply.head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    for _ in 0..reply.times {
+                        // The client hung up: what a bounded reader should do.
+                        if tcp.write_all(&reply.chunk).await.is_err() {
+                            return;
+                        }
+                    }
+                    let _ = tcp.shutdown().await;
+                });
+            }
+        });
+        Self { addr, heads, task }
+    }
+
+    /// The base URL for `kind`, as the fake's would be.
+    fn base_url(&self, kind: ProviderKind) -> String {
+        match kind {
+            ProviderKind::Anthropic => format!("http://{}", self.addr),
+            ProviderKind::Openai => format!("http://{}/v1", self.addr),
+        }
+    }
+
+    fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+/// A client config for `base_url` with a key and no retries.
+fn raw_config(kind: ProviderKind, base_url: String) -> ProviderConfig {
+    let mut cfg = ProviderConfig::new(kind, base_url, "m");
+    cfg.api_key = Some("sk-secret-0123456789".into());
+    cfg.idle_timeout = Duration::from_secs(10);
+    cfg.max_retries = 0;
+    cfg
+}
+
+/// The error of one request to `cfg`, within `limit`.
+async fn fails_within(cfg: ProviderConfig, limit: Duration) -> ProviderError {
+    let clock = ManualClock::new(0);
+    let client = client(cfg, &clock);
+    let (result, _) = tokio::time::timeout(limit, stream(&client, &hello()))
+        .await
+        .unwrap_or_else(|_| panic!("no answer within {limit:?}"));
+    result.expect_err("the request must fail").error
+}
+
+/// A short, ordinary failure: the first request, so that the threads, TLS roots and
+/// buffers every request needs are in place before memory is measured.
+const WARM_UP: &str = "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}";
+
+/// Sends the warm-up request; returns the resident set after it.
+async fn warmed_up(server: &RawServer) -> u64 {
+    let error = fails_within(
+        raw_config(ProviderKind::Anthropic, server.base_url(ProviderKind::Anthropic)),
+        Duration::from_secs(10),
+    )
+    .await;
+    assert!(matches!(error, ProviderError::Server { status: 503, .. }), "{error:?}");
+    status_bytes("VmRSS:")
+}
+
+/// 100 MB of one SSE line that never ends: a clear stream error once 16 MiB have come, and
+/// memory grows by about that much, not by the 100 MB (nor their square in parsing time).
+#[test]
+fn an_endless_sse_line_is_a_clear_error_and_memory_stays_bounded() {
+    if run_alone("an_endless_sse_line_is_a_clear_error_and_memory_stays_bounded") {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: ";
+        let server = RawServer::start(move |n| match n {
+            0 => Answer::new(WARM_UP),
+            _ => Answer::new(head).then(vec![b'x'; MIB as usize], 100),
+        })
+        .await;
+        let before = warmed_up(&server).await;
+        let mut errors = Vec::new();
+        for kind in KINDS {
+            let started = Instant::now();
+            errors.push(fails_within(raw_config(kind, server.base_url(kind)), Duration::from_secs(60)).await);
+            println!("measured: {kind:?} failed after {:?}", started.elapsed());
+        }
+        let grown = status_bytes("VmHWM:").saturating_sub(before);
+        println!("measured: peak RSS grew by {} MiB", grown / MIB);
+        assert!(grown < 48 * MIB, "peak RSS grew by {} MiB", grown / MIB);
+        for error in errors {
+            assert_eq!(error.kind(), ErrorKind::Stream, "{error}");
+            assert_eq!(
+                error.to_string(),
+                "The reply stream broke off: the server sent more than 16 MiB without ending an event; it is \
+                 not sending a reply Vigil can read"
+            );
+        }
+        assert_eq!(server.heads().len(), 3, "no retry of a broken stream");
+    });
+}
+
+/// A 100 MB error body: the first 64 KiB are read for the message, the rest never.
+#[test]
+fn an_endless_error_body_is_read_only_up_to_a_cap() {
+    if run_alone("an_endless_error_body_is_read_only_up_to_a_cap") {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let head = "HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n";
+        let server = RawServer::start(move |n| match n {
+            0 => Answer::new(WARM_UP),
+            _ => Answer::new(head).then(vec![b'e'; MIB as usize], 100),
+        })
+        .await;
+        let before = warmed_up(&server).await;
+        for kind in KINDS {
+            let started = Instant::now();
+            let error = fails_within(raw_config(kind, server.base_url(kind)), Duration::from_secs(60)).await;
+            let ProviderError::Server {
+                status: 500, message, ..
+            } = &error
+            else {
+                panic!("{kind:?}: {error:?}");
+            };
+            assert_eq!(*message, format!("{}…", "e".repeat(300)), "{kind:?}");
+            println!("measured: {kind:?} failed after {:?}", started.elapsed());
+        }
+        let grown = status_bytes("VmHWM:").saturating_sub(before);
+        println!("measured: peak RSS grew by {} MiB", grown / MIB);
+        assert!(grown < 8 * MIB, "peak RSS grew by {} MiB", grown / MIB);
     });
 }
