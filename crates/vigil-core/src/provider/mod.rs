@@ -9,7 +9,11 @@
 //! What a server sends is held to bounds, so a hostile or broken one cannot exhaust memory:
 //! an event of at most 16 MiB (`sse`), an error body read up to 64 KiB.
 //!
-//! Must never: log or return the API key, or touch sessions (the agent decides what to keep).
+//! Redirects are followed only within the base URL's origin (scheme, host and port): a
+//! redirect elsewhere is an error naming the target, never a request there.
+//!
+//! Must never: log or return the API key, or touch sessions (the agent decides what to keep);
+//! send the key or the conversation to any origin but the configured base URL's.
 
 mod anthropic;
 mod assemble;
@@ -138,6 +142,7 @@ impl ModelClient {
     pub fn new(config: ProviderConfig, clock: Arc<dyn Clock>) -> Result<Self, ProviderError> {
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
+            .redirect(same_origin_redirects())
             .user_agent(concat!("vigil/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| ProviderError::Config(format!("could not set up HTTP: {e}")))?;
@@ -347,6 +352,55 @@ impl Assembler {
     }
 }
 
+/// A redirect that would leave the base URL's origin, refused.
+#[derive(Debug)]
+struct CrossOrigin {
+    from: reqwest::Url,
+    to: reqwest::Url,
+}
+
+impl std::fmt::Display for CrossOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "redirect from {} to {}", self.from, self.to)
+    }
+}
+
+impl std::error::Error for CrossOrigin {}
+
+/// Follows a redirect only to the same scheme, host and port, at most 10 times.
+///
+/// Refused rather than followed without the key: a 307 or 308 sends the same request
+/// again, body and all, so the other server would still get the whole conversation (the
+/// system prompt, files the agent read, tool output); and reqwest drops `Authorization` on
+/// a host change but not `x-api-key`. Nor is https → http followed (another scheme is
+/// another origin), which would put both on the wire in clear. A provider that really moved
+/// is one Settings edit away, and the error says where to.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let origin = |u: &reqwest::Url| {
+            (
+                u.scheme().to_owned(),
+                u.host_str().map(str::to_owned),
+                u.port_or_known_default(),
+            )
+        };
+        let Some(first) = attempt.previous().first() else {
+            return attempt.stop();
+        };
+        if origin(first) != origin(attempt.url()) {
+            let refused = CrossOrigin {
+                from: first.clone(),
+                to: attempt.url().clone(),
+            };
+            return attempt.error(refused);
+        }
+        if attempt.previous().len() > 10 {
+            return attempt.error("more than 10 redirects");
+        }
+        attempt.follow()
+    })
+}
+
 /// The most of an error body read: the message is in its first few hundred bytes, and a
 /// server must not make Vigil hold an endless one.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -383,6 +437,19 @@ fn transport_error(url: &str, e: reqwest::Error, cfg: &ProviderConfig) -> Provid
     }
     if e.is_builder() {
         return ProviderError::Config(format!("the base URL \"{}\" is not a valid URL", cfg.base_url));
+    }
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        if let Some(r) = s.downcast_ref::<CrossOrigin>() {
+            let to = r.to.origin().ascii_serialization();
+            return ProviderError::Config(format!(
+                "{} redirected the request to {}, another server. Vigil sends your API key and \
+                 conversation only to the base URL in Settings; if {to} is the right server, set \
+                 the base URL to it.",
+                r.from, r.to
+            ));
+        }
+        source = s.source();
     }
     // reqwest's Display hides the cause ("error sending request"); the chain names it.
     let mut message = e.to_string();

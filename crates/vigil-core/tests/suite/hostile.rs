@@ -17,6 +17,7 @@ use vigil_core::clock::{ManualClock, SystemClock};
 use vigil_core::exec::{NoExecEvents, RegistryConfig, RegistryHandle, SpawnRequest};
 use vigil_core::protocol::{ErrorKind, ProviderKind};
 use vigil_core::provider::{ProviderConfig, ProviderError};
+use vigil_fake_llm::{FakeLlm, Script};
 
 use super::support::{client, hello, stream, KINDS};
 
@@ -400,4 +401,101 @@ fn an_endless_error_body_is_read_only_up_to_a_cap() {
         println!("measured: peak RSS grew by {} MiB", grown / MIB);
         assert!(grown < 8 * MIB, "peak RSS grew by {} MiB", grown / MIB);
     });
+}
+
+/// The path each protocol posts to, under the raw server's base URL.
+fn chat_path(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Anthropic => "/v1/messages",
+        ProviderKind::Openai => "/v1/chat/completions",
+    }
+}
+
+/// A 307 to a server on another port is refused: that server gets no request at all (no
+/// key, no conversation), and the error says where the redirect pointed and what to do.
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_refused_and_carries_nothing() {
+    let other = FakeLlm::start(Script::default()).await.unwrap();
+    for kind in KINDS {
+        let target = format!("http://{}{}", other.addr(), chat_path(kind));
+        let location = target.clone();
+        let server = RawServer::start(move |_| {
+            Answer::new(&format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            ))
+        })
+        .await;
+        let error = fails_within(raw_config(kind, server.base_url(kind)), Duration::from_secs(10)).await;
+        assert_eq!(error.kind(), ErrorKind::Config, "{kind:?}: {error}");
+        let from = format!("{}{}", server.base_url(ProviderKind::Anthropic), chat_path(kind));
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{from} redirected the request to {target}, another server. Vigil sends your API key and \
+                 conversation only to the base URL in Settings; if http://{} is the right server, set the \
+                 base URL to it.",
+                other.addr()
+            )
+        );
+        assert_eq!(other.requests(), vec![], "{kind:?}: the other origin was reached");
+        // One request, to the configured server, with the key; not retried.
+        let heads = server.heads();
+        assert_eq!(heads.len(), 1, "{kind:?}");
+        assert!(heads[0].contains("sk-secret-0123456789"), "{kind:?}: {}", heads[0]);
+    }
+}
+
+/// Another scheme on the same host and port is another origin too (the mirror of
+/// https → http, which needs no TLS server to show).
+#[tokio::test]
+async fn a_redirect_to_another_scheme_is_refused() {
+    // The server redirects to its own host and port, only the scheme differs.
+    let own = Arc::new(std::sync::OnceLock::<SocketAddr>::new());
+    let addr = own.clone();
+    let server = RawServer::start(move |_| {
+        let addr = addr.get().unwrap();
+        Answer::new(&format!(
+            "HTTP/1.1 308 Permanent Redirect\r\nlocation: https://{addr}/v1/messages\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        ))
+    })
+    .await;
+    own.set(server.addr).unwrap();
+    let cfg = raw_config(ProviderKind::Anthropic, server.base_url(ProviderKind::Anthropic));
+    let error = fails_within(cfg, Duration::from_secs(10)).await;
+    assert_eq!(error.kind(), ErrorKind::Config, "{error}");
+    let to = format!("to https://{}/v1/messages, another server", server.addr);
+    assert!(error.to_string().contains(&to), "{error}");
+    assert_eq!(server.heads().len(), 1);
+}
+
+/// Within the origin a redirect is still followed, key included: a server that moved its
+/// path keeps working.
+#[tokio::test]
+async fn a_redirect_within_the_origin_is_followed() {
+    let server = RawServer::start(|n| match n {
+        0 => Answer::new(
+            "HTTP/1.1 307 Temporary Redirect\r\nlocation: /v2/messages\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        ),
+        _ => {
+            let body = r#"{"type":"error","error":{"type":"authentication_error","message":"who are you"}}"#;
+            Answer::new(&format!(
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            ))
+        }
+    })
+    .await;
+    let cfg = raw_config(ProviderKind::Anthropic, server.base_url(ProviderKind::Anthropic));
+    let error = fails_within(cfg, Duration::from_secs(10)).await;
+    assert_eq!(
+        error,
+        ProviderError::Auth {
+            status: 401,
+            message: "who are you".into()
+        }
+    );
+    let heads = server.heads();
+    assert_eq!(heads.len(), 2);
+    assert!(heads[1].starts_with("post /v2/messages "), "{}", heads[1]);
+    assert!(heads[1].contains("x-api-key: sk-secret-0123456789"), "{}", heads[1]);
 }
