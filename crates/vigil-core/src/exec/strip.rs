@@ -8,6 +8,11 @@
 /// of the bar is a line instead of one unreadable run. Other control characters (C0, C1,
 /// DEL) are dropped. Invalid UTF-8 (binary garbage) comes out as U+FFFD.
 ///
+/// Memory: the parser holds at most [`OSC_CAP`] bytes of an OSC payload (a title, a link, a
+/// clipboard write) and drops the rest, so a child that opens one and never ends it costs
+/// nothing more however much it writes. DCS payloads go to `put` and SOS/PM/APC strings
+/// are skipped; neither is buffered at all.
+///
 /// Speed: vte calls back once per character, which made it the bottleneck of a flood. Plain
 /// chunks (valid UTF-8, no ESC) fed while the parser is known to be in its ground state skip
 /// it: in that state vte only sorts characters into printable and control, which
@@ -15,7 +20,7 @@
 /// chunk, and after a chunk that vte saw end in a complete CSI sequence followed by plain
 /// text (the common colour case); otherwise every chunk goes through vte until one does.
 pub(super) struct Stripper {
-    parser: vte::Parser,
+    parser: vte::Parser<OSC_CAP>,
     out: Collect,
     /// The parser is in its ground state with no partial UTF-8 character buffered.
     ground: bool,
@@ -90,10 +95,13 @@ impl vte::Perform for Collect {
     }
 }
 
+/// Bytes of an OSC payload kept: more than any title or hyperlink needs.
+const OSC_CAP: usize = 4096;
+
 impl Stripper {
     pub fn new() -> Self {
         Self {
-            parser: vte::Parser::new(),
+            parser: vte::Parser::new_with_size(),
             out: Collect::default(),
             ground: true,
         }
@@ -210,6 +218,42 @@ mod tests {
         );
         // A partial character at the end of a slow chunk is completed by the parser.
         assert_eq!(strip(&[b"\xff\xc3", b"\xa9\n"]), "\u{fffd}\u{e9}\n");
+    }
+
+    #[test]
+    fn endless_osc_dcs_and_apc_payloads_are_dropped_and_text_after_them_comes_through() {
+        let flood = vec![b'x'; 64 * 1024];
+        for (open, close) in [
+            (&b"\x1b]0;"[..], &b"\x07"[..]),
+            (b"\x1b]8;;", b"\x1b\\"),
+            (b"\x1bP1;2q", b"\x1b\\"),
+            (b"\x1b_", b"\x1b\\"),
+        ] {
+            let mut s = Stripper::new();
+            let mut out = s.feed(b"before ");
+            out += &s.feed(open);
+            for _ in 0..160 {
+                out += &s.feed(&flood); // 10 MiB
+            }
+            out += &s.feed(close);
+            out += &s.feed(b"after\n");
+            assert_eq!(out, "before after\n", "{open:?}");
+        }
+        // The payload is cut at the cap: the title the parser reports is its first 4 KiB.
+        #[derive(Default)]
+        struct Title(Vec<u8>);
+        impl vte::Perform for Title {
+            fn osc_dispatch(&mut self, params: &[&[u8]], _: bool) {
+                self.0 = params.get(1).map_or(vec![], |p| p.to_vec());
+            }
+        }
+        let mut title = Title::default();
+        let mut parser = vte::Parser::<OSC_CAP>::new_with_size();
+        parser.advance(&mut title, b"\x1b]0;");
+        parser.advance(&mut title, &flood);
+        parser.advance(&mut title, b"\x07");
+        // The cap counts the `0` too (the `;` between parameters is not stored).
+        assert_eq!(title.0.len(), OSC_CAP - 1);
     }
 
     #[test]
