@@ -232,7 +232,7 @@ pub fn run() {
         .setup(|app| {
             logs::init(logs::dir(app).as_deref());
             let dir = data_dir(app)?;
-            std::fs::create_dir_all(&dir)?;
+            vigil_core::durable::make_private_dir(&dir)?;
             let clock: Arc<dyn Clock> = Arc::new(SystemClock);
             // settings.json is read once for the start. Core checks it first and sets an
             // unreadable one aside, so the store never starts empty over it and a later

@@ -30,7 +30,7 @@ pub fn init(dir: Option<&Path>) {
     let filter = || EnvFilter::try_from_env("VIGIL_LOG").unwrap_or_else(|_| "info".into());
     let file = dir.map(|d| {
         // The appender prunes old files as it starts, and complains if the folder is missing.
-        std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+        vigil_core::durable::create_private_dir_all(d).map_err(|e| e.to_string())?;
         RollingFileAppender::builder()
             .rotation(Rotation::DAILY)
             .filename_prefix("vigil")

@@ -174,7 +174,7 @@ impl Secrets {
 
     fn write_file(&self, kind: ProviderKind, key: &str) -> Result<(), SecretError> {
         let err = |e: std::io::Error| SecretError::Store(e.to_string());
-        fs::create_dir_all(&self.dir).map_err(err)?;
+        durable::create_private_dir_all(&self.dir).map_err(err)?;
         let path = self.file(kind);
         let tmp = path.with_extension("key.tmp");
         let mut opts = fs::OpenOptions::new();

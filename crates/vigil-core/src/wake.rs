@@ -458,7 +458,7 @@ fn persist(shared: &Shared) {
     };
     let write = || -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            crate::durable::create_private_dir_all(dir)?;
         }
         let bytes = serde_json::to_vec(&file)?;
         crate::durable::write_atomic(path, &bytes).map(|_| ())

@@ -207,6 +207,12 @@ async fn a_restart_keeps_pending_and_running_wakes() {
     stop.cancel();
     tasks.close();
     tasks.wait().await;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("wake")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "the wake folder is the user's alone");
+    }
     let (wake, stop, tasks) = start(config.clone());
     assert_eq!(wake.pending().len(), 1);
     assert_eq!(wake.pending()[0].reason, WakeReason::ExecEvent);

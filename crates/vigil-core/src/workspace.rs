@@ -36,9 +36,10 @@ pub struct PromptFiles {
 }
 
 impl Workspace {
-    /// Opens (creating) the folder.
+    /// Opens the folder, creating it for the user alone if missing (the default one lives in
+    /// the data directory; a folder the user chose keeps its own permissions).
     pub fn open(root: &Path) -> std::io::Result<Self> {
-        std::fs::create_dir_all(root)?;
+        crate::durable::create_private_dir_all(root)?;
         Ok(Self {
             root: root.to_path_buf(),
         })

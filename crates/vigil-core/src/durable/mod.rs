@@ -4,7 +4,8 @@
 //! this process: writing the bytes, `fsync`/`fdatasync`, cutting a file, linking, renaming,
 //! and fsyncing a folder so a new name lasts. On top of them, the one whole-file replacement
 //! ([`write_atomic`], or [`stage`] then [`Staged::commit`] for a caller with a step between):
-//! temp file beside the target, data, fsync, rename, fsync the folder.
+//! temp file beside the target, data, fsync, rename, fsync the folder. And the folders the
+//! data lives in, made for the user alone ([`create_private_dir_all`], [`make_private_dir`]).
 //!
 //! Every durable write goes through here: transcript appends and cuts, metadata commits and
 //! their `.bak`, `HEARTBEAT.md` and the routine files, approvals, pending wakes, the key file.
@@ -95,6 +96,39 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     #[cfg(not(unix))]
     let _ = dir;
     Ok(())
+}
+
+/// Creates `dir` and any missing parents for the user alone (`0700` on unix); folders that
+/// exist are left as they are. Every folder of Vigil's data directory is made with it:
+/// transcripts, settings, routine runs and logs are nobody else's to read.
+pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+    }
+    #[cfg(not(unix))]
+    {
+        fs::create_dir_all(dir)
+    }
+}
+
+/// Makes the data directory private: created `0700` if missing; if it exists and others
+/// may enter it (versions before this one made it `0755`), narrowed to `0700`. Returns
+/// whether an existing folder was narrowed. Its subfolders need no change: nobody else can
+/// reach them through a private parent.
+pub fn make_private_dir(dir: &Path) -> io::Result<bool> {
+    create_private_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(dir)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            fs::set_permissions(dir, fs::Permissions::from_mode(mode & 0o700))?;
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Whether [`write_atomic`] made a new file or replaced one.
@@ -239,5 +273,36 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
         assert_eq!(fs::read_to_string(&p).unwrap(), "#!/bin/sh\necho hi\n");
         assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+    }
+}
+
+#[cfg(all(test, unix))]
+mod private_dir_tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn private_folders_are_0700_at_every_level_made_and_an_open_data_dir_is_narrowed() {
+        let root = tempfile::tempdir().unwrap();
+        let nested = root.path().join("data/routines/runs");
+        create_private_dir_all(&nested).unwrap();
+        for p in [root.path().join("data"), root.path().join("data/routines"), nested] {
+            assert_eq!(mode(&p), 0o700, "{}", p.display());
+        }
+        // An existing folder is left alone by the first, narrowed by the second.
+        let open = root.path().join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o755)).unwrap();
+        create_private_dir_all(&open).unwrap();
+        assert_eq!(mode(&open), 0o755);
+        assert!(make_private_dir(&open).unwrap());
+        assert_eq!(mode(&open), 0o700);
+        assert!(!make_private_dir(&open).unwrap());
+        assert!(!make_private_dir(&root.path().join("fresh")).unwrap());
+        assert_eq!(mode(&root.path().join("fresh")), 0o700);
     }
 }

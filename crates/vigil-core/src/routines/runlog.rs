@@ -94,7 +94,7 @@ impl RunLog {
 
     fn try_record(&self, run: &RoutineRun) -> std::io::Result<()> {
         let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        std::fs::create_dir_all(&self.dir)?;
+        crate::durable::create_private_dir_all(&self.dir)?;
         let path = self.file(&run.routine_id);
         let mut line = serde_json::to_string(run).map_err(std::io::Error::other)?;
         line.push('\n');
@@ -162,6 +162,18 @@ mod tests {
         assert!(lines < 2 * KEEP, "{lines}");
         log.remove("water");
         assert!(log.history("water").is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_run_folders_are_the_users_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        RunLog::new(dir.path()).record(&run(1));
+        for sub in ["routines", "routines/runs"] {
+            let mode = std::fs::metadata(dir.path().join(sub)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{sub}");
+        }
     }
 
     #[test]

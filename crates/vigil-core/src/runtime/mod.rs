@@ -158,6 +158,8 @@ impl Runtime {
         sink: Arc<dyn EventSink>,
         desktop: &vigil_protocol::DesktopSettings,
     ) -> Result<Self, SessionError> {
+        // Transcripts, settings and approvals are the user's alone: 0700, narrowed if it was open.
+        crate::durable::make_private_dir(data_dir).map_err(crate::session::io("create", data_dir))?;
         let store = SessionStore::open_with(data_dir, clock.clone(), LockOptions::default())?;
         let meta = MetaStore::new(store.clone(), clock.clone());
         // VIGIL_APPROVAL_POLICY overrides the stored policy, for scripts.

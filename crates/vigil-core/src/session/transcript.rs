@@ -49,7 +49,7 @@ impl SessionStore {
 
     pub fn open_with(data_dir: &Path, clock: Arc<dyn Clock>, opts: LockOptions) -> Result<Self, SessionError> {
         let dir = data_dir.join("sessions");
-        fs::create_dir_all(&dir).map_err(io("create", &dir))?;
+        crate::durable::create_private_dir_all(&dir).map_err(io("create", &dir))?;
         let locks = SessionLocks::new(&dir, opts, clock);
         Ok(Self { dir, locks })
     }

@@ -328,3 +328,29 @@ async fn a_start_sweeps_temp_files_left_by_interrupted_writes_and_nothing_else()
     }
     assert!(dir.path().join("workspace").is_dir(), "the start itself went on");
 }
+
+/// The data directory and every folder Vigil makes in it are the user's alone (0700), and a
+/// data directory an older version left open (0755) is narrowed when the runtime opens it.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_data_directory_is_the_users_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let tmp = tempfile::tempdir().unwrap();
+    let fresh = tmp.path().join("vigil/data");
+    let (rt, _rx) = runtime(&fresh, None);
+    for p in [
+        tmp.path().join("vigil"),
+        fresh.clone(),
+        fresh.join("sessions"),
+        rt.workspace().to_path_buf(),
+    ] {
+        assert_eq!(mode(&p), 0o700, "{}", p.display());
+    }
+    drop(rt);
+    let old = tmp.path().join("old");
+    std::fs::create_dir(&old).unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (_rt, _rx) = runtime(&old, None);
+    assert_eq!(mode(&old), 0o700);
+}
