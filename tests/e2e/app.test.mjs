@@ -4,11 +4,22 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { Harness, appPids, quit, messages, send, screenshot, processTreeRssKiB, By, waitFor, sleep, ARTIFACTS } from './harness.mjs';
 
 const h = new Harness();
 let driver;
+
+/** This test's running app: the live Vigil whose data folder is ours (not another run's). */
+const ourApp = () =>
+  appPids().filter((pid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`VIGIL_DATA_DIR=${h.dataDir}`);
+    } catch {
+      return false;
+    }
+  });
 
 const SCRIPT = {
   api_key: 'sk-e2e',
@@ -101,7 +112,7 @@ test('a notification reaches the desktop notification server', async () => {
 });
 
 test('quitting the app ends its process, and reopening it shows the conversation again', async () => {
-  const running = appPids();
+  const running = ourApp();
   assert.equal(running.length, 1, `one app running: ${running}`);
   await quit(driver);
   driver = null;

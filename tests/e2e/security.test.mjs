@@ -138,7 +138,15 @@ test('the stored key was the one sent, and is nowhere on disk or in the logs but
   // After the app has gone, so nothing it holds is left unwritten.
   await quit(driver);
   driver = null;
-  await waitFor('the app to exit', async () => appPids().length === 0, 15000);
+  const ours = () =>
+    appPids().filter((pid) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`VIGIL_DATA_DIR=${DATA}`);
+      } catch {
+        return false;
+      }
+    });
+  await waitFor('the app to exit', async () => ours().length === 0, 15000);
 
   // As UTF-8, and as UTF-16, the form WebKit's local storage keeps its values in.
   const forms = [Buffer.from(KEY, 'utf8'), Buffer.from(KEY, 'utf16le')];
