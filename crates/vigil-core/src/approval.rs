@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use vigil_protocol::{ApprovalDecision, ApprovalKind, ApprovalPolicy, Event, NotificationKind, Source};
 
 use crate::events::Emitter;
+use crate::sandbox::{Availability, Sandbox, SandboxSettings};
 use crate::shell::{self, Analysis, SimpleCommand};
 
 /// One thing the agent wants to do.
@@ -32,7 +33,7 @@ pub struct Request {
     /// The command, or the path.
     pub subject: String,
     pub cwd: Option<String>,
-    /// The names of the variables the agent sets for a command (`exec`'s `env`): a command
+    /// The variables the agent sets for a command (`exec`'s `env`), as `NAME=value`: a command
     /// with any is never passed by a rule or the read-only list.
     pub env: Vec<String>,
     /// The agent's workspace, where read-only commands may read without asking.
@@ -41,6 +42,9 @@ pub struct Request {
     pub interactive: bool,
     /// For [`ApprovalKind::ProcessInput`]: whether this same run started the process.
     pub started_here: bool,
+    /// For [`ApprovalKind::Exec`]: the command would run outside the sandbox. No rule and no
+    /// read-only listing covers that; only the user (or full-auto) allows it, each time.
+    pub outside_sandbox: bool,
 }
 
 /// The answer, with the reason the agent is told when it is a no.
@@ -56,6 +60,9 @@ pub type Rule = vigil_protocol::ApprovalRule;
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct RuleFile {
     rules: Vec<Rule>,
+    /// Kept here, in the data folder no tool reaches, so the agent cannot widen its sandbox.
+    #[serde(default)]
+    sandbox: SandboxSettings,
 }
 
 /// The approval gate: cheap to clone, shared by every tool.
@@ -69,6 +76,9 @@ struct Inner {
     /// `std` locks: never held across an await.
     policy: Mutex<ApprovalPolicy>,
     rules: Mutex<Vec<Rule>>,
+    sandbox_settings: Mutex<SandboxSettings>,
+    /// Replaceable for tests and platforms without bubblewrap.
+    sandbox: Mutex<Sandbox>,
     pending: Mutex<HashMap<String, oneshot::Sender<ApprovalDecision>>>,
 }
 
@@ -130,6 +140,14 @@ pub fn remembered_prefix(command: &str) -> Option<String> {
     }
 }
 
+/// `A, B` from `A=1`, `B=2`.
+fn env_names(env: &[String]) -> String {
+    env.iter()
+        .map(|e| e.split('=').next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Whether a remembered rule covers one simple command: its words start with the rule's
 /// (`cargo build` covers `cargo build --release`, not `cargo buildx`). A rule naming a
 /// program that runs arbitrary code (an old file may hold one) covers nothing, and `find`
@@ -154,9 +172,9 @@ impl Approvals {
     pub fn open(data_dir: &Path, policy: ApprovalPolicy) -> (Self, Vec<String>) {
         let path = data_dir.join("approvals.json");
         let mut warnings = Vec::new();
-        let rules = match std::fs::read_to_string(&path) {
+        let file = match std::fs::read_to_string(&path) {
             Ok(text) => match serde_json::from_str::<RuleFile>(&text) {
-                Ok(f) => f.rules,
+                Ok(f) => f,
                 Err(e) => {
                     let aside = crate::settings::set_aside(&path, 0);
                     warnings.push(format!(
@@ -164,18 +182,78 @@ impl Approvals {
                         path.display(),
                         aside.display()
                     ));
-                    vec![]
+                    RuleFile::default()
                 }
             },
-            Err(_) => vec![],
+            Err(_) => RuleFile::default(),
         };
         let inner = Inner {
             path,
             policy: Mutex::new(policy),
-            rules: Mutex::new(rules),
+            rules: Mutex::new(file.rules),
+            sandbox_settings: Mutex::new(file.sandbox),
+            sandbox: Mutex::new(Sandbox::new()),
             pending: Mutex::new(HashMap::new()),
         };
         (Self { inner: Arc::new(inner) }, warnings)
+    }
+
+    /// The sandbox commands run in.
+    pub fn sandbox(&self) -> Sandbox {
+        self.inner.sandbox.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replaces the sandbox (a test's unavailable one, say).
+    pub fn set_sandbox(&self, sandbox: Sandbox) {
+        *self.inner.sandbox.lock().unwrap_or_else(|e| e.into_inner()) = sandbox;
+    }
+
+    pub fn sandbox_settings(&self) -> SandboxSettings {
+        self.inner
+            .sandbox_settings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// "Commands may use the network"; saved at once.
+    pub fn set_sandbox_network(&self, on: bool) -> std::io::Result<()> {
+        self.inner
+            .sandbox_settings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .network = on;
+        self.save()
+    }
+
+    /// The extra writable folders: each a full path to an existing folder that neither is,
+    /// holds nor lies in Vigil's data folder. Saved at once; nothing is saved on an error.
+    pub fn set_sandbox_writable(&self, folders: &[String]) -> Result<(), String> {
+        let data_dir = self.inner.path.parent().unwrap_or(Path::new("/"));
+        let mut checked = Vec::new();
+        for typed in folders.iter().map(|f| f.trim()).filter(|f| !f.is_empty()) {
+            let p = Path::new(typed);
+            if !p.is_absolute() || !p.is_dir() {
+                return Err(format!("{typed} is not a full path to an existing folder"));
+            }
+            let (real, data) = (
+                p.canonicalize().map_err(|e| e.to_string())?,
+                data_dir.canonicalize().map_err(|e| e.to_string())?,
+            );
+            if real.starts_with(&data) || data.starts_with(&real) {
+                return Err(format!(
+                    "{typed} holds or lies in Vigil's own data folder, which commands must not reach"
+                ));
+            }
+            checked.push(real);
+        }
+        checked.dedup();
+        self.inner
+            .sandbox_settings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .writable = checked;
+        self.save().map_err(|e| e.to_string())
     }
 
     /// The settings pane's view.
@@ -187,6 +265,21 @@ impl Approvals {
                 .and_then(|p| ApprovalPolicy::parse(&p))
                 .is_some(),
             rules: self.rules(),
+            sandbox: self.sandbox_view(),
+        }
+    }
+
+    fn sandbox_view(&self) -> vigil_protocol::SandboxView {
+        let settings = self.sandbox_settings();
+        let problem = match self.sandbox().availability() {
+            Availability::Ready { .. } => None,
+            Availability::Unavailable(why) => Some(why),
+        };
+        vigil_protocol::SandboxView {
+            available: problem.is_none(),
+            problem,
+            network: settings.network,
+            writable: settings.writable.iter().map(|p| p.display().to_string()).collect(),
         }
     }
 
@@ -231,8 +324,11 @@ impl Approvals {
                 false => Err("no remembered rule covers it".into()),
             };
         }
+        if request.outside_sandbox {
+            return Err("it would run outside the sandbox".into());
+        }
         if !request.env.is_empty() {
-            return Err(format!("it sets environment variables ({})", request.env.join(", ")));
+            return Err(format!("it sets environment variables ({})", env_names(&request.env)));
         }
         let commands = match shell::analyze(&request.subject) {
             Analysis::Commands(commands) => commands,
@@ -249,6 +345,30 @@ impl Approvals {
         }
     }
 
+    /// What the card shows of a command line: each simple command and whether it is
+    /// covered, or why the line could not be read into simple commands.
+    fn card_parts(&self, request: &Request) -> (Vec<vigil_protocol::CommandPart>, Option<String>) {
+        if request.kind != ApprovalKind::Exec {
+            return (vec![], None);
+        }
+        match shell::analyze(&request.subject) {
+            Analysis::Commands(cs) => {
+                let rules = self.inner.rules.lock().unwrap_or_else(|e| e.into_inner());
+                let parts = cs
+                    .iter()
+                    .map(|c| vigil_protocol::CommandPart {
+                        text: shell::visible(&c.display()),
+                        covered: !request.outside_sandbox
+                            && request.env.is_empty()
+                            && (self.reads_only(request, c) || rules.iter().any(|r| rule_covers(r, c))),
+                    })
+                    .collect();
+                (parts, None)
+            }
+            Analysis::Unprovable(why) => (vec![], Some(why)),
+        }
+    }
+
     /// On the read-only list, reading only inside the workspace.
     fn reads_only(&self, request: &Request, c: &SimpleCommand) -> bool {
         let (Some(workspace), Some(cwd)) = (&request.workspace, &request.cwd) else {
@@ -260,7 +380,7 @@ impl Approvals {
     /// For the read-only policy: every part of the command on the read-only list.
     fn read_only_command(&self, request: &Request) -> Result<(), String> {
         if !request.env.is_empty() {
-            return Err(format!("it sets environment variables ({})", request.env.join(", ")));
+            return Err(format!("it sets environment variables ({})", env_names(&request.env)));
         }
         match shell::analyze(&request.subject) {
             Analysis::Commands(cs) => match cs.iter().find(|c| !self.reads_only(request, c)) {
@@ -294,7 +414,10 @@ impl Approvals {
     }
 
     fn save(&self) -> std::io::Result<()> {
-        let file = RuleFile { rules: self.rules() };
+        let file = RuleFile {
+            rules: self.rules(),
+            sandbox: self.sandbox_settings(),
+        };
         let json = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
         crate::durable::write_atomic(&self.inner.path, &json).map(|_| ())
     }
@@ -304,6 +427,9 @@ impl Approvals {
     pub async fn check(&self, request: Request, emitter: &Emitter, now_ms: i64, cancel: &CancellationToken) -> Verdict {
         let policy = self.policy();
         let what = match request.kind {
+            ApprovalKind::Exec if request.outside_sandbox => {
+                format!("the command `{}` outside the sandbox", shell::visible(&request.subject))
+            }
             ApprovalKind::Exec => format!("the command `{}`", shell::visible(&request.subject)),
             ApprovalKind::ReadOutside => format!("reading {} (outside the workspace)", request.subject),
             ApprovalKind::WriteOutside => format!("changing {} (outside the workspace)", request.subject),
@@ -359,6 +485,7 @@ impl Approvals {
                 "Denied: {what} needs the user's approval and this run has nobody to ask. Ask the user in the conversation instead."
             ));
         }
+        let (parts, unprovable) = self.card_parts(&request);
         let id = uuid::Uuid::new_v4().to_string();
         let (tx, rx) = oneshot::channel();
         self.inner
@@ -371,9 +498,16 @@ impl Approvals {
             Event::ApprovalRequested {
                 id: id.clone(),
                 kind: request.kind,
-                prefix: prefix_of(request.kind, &request.subject),
+                prefix: match request.outside_sandbox {
+                    true => String::new(),
+                    false => prefix_of(request.kind, &request.subject),
+                },
                 command: shell::visible(&request.subject),
                 cwd: request.cwd.clone(),
+                outside_sandbox: request.outside_sandbox,
+                env: request.env.iter().map(|e| shell::visible(e)).collect(),
+                parts,
+                unprovable,
             },
         );
         let decision = tokio::select! {
@@ -386,6 +520,7 @@ impl Approvals {
         emitter.emit(Source::User, Event::ApprovalResolved { id, decision });
         match decision {
             ApprovalDecision::Approve => Verdict::Allowed,
+            ApprovalDecision::Always if request.outside_sandbox => Verdict::Allowed,
             ApprovalDecision::Always => {
                 if let Err(e) = self.remember(request.kind, &request.subject, now_ms) {
                     tracing::warn!("could not save the approval: {e}");
@@ -416,7 +551,14 @@ pub struct TurnGate {
 
 #[async_trait::async_trait]
 impl crate::tools::Gate for TurnGate {
-    async fn check(&self, kind: ApprovalKind, subject: &str, cwd: Option<&str>, env: &[String]) -> Verdict {
+    async fn check(
+        &self,
+        kind: ApprovalKind,
+        subject: &str,
+        cwd: Option<&str>,
+        env: &[String],
+        outside_sandbox: bool,
+    ) -> Verdict {
         let request = Request {
             kind,
             subject: subject.to_string(),
@@ -425,6 +567,7 @@ impl crate::tools::Gate for TurnGate {
             workspace: Some(self.workspace.clone()),
             interactive: self.interactive,
             started_here: false,
+            outside_sandbox,
         };
         self.approvals
             .check(request, &self.emitter, self.now_ms, &self.cancel)
@@ -440,6 +583,7 @@ impl crate::tools::Gate for TurnGate {
             workspace: Some(self.workspace.clone()),
             interactive: self.interactive,
             started_here,
+            outside_sandbox: false,
         };
         self.approvals
             .check(request, &self.emitter, self.now_ms, &self.cancel)
@@ -462,6 +606,7 @@ mod tests {
             workspace: None,
             interactive,
             started_here: false,
+            outside_sandbox: false,
         }
     }
 
@@ -568,6 +713,7 @@ mod tests {
             workspace: None,
             interactive: false,
             started_here: false,
+            outside_sandbox: false,
         };
         // Reading outside asks under read-only too: nobody is here, so it is denied.
         assert!(matches!(a.check(read, &em, 0, &c).await, Verdict::Denied(m) if m.contains("nobody to ask")));
@@ -595,6 +741,7 @@ mod tests {
             workspace: None,
             interactive,
             started_here,
+            outside_sandbox: false,
         };
         assert_eq!(a.check(input(true, false), &em, 0, &c).await, Verdict::Allowed);
         assert!(

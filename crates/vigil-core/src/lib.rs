@@ -8,6 +8,8 @@
 //! - [`runtime`] — the clonable handle front ends hold: takes `Op`s, runs turns per session lane.
 //! - [`agent`] — one turn: save the user message, stream the reply, save the reply.
 //! - [`approval`] — may the agent run this command / touch this file? Policy, asking, "always".
+//! - [`sandbox`] — bubblewrap around the agent's commands: the workspace writable, the rest
+//!   read-only, the data folder hidden, the network optional.
 //! - [`shell`] — a command line read as bash reads it: its simple commands, or why it cannot
 //!   be proven harmless; the read-only list and the programs "always" never remembers.
 //! - [`tools`] — the tool registry the agent runs model calls through, the built-in
@@ -48,6 +50,7 @@ pub mod preferences;
 pub mod provider;
 pub mod routines;
 pub mod runtime;
+pub mod sandbox;
 pub mod secrets;
 pub mod session;
 pub mod settings;

@@ -40,7 +40,7 @@ pub use routines::{
     RoutineView, RoutinesView, RunOutcome, SchedulePreview, WakeMode,
 };
 pub use settings::{
-    ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings,
+    ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, SandboxView, KeyStorage, ProviderKind, ProviderSettings,
     SettingsView, DEFAULT_MAX_TOKENS,
 };
 
@@ -129,6 +129,15 @@ pub enum ApprovalDecision {
     Always,
     /// Don't run it; the agent is told so.
     Deny,
+}
+
+/// One simple command of a command line on an approval card.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct CommandPart {
+    /// Its words joined by spaces, invisible characters escaped.
+    pub text: String,
+    /// Already allowed: a remembered rule or the built-in read-only list covers it.
+    pub covered: bool,
 }
 
 /// What an approval request is about.
@@ -259,6 +268,22 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[ts(optional)]
         cwd: Option<String>,
+        /// The command would run outside the sandbox (the agent asked to, or bubblewrap is
+        /// not available): asked each time, never remembered.
+        #[serde(default)]
+        outside_sandbox: bool,
+        /// The variables the agent sets for the command, as `NAME=value` (control and
+        /// invisible characters escaped): part of what runs, so part of what is approved.
+        #[serde(default)]
+        env: Vec<String>,
+        /// The simple commands the line runs, each marked covered or not (by a rule or the
+        /// read-only list); empty when the line could not be read into simple commands.
+        #[serde(default)]
+        parts: Vec<CommandPart>,
+        /// Why the line cannot be proven harmless (`it uses a command substitution`…).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        unprovable: Option<String>,
     },
     /// An approval request was answered (by the user, a remembered rule, or a denial
     /// because nobody was there to ask).
@@ -562,8 +587,10 @@ pub fn typescript_bindings() -> String {
         MessageKind::decl(&cfg),
         ApprovalDecision::decl(&cfg),
         ApprovalKind::decl(&cfg),
+        CommandPart::decl(&cfg),
         ApprovalPolicy::decl(&cfg),
         ApprovalRule::decl(&cfg),
+        SandboxView::decl(&cfg),
         ApprovalsView::decl(&cfg),
         SessionSummary::decl(&cfg),
         ProcessSummary::decl(&cfg),

@@ -119,6 +119,23 @@ pub struct ApprovalsView {
     /// True when `VIGIL_APPROVAL_POLICY` fixes the policy (the UI shows it read-only).
     pub policy_from_env: bool,
     pub rules: Vec<ApprovalRule>,
+    pub sandbox: SandboxView,
+}
+
+/// The sandbox commands run in (bubblewrap), as Settings → Approvals shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct SandboxView {
+    /// bubblewrap is installed and can start here.
+    pub available: bool,
+    /// Why not, when it is not: unattended commands are refused then, and the user's own
+    /// turns ask before each command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub problem: Option<String>,
+    /// "Commands may use the network".
+    pub network: bool,
+    /// Folders writable besides the workspace and the command's own folder.
+    pub writable: Vec<String>,
 }
 
 /// Where the API key is kept.

@@ -22,7 +22,7 @@ function foldApprovals(events: EventEnvelope[], state: ApprovalsState = initialA
 
 const build = (id = 'a1', sessionId = 'main', runId = 'r1') =>
   ev(
-    { type: 'approval_requested', id, kind: 'exec', command: 'cargo build --release', prefix: 'cargo build', cwd: '/home/you/vigil' },
+    { type: 'approval_requested', id, kind: 'exec', command: 'cargo build --release', prefix: 'cargo build', cwd: '/home/you/vigil', outside_sandbox: false, env: [], parts: [] },
     runId,
     sessionId,
   );

@@ -42,7 +42,12 @@ export function createMockGate(variant: string, emit: Emit) {
   const waiting = new Map<string, { sessionId: string; runId: string; decide: (d: ApprovalDecision) => void }>();
   let seq = 0;
 
-  const view = (): ApprovalsView => ({ policy, policy_from_env: fromEnv, rules: [...rules] });
+  // `?mock=no-sandbox` shows what a machine without bubblewrap looks like.
+  const sandbox: ApprovalsView['sandbox'] =
+    variant === 'no-sandbox'
+      ? { available: false, problem: 'bubblewrap (bwrap) is not installed; install the `bubblewrap` package', network: true, writable: [] }
+      : { available: true, network: true, writable: [] };
+  const view = (): ApprovalsView => ({ policy, policy_from_env: fromEnv, rules: [...rules], sandbox: { ...sandbox } });
 
   async function check(request: GateRequest): Promise<Verdict> {
     const { kind, subject } = request;
@@ -63,6 +68,9 @@ export function createMockGate(variant: string, emit: Emit) {
         command: subject,
         prefix: prefixOf(kind, subject),
         ...(request.cwd ? { cwd: request.cwd } : {}),
+        outside_sandbox: false,
+        env: [],
+        parts: kind === 'exec' ? [{ text: subject, covered: false }] : [],
       });
     });
     emit(request.sessionId, request.runId, { type: 'approval_resolved', id, decision });

@@ -30,7 +30,26 @@ command: string,
  * What "always" would remember (e.g. `cargo build`); empty when "always" is not
  * offered (a compound line, a shell or interpreter, a command with `env`).
  */
-prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
+prefix: string, cwd?: string, 
+/**
+ * The command would run outside the sandbox (the agent asked to, or bubblewrap is
+ * not available): asked each time, never remembered.
+ */
+outside_sandbox: boolean, 
+/**
+ * The variables the agent sets for the command, as `NAME=value` (control and
+ * invisible characters escaped): part of what runs, so part of what is approved.
+ */
+env: Array<string>, 
+/**
+ * The simple commands the line runs, each marked covered or not (by a rule or the
+ * read-only list); empty when the line could not be read into simple commands.
+ */
+parts: Array<CommandPart>, 
+/**
+ * Why the line cannot be proven harmless (`it uses a command substitution`…).
+ */
+unprovable?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
@@ -45,7 +64,26 @@ command: string,
  * What "always" would remember (e.g. `cargo build`); empty when "always" is not
  * offered (a compound line, a shell or interpreter, a command with `env`).
  */
-prefix: string, cwd?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
+prefix: string, cwd?: string, 
+/**
+ * The command would run outside the sandbox (the agent asked to, or bubblewrap is
+ * not available): asked each time, never remembered.
+ */
+outside_sandbox: boolean, 
+/**
+ * The variables the agent sets for the command, as `NAME=value` (control and
+ * invisible characters escaped): part of what runs, so part of what is approved.
+ */
+env: Array<string>, 
+/**
+ * The simple commands the line runs, each marked covered or not (by a rule or the
+ * read-only list); empty when the line could not be read into simple commands.
+ */
+parts: Array<CommandPart>, 
+/**
+ * Why the line cannot be proven harmless (`it uses a command substitution`…).
+ */
+unprovable?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
@@ -77,6 +115,16 @@ export type ApprovalDecision = "approve" | "always" | "deny";
 
 export type ApprovalKind = "exec" | "read_outside" | "write_outside" | "process_input";
 
+export type CommandPart = { 
+/**
+ * Its words joined by spaces, invisible characters escaped.
+ */
+text: string, 
+/**
+ * Already allowed: a remembered rule or the built-in read-only list covers it.
+ */
+covered: boolean, };
+
 export type ApprovalPolicy = "ask" | "allowlist" | "full-auto" | "read-only";
 
 export type ApprovalRule = { kind: ApprovalKind, 
@@ -85,11 +133,30 @@ export type ApprovalRule = { kind: ApprovalKind,
  */
 prefix: string, created_at: number, };
 
+export type SandboxView = { 
+/**
+ * bubblewrap is installed and can start here.
+ */
+available: boolean, 
+/**
+ * Why not, when it is not: unattended commands are refused then, and the user's own
+ * turns ask before each command.
+ */
+problem?: string, 
+/**
+ * "Commands may use the network".
+ */
+network: boolean, 
+/**
+ * Folders writable besides the workspace and the command's own folder.
+ */
+writable: Array<string>, };
+
 export type ApprovalsView = { policy: ApprovalPolicy, 
 /**
  * True when `VIGIL_APPROVAL_POLICY` fixes the policy (the UI shows it read-only).
  */
-policy_from_env: boolean, rules: Array<ApprovalRule>, };
+policy_from_env: boolean, rules: Array<ApprovalRule>, sandbox: SandboxView, };
 
 export type SessionSummary = { id: string, title: string, created_at: number, updated_at: number, };
 

@@ -65,6 +65,8 @@ pub struct Turn<'a> {
     pub data_dir: Option<std::path::PathBuf>,
     /// The processes this turn's `exec` calls started (see `ToolContext::started`).
     pub started: crate::tools::StartedHere,
+    /// How this turn's commands are sandboxed (see `ToolContext::sandbox`).
+    pub sandbox: Option<crate::sandbox::TurnSandbox>,
 }
 
 /// The per-session-type part of a turn's context (seed 003 §4.4): stable additions go into
@@ -391,6 +393,7 @@ impl Turn<'_> {
                     gate: self.gate.clone(),
                     data_dir: self.data_dir.clone(),
                     started: self.started.clone(),
+                    sandbox: self.sandbox.clone(),
                 };
                 // Live output (throttled by the tool) goes out as it comes; any left when the
                 // call ends is stale next to the result and is dropped.

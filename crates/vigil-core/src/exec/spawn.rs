@@ -59,7 +59,8 @@ pub(super) struct Spawned {
     pub stdin: std::sync::mpsc::Sender<WriteJob>,
 }
 
-/// Starts `sh -c <command>` with its threads. A terminal is tried first when asked for; if
+/// Starts `sh -c <command>` (inside bubblewrap when [`SpawnRequest::sandbox`] says so) with
+/// its threads. A terminal is tried first when asked for; if
 /// none can be opened the command runs with pipes and `pty_fallback` says why.
 pub(super) fn spawn(
     id: &Arc<str>,
@@ -129,14 +130,22 @@ fn withheld_env() -> Vec<String> {
     all
 }
 
+/// `sh -c <command>`, under bubblewrap when the request carries its arguments.
+fn command_line(req: &SpawnRequest) -> Vec<std::ffi::OsString> {
+    let mut argv = req.sandbox.clone().unwrap_or_default();
+    argv.extend(["sh".into(), "-c".into(), req.command.clone().into()]);
+    argv
+}
+
 fn spawn_pty(
     id: &Arc<str>,
     req: &SpawnRequest,
     pair: portable_pty::PtyPair,
     pump: &mpsc::Sender<Pump>,
 ) -> Result<Spawned, String> {
-    let mut cmd = CommandBuilder::new("sh");
-    cmd.args(["-c", &req.command]);
+    let argv = command_line(req);
+    let mut cmd = CommandBuilder::new(&argv[0]);
+    cmd.args(&argv[1..]);
     cmd.cwd(&req.cwd);
     for name in withheld_env() {
         cmd.env_remove(name);
@@ -185,8 +194,9 @@ fn spawn_pipes(id: &Arc<str>, req: &SpawnRequest, pump: &mpsc::Sender<Pump>) -> 
     let writer2 = writer
         .try_clone()
         .map_err(|e| format!("could not create a pipe: {e}"))?;
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(&req.command).current_dir(&req.cwd);
+    let argv = command_line(req);
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).current_dir(&req.cwd);
     for name in withheld_env() {
         cmd.env_remove(name);
     }

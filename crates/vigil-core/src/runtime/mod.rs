@@ -508,6 +508,12 @@ impl Runtime {
             gate: Some(Arc::new(gate)),
             data_dir: Some(self.inner.data_dir.clone()),
             started: Default::default(),
+            sandbox: Some(crate::sandbox::TurnSandbox {
+                sandbox: self.inner.approvals.sandbox(),
+                settings: self.inner.approvals.sandbox_settings(),
+                data_dir: self.inner.data_dir.clone(),
+                attended: interactive,
+            }),
             workspace: self.inner.workspace.clone(),
             emitter,
             clock: self.inner.clock.clone(),

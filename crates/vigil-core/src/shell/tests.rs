@@ -128,6 +128,7 @@ fn request(line: &str, workspace: &Path, env: &[&str]) -> Request {
         workspace: Some(workspace.to_path_buf()),
         interactive: false,
         started_here: false,
+        outside_sandbox: false,
     }
 }
 
@@ -182,11 +183,15 @@ async fn every_trick_against_a_git_status_rule_is_refused() {
 async fn an_env_from_the_agent_is_never_covered() {
     let (a, _dir, ws) = gate(ApprovalPolicy::Allowlist, &["git status"]);
     for env in [
-        &["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"][..],
-        &["LD_PRELOAD"],
-        &["PATH"],
-        &["NODE_OPTIONS"],
-        &["PYTHONPATH"],
+        &[
+            "GIT_CONFIG_COUNT=1",
+            "GIT_CONFIG_KEY_0=core.fsmonitor",
+            "GIT_CONFIG_VALUE_0=touch pwned",
+        ][..],
+        &["LD_PRELOAD=/tmp/evil.so"],
+        &["PATH=/tmp/evil:/usr/bin"],
+        &["NODE_OPTIONS=--require /tmp/evil.js"],
+        &["PYTHONPATH=/tmp/evil"],
     ] {
         let v = verdict(&a, "git status", &ws, env).await;
         assert!(

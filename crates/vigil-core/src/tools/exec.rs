@@ -13,6 +13,7 @@ use super::truncate::group_digits;
 use super::{parse_args, truncate_head_tail, Tool, ToolContext, ToolOutput};
 use crate::exec::{Outcome, ProcessInfo, ProcessState, RegistryHandle, SpawnRequest, Yielded};
 use crate::provider::ToolSpec;
+use crate::sandbox::{explain_refusal, Layout, TurnSandbox};
 
 const DEFAULT_YIELD_MS: f64 = 10_000.0;
 const MIN_YIELD_MS: f64 = 10.0;
@@ -41,6 +42,9 @@ struct ExecArgs {
     timeout: Option<f64>,
     #[serde(default)]
     pty: Option<bool>,
+    /// `false` asks to run outside the sandbox: the user must approve that command.
+    #[serde(default)]
+    sandbox: Option<bool>,
 }
 
 /// The `exec` tool.
@@ -95,7 +99,8 @@ impl Tool for ExecTool {
                     "yieldMs": {"type": "number", "description": "Milliseconds to wait before moving the command to the background (default 10000, 10 to 120000)."},
                     "background": {"type": "boolean", "description": "Move to the background at once and return its session id."},
                     "timeout": {"type": "number", "description": "Kill the command (and everything it started) after this many seconds. Default 1800 unless `background` is true."},
-                    "pty": {"type": "boolean", "description": "Run in a terminal (default true). false: plain pipes, so programs see no terminal."}
+                    "pty": {"type": "boolean", "description": "Run in a terminal (default true). false: plain pipes, so programs see no terminal."},
+                    "sandbox": {"type": "boolean", "description": "Commands run in a sandbox: only the workspace and the command's folder are writable. false asks the user to run this one command outside it; only when a sandboxed run failed on something the sandbox refused."}
                 },
                 "required": ["command"],
                 "additionalProperties": false
@@ -109,20 +114,40 @@ impl Tool for ExecTool {
             Err(out) => return out,
         };
         let (background, yield_ms) = (args.background == Some(true), args.yield_ms);
-        let req = match request(args, ctx) {
+        let wants_out = args.sandbox == Some(false);
+        let mut req = match request(args, ctx) {
             Ok(req) => req,
             Err(msg) => return ToolOutput::error(msg),
         };
+        let layout = ctx.sandbox.as_ref().map(|sb| sandbox_layout(sb, ctx, &req));
+        let outside = match (&ctx.sandbox, &layout) {
+            (Some(sb), Some(layout)) => match place(sb, layout, wants_out) {
+                Ok(Some(args)) => {
+                    req.sandbox = Some(args);
+                    false
+                }
+                Ok(None) => true,
+                Err(why) => return ToolOutput::error(why),
+            },
+            _ => false,
+        };
         if let Some(gate) = &ctx.gate {
             let cwd = req.cwd.display().to_string();
-            let env_names: Vec<String> = req.env.iter().map(|(k, _)| k.clone()).collect();
+            let env_shown: Vec<String> = req.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
             if let crate::approval::Verdict::Denied(why) = gate
-                .check(vigil_protocol::ApprovalKind::Exec, &req.command, Some(&cwd), &env_names)
+                .check(
+                    vigil_protocol::ApprovalKind::Exec,
+                    &req.command,
+                    Some(&cwd),
+                    &env_shown,
+                    outside,
+                )
                 .await
             {
                 return ToolOutput::error(why);
             }
         }
+        let layout = layout.filter(|_| !outside);
         let timeout = req.timeout;
         let info = match self.registry.spawn(req).await {
             Ok(info) => info,
@@ -159,7 +184,7 @@ impl Tool for ExecTool {
             tokio::select! {
                 biased;
                 done = &mut finished => break match done {
-                    Ok(outcome) => finished_output(&outcome, timeout),
+                    Ok(outcome) => finished_output(&outcome, timeout, layout.as_ref()),
                     Err(e) => ToolOutput::error(e.to_string()),
                 },
                 () = ctx.cancel.cancelled() => {
@@ -168,7 +193,7 @@ impl Tool for ExecTool {
                 }
                 () = sleep_until(yield_at) => break match self.registry.background(owner, &info.id).await {
                     Ok(Yielded::Running(info)) => ToolOutput::ok(running_text(&info)),
-                    Ok(Yielded::Finished(outcome)) => finished_output(&outcome, timeout),
+                    Ok(Yielded::Finished(outcome)) => finished_output(&outcome, timeout, layout.as_ref()),
                     Err(e) => ToolOutput::error(e.to_string()),
                 },
                 _ = ticks.tick(), if ctx.updates.is_some() => {
@@ -183,6 +208,32 @@ impl Tool for ExecTool {
         };
         guard.armed = false;
         output
+    }
+}
+
+fn sandbox_layout(sb: &TurnSandbox, ctx: &ToolContext, req: &SpawnRequest) -> Layout {
+    Layout {
+        workspace: ctx.workspace.clone(),
+        cwd: req.cwd.clone(),
+        data_dir: sb.data_dir.clone(),
+        settings: sb.settings.clone(),
+    }
+}
+
+/// Where a command runs: `Some(bwrap arguments)` in the sandbox; `None` outside it, which
+/// only an attended turn may ask for (or fall back to when bubblewrap is missing), and which
+/// the approval gate then asks about. A run nobody watches is never unsandboxed.
+fn place(sb: &TurnSandbox, layout: &Layout, wants_out: bool) -> Result<Option<Vec<std::ffi::OsString>>, String> {
+    match (sb.attended, wants_out, sb.sandbox.wrap(layout)) {
+        (false, true, _) => Err(
+            "Commands in runs nobody watches (heartbeat, routines) always run in the sandbox; run it without `sandbox: false`, or ask the user in the conversation."
+                .into(),
+        ),
+        (false, false, Err(why)) => Err(format!(
+            "This run has nobody at the screen and the sandbox is not available ({why}), so it runs no commands. Tell the user: Settings → Approvals shows why."
+        )),
+        (_, false, Ok(args)) => Ok(Some(args)),
+        (true, _, _) => Ok(None),
     }
 }
 
@@ -228,6 +279,7 @@ fn request(args: ExecArgs, ctx: &ToolContext) -> Result<SpawnRequest, String> {
         size: None,
         timeout,
         background,
+        sandbox: None,
     })
 }
 
@@ -268,7 +320,7 @@ fn running_text(info: &ProcessInfo) -> String {
 }
 
 /// The result of a command that finished within the call.
-fn finished_output(outcome: &Outcome, timeout: Option<Duration>) -> ToolOutput {
+fn finished_output(outcome: &Outcome, timeout: Option<Duration>, sandbox: Option<&Layout>) -> ToolOutput {
     let exit = outcome.exit();
     let body = outcome.output.trim_end();
     let mut text = String::new();
@@ -311,6 +363,13 @@ fn finished_output(outcome: &Outcome, timeout: Option<Duration>) -> ToolOutput {
     if let Some(footer) = footer {
         text.push_str("\n\n");
         text.push_str(&footer);
+    }
+    if let Some(note) = sandbox
+        .filter(|_| exit.code != Some(0))
+        .and_then(|l| explain_refusal(body, l))
+    {
+        text.push_str("\n\n");
+        text.push_str(&note);
     }
     // A non-zero exit is an answer, not a failed call: failing tests are worth reading, and
     // re-running them after a fix must not count as the same call failing again.

@@ -47,6 +47,7 @@ pub trait Gate: Send + Sync {
         subject: &str,
         cwd: Option<&str>,
         env: &[String],
+        outside_sandbox: bool,
     ) -> crate::approval::Verdict;
 
     /// Whether the agent may type into a running process whose command is `command`;
@@ -77,6 +78,8 @@ pub struct ToolContext {
     pub data_dir: Option<PathBuf>,
     /// The processes this run started (`exec` adds, `process write` asks).
     pub started: StartedHere,
+    /// How `exec` sandboxes commands; `None` runs them unsandboxed (tests of other things).
+    pub sandbox: Option<crate::sandbox::TurnSandbox>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -100,6 +103,7 @@ impl ToolContext {
             gate: None,
             data_dir: None,
             started: StartedHere::default(),
+            sandbox: None,
         }
     }
 

@@ -638,6 +638,7 @@ async fn in_a_turn_exec_runs_in_the_session_and_streams_tool_call_updates() {
         gate: None,
         data_dir: None,
         started: Default::default(),
+        sandbox: None,
     }
     .run("count".into())
     .await;

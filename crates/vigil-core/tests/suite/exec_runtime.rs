@@ -41,7 +41,11 @@ async fn full_auto(dir: &std::path::Path, script: Script) -> (vigil_core::Runtim
 #[tokio::test]
 async fn a_command_waits_for_approval_and_runs_once_approved() {
     let dir = tempfile::tempdir().unwrap();
-    let (marker, second) = (dir.path().join("ran-marker"), dir.path().join("second-marker"));
+    // In the workspace, which a command may write (the data folder around it is hidden).
+    let (marker, second) = (
+        dir.path().join("workspace/ran-marker"),
+        dir.path().join("workspace/second-marker"),
+    );
     let script = Script::steps(vec![
         Step::tool_call("c1", "exec", json!({"command": format!("touch {}", marker.display())})),
         Step::tool_call("c2", "exec", json!({"command": format!("touch {}", second.display())})),
@@ -81,7 +85,7 @@ async fn a_command_waits_for_approval_and_runs_once_approved() {
 #[tokio::test]
 async fn a_denied_command_does_not_run_and_the_model_is_told() {
     let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("denied-marker");
+    let marker = dir.path().join("workspace/denied-marker");
     let fake = FakeLlm::start(Script::steps(vec![
         Step::tool_call("c1", "exec", json!({"command": format!("touch {}", marker.display())})),
         Step::text("ok"),
@@ -117,7 +121,7 @@ async fn a_denied_command_does_not_run_and_the_model_is_told() {
 #[tokio::test]
 async fn a_heartbeat_under_ask_is_refused_a_command_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("heartbeat-marker");
+    let marker = dir.path().join("workspace/heartbeat-marker");
     let fake = FakeLlm::start(Script::steps(vec![
         Step::tool_call("h1", "exec", json!({"command": format!("touch {}", marker.display())})),
         Step::text("HEARTBEAT_OK"),
@@ -479,7 +483,7 @@ async fn a_background_shell(rt: &vigil_core::Runtime, rx: &mut Events, fake: &Fa
 #[tokio::test]
 async fn a_heartbeat_cannot_type_into_a_shell_it_did_not_start() {
     let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("typed-marker");
+    let marker = dir.path().join("workspace/typed-marker");
     let (rt, mut rx, fake) = full_auto(dir.path(), Script::steps(vec![])).await;
     let id = a_background_shell(&rt, &mut rx, &fake).await;
     let typed = format!("touch {}\n", marker.display());
@@ -528,7 +532,7 @@ async fn a_heartbeat_cannot_type_into_a_shell_it_did_not_start() {
 #[tokio::test]
 async fn a_user_turn_asks_before_typing_into_a_shell() {
     let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("typed-marker");
+    let marker = dir.path().join("workspace/typed-marker");
     let (rt, mut rx, fake) = full_auto(dir.path(), Script::steps(vec![])).await;
     let id = a_background_shell(&rt, &mut rx, &fake).await;
     fake.set_script(Script::steps(vec![

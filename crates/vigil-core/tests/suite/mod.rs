@@ -9,6 +9,7 @@ mod hostile;
 mod provider;
 mod routines;
 mod runtime;
+mod sandbox;
 mod sessions;
 mod support;
 mod two_writers;

@@ -1,0 +1,344 @@
+//! # sandbox
+//!
+//! Runs the agent's commands inside bubblewrap (`bwrap`, Debian's `bubblewrap`) on Linux:
+//! the whole file system read-only, the workspace, the command's folder and the folders the
+//! user added writable, `/tmp` private to the command, Vigil's data folder replaced by an
+//! empty one (its settings, approvals, keys and conversations are not there to read), and,
+//! when the user switched it off, no network. Process groups, PTYs, signals and exit codes
+//! pass through: bwrap does not start a new session, so the command stays in the group the
+//! registry kills, and `--die-with-parent` takes the sandbox down with it.
+//!
+//! [`Sandbox::probe`] checks once that bwrap exists and can start here (user namespaces),
+//! and the answer is what Settings shows. [`explain_refusal`] turns a command's "Read-only
+//! file system" or a refused connection into a sentence the agent can act on.
+//!
+//! Must never: run a command unsandboxed because the sandbox failed (the caller decides,
+//! and unattended runs then refuse); make the data folder visible; add a writable folder the
+//! user did not choose.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// What the user chose for the sandbox (Settings → Approvals), kept with the approval rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxSettings {
+    /// Commands may use the network (on by default: package installs and `git fetch` need it).
+    #[serde(default = "yes")]
+    pub network: bool,
+    /// Folders writable besides the workspace and the command's folder. Package caches such
+    /// as `~/.cargo` or `~/.npm` are not writable by default: a command that can write them
+    /// can plant code that later runs outside the sandbox (a cached crate, an npm script).
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for SandboxSettings {
+    fn default() -> Self {
+        Self {
+            network: true,
+            writable: Vec::new(),
+        }
+    }
+}
+
+/// Whether bubblewrap can run here, probed once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Availability {
+    Ready {
+        bwrap: PathBuf,
+    },
+    /// Why not, in words for Settings and for the agent.
+    Unavailable(String),
+}
+
+/// The sandbox: where bwrap is (probed lazily, once) and how to wrap a command.
+#[derive(Clone)]
+pub struct Sandbox {
+    availability: Arc<OnceLock<Availability>>,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sandbox {
+    /// Probes on first use.
+    pub fn new() -> Self {
+        Self {
+            availability: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// A sandbox that is not available, for `why` (tests; a platform without bwrap).
+    pub fn unavailable(why: impl Into<String>) -> Self {
+        let s = Self::new();
+        let _ = s.availability.set(Availability::Unavailable(why.into()));
+        s
+    }
+
+    /// Finds `bwrap` on `PATH` and starts it once with the namespaces commands will use.
+    /// Blocks for a few milliseconds the first time.
+    pub fn availability(&self) -> Availability {
+        self.availability.get_or_init(probe).clone()
+    }
+
+    /// The bwrap command line that runs a command in `layout`, up to and including `--`;
+    /// `None` when bwrap is not available.
+    pub fn wrap(&self, layout: &Layout) -> Result<Vec<OsString>, String> {
+        match self.availability() {
+            Availability::Ready { bwrap } => Ok(arguments(&bwrap, layout)),
+            Availability::Unavailable(why) => Err(why),
+        }
+    }
+}
+
+/// What one turn's `exec` needs to sandbox its commands.
+#[derive(Clone)]
+pub struct TurnSandbox {
+    pub sandbox: Sandbox,
+    pub settings: SandboxSettings,
+    pub data_dir: PathBuf,
+    /// Someone is at the screen (a user turn): leaving the sandbox can be asked about.
+    /// Unattended runs (heartbeat, routine jobs) always run sandboxed, or not at all.
+    pub attended: bool,
+}
+
+/// Where a sandboxed command may write, and what it may not see.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub workspace: PathBuf,
+    /// The command's folder: writable too (it was approved with the command).
+    pub cwd: PathBuf,
+    /// Hidden: an empty folder stands in its place.
+    pub data_dir: PathBuf,
+    pub settings: SandboxSettings,
+}
+
+fn probe() -> Availability {
+    let Some(bwrap) = find_on_path("bwrap") else {
+        return Availability::Unavailable(
+            "bubblewrap (bwrap) is not installed; install the `bubblewrap` package".into(),
+        );
+    };
+    let mut cmd = std::process::Command::new(&bwrap);
+    cmd.args([
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-net",
+        "--die-with-parent",
+        "--",
+        "true",
+    ])
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped());
+    let outcome = cmd
+        .spawn()
+        .and_then(|child| wait_bounded(child, Duration::from_secs(5)));
+    match outcome {
+        Ok(out) if out.status.success() => Availability::Ready { bwrap },
+        Ok(out) => Availability::Unavailable(format!(
+            "bubblewrap cannot start here ({}); user namespaces may be disabled",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => Availability::Unavailable(format!("bubblewrap cannot start here ({e})")),
+    }
+}
+
+fn wait_bounded(mut child: std::process::Child, limit: Duration) -> std::io::Result<std::process::Output> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if child.try_wait()?.is_some() {
+            return child.wait_with_output();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "it did not finish in 5 s",
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+/// The mounts, in the order bwrap applies them: later mounts cover earlier ones, so the
+/// data folder is hidden after the writable folders are bound (a writable folder inside it
+/// is dropped), and the workspace is bound again if it lies inside the data folder.
+fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
+    let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let data = real(&layout.data_dir);
+    let workspace = real(&layout.workspace);
+    let mut args: Vec<OsString> = vec![bwrap.into()];
+    let mut push = |a: &[&std::ffi::OsStr]| args.extend(a.iter().map(|s| s.to_os_string()));
+    push(&["--ro-bind".as_ref(), "/".as_ref(), "/".as_ref()]);
+    push(&["--dev".as_ref(), "/dev".as_ref()]);
+    push(&["--proc".as_ref(), "/proc".as_ref()]);
+    push(&["--tmpfs".as_ref(), "/tmp".as_ref()]);
+    push(&["--tmpfs".as_ref(), "/var/tmp".as_ref()]);
+    let mut writable = vec![workspace.clone(), real(&layout.cwd)];
+    writable.extend(layout.settings.writable.iter().map(|p| real(p)).filter(|p| p.is_dir()));
+    writable.dedup();
+    let inside_data = |p: &Path| p.starts_with(&data) && !(workspace.starts_with(&data) && p.starts_with(&workspace));
+    for w in writable
+        .iter()
+        .filter(|w| w.is_dir() && !w.starts_with(&data) && !data.starts_with(w))
+    {
+        push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
+    }
+    // An empty folder in its place, made read-only once the workspace (if it lies inside)
+    // has its mount point there: nothing a command writes can look like Vigil's files.
+    push(&["--tmpfs".as_ref(), data.as_os_str()]);
+    for w in writable
+        .iter()
+        .filter(|w| w.is_dir() && w.starts_with(&data) && !inside_data(w))
+    {
+        push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
+    }
+    push(&["--remount-ro".as_ref(), data.as_os_str()]);
+    push(&["--unshare-pid".as_ref(), "--unshare-ipc".as_ref()]);
+    if !layout.settings.network {
+        push(&["--unshare-net".as_ref()]);
+    }
+    push(&[
+        "--die-with-parent".as_ref(),
+        "--chdir".as_ref(),
+        real(&layout.cwd).as_os_str(),
+        "--".as_ref(),
+    ]);
+    args
+}
+
+/// A note for the agent when a sandboxed command's output shows the sandbox refused
+/// something: which path could not be written, or that the network is off, and that the
+/// user can allow it. `None` when nothing in the output points at the sandbox.
+pub fn explain_refusal(output: &str, layout: &Layout) -> Option<String> {
+    let mut notes = Vec::new();
+    if let Some(line) = output.lines().find(|l| l.contains("Read-only file system")) {
+        let path = refused_path(line).map(|p| format!(" ({p})")).unwrap_or_default();
+        notes.push(format!(
+            "The sandbox refused a write{path}: only the workspace {}, the command's folder and the folders the user added in Settings → Approvals are writable, and /tmp is private to the command.",
+            layout.workspace.display()
+        ));
+    }
+    let offline = [
+        "Network is unreachable",
+        "Could not resolve host",
+        "Temporary failure in name resolution",
+        "Name or service not known",
+    ];
+    if !layout.settings.network && offline.iter().any(|m| output.contains(m)) {
+        notes.push("The sandbox has no network: the user switched \"commands may use the network\" off in Settings → Approvals.".into());
+    }
+    if notes.is_empty() {
+        return None;
+    }
+    notes.push("Do not look for a way around it: ask the user to allow it (add the folder or switch the network on in Settings → Approvals), or to approve running this one command outside the sandbox (`exec` with `sandbox: false`).".into());
+    Some(notes.join(" "))
+}
+
+/// The path in a "Read-only file system" error: the quoted one (`touch: cannot touch
+/// '/x': …`), else the word before the colon (`bash: /x: Read-only file system`).
+fn refused_path(line: &str) -> Option<String> {
+    let before = line.split("Read-only file system").next()?;
+    for quote in ['\'', '"', '‘', '`'] {
+        let mut parts = before.split(quote);
+        if let (Some(_), Some(p), Some(_)) = (parts.next(), parts.next(), parts.next()) {
+            if p.starts_with('/') || p.starts_with('~') || p.starts_with('.') {
+                return Some(p.to_string());
+            }
+        }
+    }
+    before
+        .split(':')
+        .map(str::trim)
+        .rfind(|w| w.starts_with('/'))
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(dir: &Path) -> Layout {
+        Layout {
+            workspace: dir.join("data/workspace"),
+            cwd: dir.join("data/workspace"),
+            data_dir: dir.join("data"),
+            settings: SandboxSettings::default(),
+        }
+    }
+
+    #[test]
+    fn the_data_folder_is_hidden_after_the_binds_and_the_workspace_inside_it_is_bound_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(dir.join("data/workspace")).unwrap();
+        std::fs::create_dir_all(dir.join("data/sessions")).unwrap();
+        std::fs::create_dir_all(dir.join("cache")).unwrap();
+        let mut l = layout(&dir);
+        // A writable folder inside the data folder is never bound.
+        l.settings.writable = vec![dir.join("cache"), dir.join("data/sessions")];
+        l.settings.network = false;
+        let args: Vec<String> = arguments(Path::new("/usr/bin/bwrap"), &l)
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let at = |flag: &str, path: &Path| {
+            args.windows(2)
+                .position(|w| w[0] == flag && w[1] == path.to_string_lossy())
+        };
+        let hide = at("--tmpfs", &dir.join("data")).expect("data hidden");
+        let ws = dir.join("data/workspace");
+        assert!(at("--bind", &ws).expect("workspace bound") > hide, "{args:?}");
+        assert!(at("--bind", &dir.join("cache")).unwrap() < hide);
+        assert_eq!(at("--bind", &dir.join("data/sessions")), None, "{args:?}");
+        assert!(args.contains(&"--unshare-net".to_string()));
+        assert_eq!(args.last().unwrap(), "--");
+    }
+
+    #[test]
+    fn a_refusal_names_the_path_and_how_to_allow_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let l = layout(dir.path());
+        let note = explain_refusal("touch: cannot touch '/root/x': Read-only file system\n", &l).unwrap();
+        assert!(
+            note.contains("(/root/x)") && note.contains("Settings → Approvals"),
+            "{note}"
+        );
+        let note = explain_refusal("bash: /etc/y: Read-only file system", &l).unwrap();
+        assert!(note.contains("(/etc/y)"), "{note}");
+        assert_eq!(explain_refusal("all good", &l), None);
+        let mut offline = l.clone();
+        offline.settings.network = false;
+        let note = explain_refusal("curl: (6) Could not resolve host: example.com", &offline).unwrap();
+        assert!(note.contains("no network"), "{note}");
+    }
+}

@@ -1,0 +1,398 @@
+//! The sandbox, tried from the outside: commands the agent runs through the whole runtime
+//! (full-auto, so nothing is asked and only the sandbox stands in the way) write the
+//! workspace and nothing else, cannot see Vigil's data folder, lose the network when the
+//! user switches it off, and still behave as terminals: size, input, killing the whole
+//! group, exit notices. Unattended runs never leave it; without bubblewrap they run nothing.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::json;
+use vigil_core::protocol::{ApprovalDecision, ApprovalPolicy, Event, Op, ProviderKind};
+use vigil_core::sandbox::{Availability, Sandbox};
+use vigil_fake_llm::{FakeLlm, Script, Step};
+
+use super::support::*;
+
+fn user(text: &str) -> Op {
+    Op::UserMessage {
+        text: text.into(),
+        session_id: None,
+    }
+}
+
+async fn next_matching<T>(rx: &mut Events, mut f: impl FnMut(&Event) -> Option<T>) -> T {
+    loop {
+        let env = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .expect("in time")
+            .expect("alive");
+        if let Some(t) = f(&env.event) {
+            return t;
+        }
+    }
+}
+
+/// A full-auto runtime with its background work started, and the fake it talks to.
+async fn full_auto(dir: &Path) -> (vigil_core::Runtime, Events, FakeLlm) {
+    let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();
+    let (rt, rx) = runtime(dir, Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals().set_policy(ApprovalPolicy::FullAuto);
+    assert!(rt.start_background());
+    (rt, rx, fake)
+}
+
+/// Runs `command` through `exec` in one user turn; returns the tool's result text.
+async fn run(rt: &vigil_core::Runtime, rx: &mut Events, fake: &FakeLlm, command: &str) -> String {
+    fake.set_script(Script::steps(vec![
+        Step::tool_call("c1", "exec", json!({ "command": command })),
+        Step::text("done"),
+    ]));
+    rt.submit(user("run it"));
+    results(&until_finished(rx).await).remove(0)
+}
+
+fn results(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallFinished { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A folder outside `/tmp` (which the sandbox replaces with its own), so what a test sees
+/// refused is the sandbox's read-only file system, not a missing path.
+fn outside_tmp() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn bwrap_ready() {
+    assert!(
+        matches!(Sandbox::new().availability(), Availability::Ready { .. }),
+        "these tests need bubblewrap (`make test` installs it): {:?}",
+        Sandbox::new().availability()
+    );
+}
+
+#[tokio::test]
+async fn a_sandboxed_command_writes_the_workspace_and_nothing_else() {
+    bwrap_ready();
+    let dir = outside_tmp();
+    let data = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(data.join("secrets")).unwrap();
+    std::fs::write(data.join("secrets/key"), "sk-hidden-key").unwrap();
+    let outside = outside_tmp();
+    let home = std::env::var("HOME").unwrap();
+    let probe = format!("vigil-sandbox-probe-{}", std::process::id());
+    let (rt, mut rx, fake) = full_auto(&data).await;
+
+    let wrote = run(&rt, &mut rx, &fake, "echo made > made.txt && cat made.txt").await;
+    assert!(wrote.contains("made"), "{wrote}");
+    assert_eq!(
+        std::fs::read_to_string(rt.workspace().join("made.txt")).unwrap(),
+        "made\n"
+    );
+
+    for target in [
+        format!("{home}/{probe}"),
+        outside.path().join(&probe).display().to_string(),
+        data.join(&probe).display().to_string(),
+        data.join("approvals.json").display().to_string(),
+    ] {
+        let out = run(&rt, &mut rx, &fake, &format!("touch '{target}'")).await;
+        assert!(out.contains("Read-only file system"), "{target}: {out}");
+        assert!(
+            out.contains(&format!("The sandbox refused a write ({target})")) && out.contains("Settings → Approvals"),
+            "the agent is told what was refused and who can allow it: {out}"
+        );
+        assert!(!Path::new(&target).exists(), "{target} was written");
+    }
+    let secrets = run(
+        &rt,
+        &mut rx,
+        &fake,
+        &format!("cat {}/secrets/key; ls -A {}", data.display(), data.display()),
+    )
+    .await;
+    assert!(!secrets.contains("sk-hidden-key"), "{secrets}");
+    assert!(secrets.contains("No such file or directory"), "{secrets}");
+    // The data folder shows only the mount point of the workspace inside it.
+    assert!(
+        !secrets.contains("sessions") && !secrets.contains("approvals"),
+        "{secrets}"
+    );
+    // /tmp is the command's own.
+    let tmp = run(&rt, &mut rx, &fake, &format!("touch /tmp/{probe} && ls /tmp")).await;
+    assert!(tmp.contains(&probe), "{tmp}");
+    assert!(!Path::new(&format!("/tmp/{probe}")).exists(), "/tmp is private");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn with_the_network_off_a_command_cannot_reach_even_a_loopback_server() {
+    bwrap_ready();
+    let dir = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    let connect = format!("bash -c 'echo hello > /dev/tcp/127.0.0.1/{port}' && echo connected");
+
+    rt.approvals().set_sandbox_network(false).unwrap();
+    let off = run(&rt, &mut rx, &fake, &connect).await;
+    assert!(!off.contains("connected"), "{off}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        listener.accept().is_err(),
+        "the server was reached with the network off"
+    );
+
+    rt.approvals().set_sandbox_network(true).unwrap();
+    let on = run(&rt, &mut rx, &fake, &connect).await;
+    assert!(on.contains("connected"), "{on}");
+    let (mut conn, _) = listener.accept().expect("reached with the network on");
+    conn.set_nonblocking(false).unwrap();
+    let mut got = String::new();
+    conn.read_to_string(&mut got).unwrap();
+    assert_eq!(got, "hello\n");
+    rt.shutdown().await;
+}
+
+/// Inside the sandbox a command still has its terminal (size, input), its exit notice, and
+/// killing it takes down everything it started.
+#[tokio::test]
+async fn terminals_input_kill_and_exit_notices_work_inside() {
+    bwrap_ready();
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    let size = run(&rt, &mut rx, &fake, "stty size").await;
+    assert!(size.starts_with("32 120"), "{size}");
+
+    // Input: a background `read`, answered with `process write`.
+    fake.set_script(Script::steps(vec![
+        Step::tool_call(
+            "b1",
+            "exec",
+            json!({"command": "read x; echo got:$x", "background": true}),
+        ),
+        Step::text("started"),
+    ]));
+    rt.submit(user("start it"));
+    until_finished(&mut rx).await;
+    let id = rt
+        .list_processes()
+        .await
+        .into_iter()
+        .find(|p| p.command.starts_with("read x"))
+        .unwrap()
+        .id;
+    fake.set_script(Script::steps(vec![
+        Step::tool_call(
+            "w1",
+            "process",
+            json!({"action": "write", "sessionId": id, "data": "sandboxed\n"}),
+        ),
+        Step::tool_call(
+            "p1",
+            "process",
+            json!({"action": "poll", "sessionId": id, "timeout": 5000}),
+        ),
+        Step::text("done"),
+    ]));
+    rt.submit(user("answer it"));
+    let events = until_finished(&mut rx).await;
+    let polled = results(&events).join("\n");
+    assert!(polled.contains("got:sandboxed"), "{polled}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ProcessExited { process } if process.id == id)),
+        "an exit notice"
+    );
+
+    // Kill: a group of sleepers started in the sandbox, all gone after one kill.
+    fake.set_script(Script::steps(vec![
+        Step::tool_call(
+            "s1",
+            "exec",
+            json!({"command": "sleep 301.25 & sleep 302.25 & wait", "background": true}),
+        ),
+        Step::text("started"),
+    ]));
+    rt.submit(user("sleep"));
+    until_finished(&mut rx).await;
+    let sleeper = rt
+        .list_processes()
+        .await
+        .into_iter()
+        .find(|p| p.command.contains("sleep 301.25"))
+        .unwrap();
+    let alive = || sleepers(&["301.25", "302.25"]);
+    for _ in 0..100 {
+        if alive() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(alive(), 2, "both sleepers run inside");
+    fake.set_script(Script::steps(vec![
+        Step::tool_call("k1", "process", json!({"action": "kill", "sessionId": sleeper.id})),
+        Step::text("killed"),
+    ]));
+    rt.submit(user("stop them"));
+    until_finished(&mut rx).await;
+    for _ in 0..100 {
+        if alive() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(alive(), 0, "a sleeper survived the kill");
+    rt.shutdown().await;
+}
+
+/// The next `n` tool results.
+async fn tool_results(rx: &mut Events, n: usize) -> Vec<String> {
+    let mut seen = Vec::new();
+    next_matching(rx, |e| {
+        if let Event::ToolCallFinished { content, .. } = e {
+            seen.push(content.clone());
+        }
+        (seen.len() == n).then(|| seen.clone())
+    })
+    .await
+}
+
+/// Processes whose command line has one of `marks` as an argument, from /proc.
+fn sleepers(marks: &[&str]) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| {
+            let args: Vec<&[u8]> = c.split(|b| *b == 0).collect();
+            args.first().is_some_and(|a| a.ends_with(b"sleep")) && marks.iter().any(|m| args.contains(&m.as_bytes()))
+        })
+        .count()
+}
+
+/// A heartbeat under full-auto is sandboxed too, and never leaves it; with no bubblewrap it
+/// runs no command at all rather than one unsandboxed.
+#[tokio::test]
+async fn unattended_commands_run_sandboxed_or_not_at_all() {
+    bwrap_ready();
+    let dir = tempfile::tempdir().unwrap();
+    let outside = outside_tmp();
+    let marker = outside.path().join("heartbeat-wrote");
+    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    std::fs::write(rt.workspace().join("HEARTBEAT.md"), "- write the marker\n").unwrap();
+    let touch = format!("touch {}", marker.display());
+    let heartbeat = |steps: Vec<Step>| {
+        fake.set_script(Script::steps(steps));
+        rt.request_wake(vigil_core::protocol::WakeReason::Interval);
+    };
+    heartbeat(vec![
+        Step::tool_call("h1", "exec", json!({ "command": touch })),
+        Step::tool_call("h2", "exec", json!({ "command": touch, "sandbox": false })),
+        Step::text("HEARTBEAT_OK"),
+    ]);
+    let seen = tool_results(&mut rx, 2).await;
+    assert!(seen[0].contains("Read-only file system"), "{}", seen[0]);
+    assert!(seen[1].contains("always run in the sandbox"), "{}", seen[1]);
+    assert!(!marker.exists());
+    next_matching(&mut rx, |e| matches!(e, Event::Heartbeat { .. }).then_some(())).await;
+
+    rt.approvals()
+        .set_sandbox(Sandbox::unavailable("bubblewrap (bwrap) is not installed"));
+    heartbeat(vec![
+        Step::tool_call("h3", "exec", json!({ "command": touch })),
+        Step::text("HEARTBEAT_OK"),
+    ]);
+    let seen = tool_results(&mut rx, 1).await;
+    assert!(
+        seen[0].contains("sandbox is not available") && seen[0].contains("bubblewrap (bwrap) is not installed"),
+        "{}",
+        seen[0]
+    );
+    assert!(!marker.exists(), "ran unsandboxed");
+    let view = rt.approvals().view().sandbox;
+    assert!(!view.available && view.problem.unwrap().contains("not installed"));
+    rt.shutdown().await;
+}
+
+/// Leaving the sandbox is an approval the user gives for one command: asked each time
+/// ("always" is not offered), under `ask`; denied, nothing runs; approved, it runs outside.
+#[tokio::test]
+async fn leaving_the_sandbox_is_asked_for_each_command() {
+    bwrap_ready();
+    let dir = tempfile::tempdir().unwrap();
+    let outside = outside_tmp();
+    let marker = outside.path().join("outside-wrote");
+    let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals().set_policy(ApprovalPolicy::Ask);
+    assert!(rt.start_background());
+    let touch = format!("touch {}", marker.display());
+    for decision in [ApprovalDecision::Deny, ApprovalDecision::Always] {
+        fake.set_script(Script::steps(vec![
+            Step::tool_call("o1", "exec", json!({ "command": touch, "sandbox": false })),
+            Step::text("done"),
+        ]));
+        rt.submit(user("write outside"));
+        let id = next_matching(&mut rx, |e| match e {
+            Event::ApprovalRequested {
+                id,
+                outside_sandbox,
+                prefix,
+                ..
+            } => {
+                assert!(*outside_sandbox);
+                assert_eq!(prefix, "", "no \"always\" for leaving the sandbox");
+                Some(id.clone())
+            }
+            _ => None,
+        })
+        .await;
+        rt.submit(Op::Approval { id, decision });
+        until_finished(&mut rx).await;
+        assert_eq!(marker.exists(), decision != ApprovalDecision::Deny, "{decision:?}");
+    }
+    // "Always" counted once: nothing was remembered.
+    assert!(rt.approvals().rules().is_empty());
+
+    // Without bubblewrap, a user turn asks before every command, even a read-only one.
+    rt.approvals().set_sandbox(Sandbox::unavailable("no user namespaces"));
+    fake.set_script(Script::steps(vec![
+        Step::tool_call("l1", "exec", json!({ "command": "ls" })),
+        Step::text("done"),
+    ]));
+    rt.submit(user("list"));
+    let outside_sandbox = next_matching(&mut rx, |e| match e {
+        Event::ApprovalRequested { outside_sandbox, .. } => Some(*outside_sandbox),
+        _ => None,
+    })
+    .await;
+    assert!(outside_sandbox);
+    rt.shutdown().await;
+}
+
+/// Commands the user starts from the Processes panel are the user's own: not sandboxed.
+#[tokio::test]
+async fn the_users_own_commands_are_not_sandboxed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let marker = outside.path().join("panel-wrote");
+    let (rt, mut rx) = runtime(dir.path(), None);
+    assert!(rt.start_background());
+    rt.submit(Op::StartProcess {
+        command: format!("touch {}", marker.display()),
+        cwd: None,
+    });
+    next_matching(&mut rx, |e| matches!(e, Event::ProcessExited { .. }).then_some(())).await;
+    assert!(marker.exists());
+    rt.shutdown().await;
+}
