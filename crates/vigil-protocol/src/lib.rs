@@ -40,8 +40,8 @@ pub use routines::{
     RoutineView, RoutinesView, RunOutcome, SchedulePreview, WakeMode,
 };
 pub use settings::{
-    ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, SandboxView, KeyStorage, ProviderKind, ProviderSettings,
-    SettingsView, DEFAULT_MAX_TOKENS,
+    ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings,
+    SandboxView, SettingsView, DEFAULT_MAX_TOKENS,
 };
 
 /// A command into the runtime. Scripts depend on these names: keep them.
