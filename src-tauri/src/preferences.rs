@@ -83,10 +83,12 @@ pub async fn save_desktop_settings(
 ) -> Result<DesktopSettingsView, CommandError> {
     let mut settings = settings;
     settings.workspace =
-        vigil_core::preferences::validate_workspace(settings.workspace.as_deref(), state.runtime.data_dir()).map_err(|m| CommandError {
-            field: Some("workspace".into()),
-            ..error("invalid_workspace", m)
-        })?;
+        vigil_core::preferences::validate_workspace(settings.workspace.as_deref(), state.runtime.data_dir()).map_err(
+            |m| CommandError {
+                field: Some("workspace".into()),
+                ..error("invalid_workspace", m)
+            },
+        )?;
     let autolaunch = app.autolaunch();
     let enabled = autolaunch.is_enabled().unwrap_or(false);
     if settings.start_at_login != enabled {
