@@ -125,7 +125,10 @@ pub struct Layout {
 }
 
 fn probe() -> Availability {
-    let Some(bwrap) = find_on_path("bwrap") else {
+    // `VIGIL_BWRAP` names the program to use instead of `bwrap` on PATH (a build of one's
+    // own; a test or screenshot of a machine without it, with a path that does not exist).
+    let chosen = std::env::var_os("VIGIL_BWRAP").map(PathBuf::from);
+    let Some(bwrap) = chosen.map_or_else(|| find_on_path("bwrap"), |p| p.is_file().then_some(p)) else {
         return Availability::Unavailable(
             "bubblewrap (bwrap) is not installed; install the `bubblewrap` package".into(),
         );
