@@ -163,6 +163,34 @@ pub async fn forget_approval(
     Ok(approvals.view())
 }
 
+/// "Commands may use the network"; saved by the core at once, for the next command.
+#[tauri::command]
+pub async fn set_sandbox_network(state: State<'_, AppState>, on: bool) -> Result<ApprovalsView, CommandError> {
+    let approvals = state.runtime.approvals();
+    approvals.set_sandbox_network(on).map_err(|e| error("storage", e))?;
+    Ok(approvals.view())
+}
+
+/// Replaces the sandbox's extra writable folders. Each must be a full path to an existing
+/// folder away from Vigil's data folder; a refused one is `invalid_folder` on `writable`
+/// and nothing is saved.
+#[tauri::command]
+pub async fn set_sandbox_writable(
+    state: State<'_, AppState>,
+    folders: Vec<String>,
+) -> Result<ApprovalsView, CommandError> {
+    let approvals = state.runtime.approvals();
+    approvals.set_sandbox_writable(&folders).map_err(invalid_folder)?;
+    Ok(approvals.view())
+}
+
+fn invalid_folder(message: String) -> CommandError {
+    CommandError {
+        field: Some("writable".to_string()),
+        ..error("invalid_folder", message)
+    }
+}
+
 /// Applies the stored approval policy at start-up (the environment, if set, wins).
 pub fn restore_approval_policy(app: &tauri::AppHandle, state: &AppState) {
     if state.runtime.approvals().view().policy_from_env {
@@ -346,4 +374,17 @@ pub async fn restore_routines(state: State<'_, AppState>) -> Result<usize, Comma
         .restore_routines_from_snapshot()
         .await
         .map_err(routine_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_writable_folder_is_invalid_folder_on_the_writable_field() {
+        let e = invalid_folder("relative/path is not a full path to an existing folder".to_string());
+        assert_eq!(e.code, "invalid_folder");
+        assert_eq!(e.field.as_deref(), Some("writable"));
+        assert_eq!(e.message, "relative/path is not a full path to an existing folder");
+    }
 }

@@ -308,6 +308,8 @@ pub fn run() {
             commands::get_approvals,
             commands::set_approval_policy,
             commands::forget_approval,
+            commands::set_sandbox_network,
+            commands::set_sandbox_writable,
             commands::list_routines,
             commands::add_routine,
             commands::update_routine,

@@ -315,6 +315,19 @@ export function forgetApproval(kind: ApprovalKind, prefix: string): Promise<Appr
   return call('forget_approval', { kind, prefix });
 }
 
+/** "Commands may use the network" for sandboxed commands; saved at once. */
+export function setSandboxNetwork(on: boolean): Promise<ApprovalsView> {
+  return call('set_sandbox_network', { on });
+}
+
+/**
+ * Replaces the sandbox's extra writable folders (full paths to existing folders). A refused
+ * folder rejects with `invalid_folder` on field `writable`, and nothing is saved.
+ */
+export function setSandboxWritable(folders: string[]): Promise<ApprovalsView> {
+  return call('set_sandbox_writable', { folders });
+}
+
 /** The heartbeat's settings, last run, next run and counters. */
 export function heartbeatView(): Promise<HeartbeatView> {
   return call('heartbeat_view');

@@ -1,8 +1,11 @@
 // The `?mock` backend's approval gate, after vigil-core `approval.rs`: the policy decides;
 // under `ask` a request is announced and waits for the `approval` op or Stop (which
-// denies); "always" remembers the prefix. Only `mock.ts` imports this.
+// denies); "always" remembers the prefix. A line is split into its parts on `&&`, `||`,
+// `;` and `|` (the core parses it with tree-sitter-bash; this is only a preview), and it
+// passes when every part is covered by a rule or the read-only list and it sets no env.
+// Only `mock.ts` imports this.
 
-import type { ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRule, ApprovalsView, Event } from './protocol';
+import type { ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRule, ApprovalsView, CommandPart, Event } from './protocol';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -12,24 +15,63 @@ export interface GateRequest {
   kind: ApprovalKind;
   subject: string;
   cwd?: string;
+  /** `NAME=value`, as the card shows them. */
+  env?: string[];
 }
 
 export type Verdict = { allowed: true } | { allowed: false; reason: string };
 
 type Emit = (sessionId: string | null, runId: string | null, event: Event) => void;
 
-/** As `prefix_of`: the program and its subcommand, or the file's folder. */
+/** Programs that run arbitrary code: "always" is never offered for them. */
+const NEVER_ALWAYS = /^(sh|bash|zsh|dash|env|sudo|doas|su|xargs|nohup|timeout|nice|stdbuf|python[0-9.]*|node|deno|perl|ruby|php|lua|npx|uvx)$/;
+/** A few of the core's read-only commands (`shell::read_only`). */
+const READ_ONLY = /^(ls|cat|head|tail|wc|rg|grep|pwd|git (status|log|diff|show))\b/;
+
+/** The simple commands of a line, split on `&&`, `||`, `;` and `|` outside quotes. */
+export function partsOf(line: string): string[] {
+  const parts: string[] = [];
+  let current = '';
+  let quote: string | null = null;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (quote) {
+      if (c === quote) quote = null;
+      current += c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      current += c;
+    } else if (c === ';' || c === '\n' || c === '|' || (c === '&' && line[i + 1] === '&')) {
+      if ((c === '|' || c === '&') && line[i + 1] === c) i++;
+      parts.push(current.trim());
+      current = '';
+    } else {
+      current += c;
+    }
+  }
+  parts.push(current.trim());
+  return parts.filter((p) => p !== '');
+}
+
+/** As `prefix_of`: the program and its subcommand, or the file's folder; empty when
+ *  "always" is not offered (a compound line, a shell or interpreter, input to a process). */
 export function prefixOf(kind: ApprovalKind, subject: string): string {
+  if (kind === 'process_input') return '';
   if (kind !== 'exec') return subject.includes('/') ? subject.slice(0, subject.lastIndexOf('/')) || '/' : subject;
+  if (partsOf(subject).length !== 1) return '';
   const [program = '', sub] = subject.trim().split(/\s+/);
+  if (NEVER_ALWAYS.test(program)) return '';
   return sub !== undefined && /^[A-Za-z0-9_-]+$/.test(sub) && !sub.startsWith('-') ? `${program} ${sub}` : program;
 }
 
-function matches(rule: ApprovalRule, kind: ApprovalKind, subject: string): boolean {
+function ruleCovers(rule: ApprovalRule, kind: ApprovalKind, subject: string): boolean {
   if (rule.kind !== kind) return false;
   if (kind === 'exec') return subject === rule.prefix || subject.startsWith(`${rule.prefix} `);
   return subject === rule.prefix || subject.startsWith(`${rule.prefix.replace(/\/$/, '')}/`);
 }
+
+/** Vigil's data folder in the mock; no writable folder may hold it or lie in it. */
+const DATA_DIR = '/home/you/.local/share/vigil';
 
 export function createMockGate(variant: string, emit: Emit) {
   const fromEnv = variant === 'approval-env';
@@ -43,19 +85,30 @@ export function createMockGate(variant: string, emit: Emit) {
   let seq = 0;
 
   // `?mock=no-sandbox` shows what a machine without bubblewrap looks like.
-  const sandbox: ApprovalsView['sandbox'] =
+  let sandbox: ApprovalsView['sandbox'] =
     variant === 'no-sandbox'
       ? { available: false, problem: 'bubblewrap (bwrap) is not installed; install the `bubblewrap` package', network: true, writable: [] }
-      : { available: true, network: true, writable: [] };
-  const view = (): ApprovalsView => ({ policy, policy_from_env: fromEnv, rules: [...rules], sandbox: { ...sandbox } });
+      : { available: true, network: true, writable: ['/home/you/.cache/pip'] };
+  const view = (): ApprovalsView => ({
+    policy,
+    policy_from_env: fromEnv,
+    rules: [...rules],
+    sandbox: { ...sandbox, writable: [...sandbox.writable] },
+  });
+
+  const covered = (kind: ApprovalKind, part: string) =>
+    (kind === 'exec' && READ_ONLY.test(part)) || rules.some((r) => ruleCovers(r, kind, part));
 
   async function check(request: GateRequest): Promise<Verdict> {
     const { kind, subject } = request;
+    const env = request.env ?? [];
     const what =
       kind === 'exec' ? `the command \`${subject}\`` : `${kind === 'read_outside' ? 'reading' : 'changing'} ${subject} (outside the workspace)`;
+    const parts: CommandPart[] =
+      kind === 'exec' ? partsOf(subject).map((text) => ({ text, covered: env.length === 0 && covered(kind, text) })) : [];
     if (policy === 'full-auto' || (policy === 'read-only' && kind === 'read_outside')) return { allowed: true };
     if (policy === 'read-only') return { allowed: false, reason: `Denied: ${what}. The approval policy is read-only.` };
-    if (rules.some((r) => matches(r, kind, subject))) return { allowed: true };
+    if (kind === 'exec' ? parts.every((p) => p.covered) : covered(kind, subject)) return { allowed: true };
     if (policy === 'allowlist') return { allowed: false, reason: `Denied: ${what} is not on the allowlist.` };
 
     const id = `approval-${++seq}`;
@@ -66,17 +119,19 @@ export function createMockGate(variant: string, emit: Emit) {
         id,
         kind,
         command: subject,
-        prefix: prefixOf(kind, subject),
+        prefix: env.length > 0 ? '' : prefixOf(kind, subject),
         ...(request.cwd ? { cwd: request.cwd } : {}),
-        outside_sandbox: false,
-        env: [],
-        parts: kind === 'exec' ? [{ text: subject, covered: false }] : [],
+        outside_sandbox: kind === 'exec' && !sandbox.available,
+        env,
+        parts,
+        ...(kind === 'exec' && subject.includes('$(') ? { unprovable: 'it uses a command substitution' } : {}),
       });
     });
     emit(request.sessionId, request.runId, { type: 'approval_resolved', id, decision });
     if (decision === 'deny') return { allowed: false, reason: `The user denied ${what}.` };
-    if (decision === 'always' && !rules.some((r) => r.kind === kind && r.prefix === prefixOf(kind, subject))) {
-      rules = [...rules, { kind, prefix: prefixOf(kind, subject), created_at: Date.now() }];
+    const prefix = env.length > 0 ? '' : prefixOf(kind, subject);
+    if (decision === 'always' && prefix !== '' && !rules.some((r) => r.kind === kind && r.prefix === prefix)) {
+      rules = [...rules, { kind, prefix, created_at: Date.now() }];
     }
     return { allowed: true };
   }
@@ -108,5 +163,31 @@ export function createMockGate(variant: string, emit: Emit) {
     return view();
   }
 
-  return { view, check, answer, cancelSession, setPolicy, forget };
+  function setNetwork(on: boolean): ApprovalsView {
+    sandbox = { ...sandbox, network: on };
+    return view();
+  }
+
+  /** As `set_sandbox_writable`: full paths only, never at or around the data folder. */
+  function setWritable(folders: string[]): ApprovalsView {
+    const checked: string[] = [];
+    for (const typed of folders.map((f) => f.trim()).filter((f) => f !== '')) {
+      const folder = typed.length > 1 ? typed.replace(/\/+$/, '') : typed;
+      if (!folder.startsWith('/')) {
+        throw { code: 'invalid_folder', field: 'writable', message: `${typed} is not a full path to an existing folder` };
+      }
+      if (folder === DATA_DIR || folder.startsWith(`${DATA_DIR}/`) || DATA_DIR.startsWith(folder === '/' ? '/' : `${folder}/`)) {
+        throw {
+          code: 'invalid_folder',
+          field: 'writable',
+          message: `${typed} holds or lies in Vigil's own data folder, which commands must not reach`,
+        };
+      }
+      if (!checked.includes(folder)) checked.push(folder);
+    }
+    sandbox = { ...sandbox, writable: checked };
+    return view();
+  }
+
+  return { view, check, answer, cancelSession, setPolicy, forget, setNetwork, setWritable };
 }

@@ -1,7 +1,8 @@
 // An in-browser stand-in for the Rust side, for previewing the UI outside Tauri
 // (`?mock`, `?mock=empty`, `?mock=error`, `?mock=policy`, `?mock=compact`, `?mock=approval`,
-// `?mock=approval-env`, `?mock=heartbeat`, `?mock=processes`, `?mock=routines`, `?mock=routines-corrupted`; a message starting with "run"
-// asks for approval in any of them, a heartbeat runs every ~20 s in all of them, and the
+// `?mock=approval-env`, `?mock=no-sandbox`, `?mock=heartbeat`, `?mock=processes`,
+// `?mock=routines`, `?mock=routines-corrupted`; a message starting with "run" (add "env"
+// for a command that sets one) asks for approval in any of them, a heartbeat runs every ~20 s in all of them, and the
 // Processes panel can start commands in all of them). `ipc.ts` imports it lazily and only when `__TAURI_INTERNALS__` is absent, so it never runs in the app. It
 // replays the event order the core uses (see vigil-core `agent/mod.rs` and `runtime.rs`):
 // sessions run concurrently, a message sent during a turn is queued and steers it at its
@@ -212,6 +213,7 @@ export function createMockBackend(variant: string): Backend {
     kind: ApprovalKind;
     subject: string;
     cwd?: string;
+    env?: string[];
     lines: string[];
   }
 
@@ -234,7 +236,28 @@ export function createMockBackend(variant: string): Backend {
             cwd,
             lines: ['   Compiling vigil-core v0.1.0', '   Compiling vigil v0.1.0', '    Finished `release` profile in 41.2s'],
           },
-          { name: 'exec', input: { command: 'git status --short', cwd }, kind: 'exec', subject: 'git status --short', cwd, lines: [' M src/config.rs'] },
+          {
+            // A compound line: `git status` is read-only (allowed), `git clean -n` needs the user.
+            name: 'exec',
+            input: { command: 'git status --short && git clean -n', cwd },
+            kind: 'exec',
+            subject: 'git status --short && git clean -n',
+            cwd,
+            lines: [' M src/config.rs', 'Would remove target/tmp/'],
+          },
+          ...(/\benv\b/i.test(userText)
+            ? [
+                {
+                  name: 'exec',
+                  input: { command: 'cargo test', cwd, env: { RUST_LOG: 'debug' } },
+                  kind: 'exec' as const,
+                  subject: 'cargo test',
+                  cwd,
+                  env: ['RUST_LOG=debug'],
+                  lines: ['test result: ok. 42 passed'],
+                },
+              ]
+            : []),
         ];
     await sleep(300);
     const lead = await t.stream(path ? 'That file is outside my workspace, so I will ask before reading it.' : 'I will build it and check the working tree.');
@@ -247,7 +270,7 @@ export function createMockBackend(variant: string): Backend {
     for (const [i, c] of calls.entries()) t.ev({ type: 'tool_call_started', call_id: ids[i], name: c.name, input: c.input });
     const results = await Promise.all(
       calls.map(async (c, i) => {
-        const verdict = await gate.check({ sessionId, runId, kind: c.kind, subject: c.subject, cwd: c.cwd });
+        const verdict = await gate.check({ sessionId, runId, kind: c.kind, subject: c.subject, cwd: c.cwd, env: c.env });
         let output = verdict.allowed ? '' : verdict.reason;
         for (const line of verdict.allowed ? c.lines : []) {
           await sleep(400);
@@ -487,6 +510,8 @@ export function createMockBackend(variant: string): Backend {
     get_approvals: () => gate.view(),
     set_approval_policy: (args) => gate.setPolicy(args.policy as ApprovalPolicy),
     forget_approval: (args) => gate.forget(args.kind as ApprovalKind, args.prefix as string),
+    set_sandbox_network: (args) => gate.setNetwork(args.on as boolean),
+    set_sandbox_writable: (args) => gate.setWritable(args.folders as string[]),
     list_processes: () => processes.list(),
     process_output: (args) => processes.output(args.processId as string),
     heartbeat_view: () => heartbeat.view(),
