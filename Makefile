@@ -96,6 +96,7 @@ bundle-test: bundle deps-test
 bench:
 	cargo bench -p vigil-core --bench core
 	cargo bench -p vigil-core --bench exec_throughput
+	cargo bench -p vigil-core --bench trust
 	@$(MAKE) --no-print-directory bench-app
 
 ## The desktop app against an empty Tauri v2 window built the same way (bench/empty-window,

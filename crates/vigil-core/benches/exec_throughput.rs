@@ -79,11 +79,21 @@ fn bare_pipe(cmd: &str) -> (u64, Duration) {
 }
 
 async fn through_registry(cmd: &str, pty: bool) -> (u64, Duration, u64, usize, u64) {
+    through_registry_in(cmd, pty, None).await
+}
+
+/// [`through_registry`], under bubblewrap when `sandbox` holds its arguments.
+async fn through_registry_in(
+    cmd: &str,
+    pty: bool,
+    sandbox: Option<Vec<std::ffi::OsString>>,
+) -> (u64, Duration, u64, usize, u64) {
     let events = Arc::new(Counting::default());
     let registry = RegistryHandle::start(RegistryConfig::default(), Arc::new(SystemClock), events.clone());
     let start = Instant::now();
     let mut req = SpawnRequest::new("bench", cmd, std::env::temp_dir());
     req.pty = pty;
+    req.sandbox = sandbox;
     let info = registry.spawn(req).await.expect("spawn");
     let done = registry.wait("bench", &info.id).await.expect("wait");
     let took = start.elapsed();
@@ -175,6 +185,35 @@ async fn pty_phase(cmd: &str) {
         bare_bytes - lines,
         "the registry saw all the output"
     );
+
+    // The same inside the sandbox the agent's commands run in (goal >= 0.8x of bare).
+    let dir = tempfile::tempdir().unwrap();
+    let layout = vigil_core::sandbox::Layout {
+        workspace: std::env::temp_dir(),
+        cwd: std::env::temp_dir(),
+        data_dir: dir.path().to_path_buf(),
+        settings: Default::default(),
+    };
+    match vigil_core::sandbox::Sandbox::new().wrap(&layout) {
+        Ok(args) => {
+            reset_peak();
+            let (_, took, _, kept, dropped) = through_registry_in(cmd, true, Some(args)).await;
+            let boxed = mbps(bare_bytes, took);
+            println!(
+                "sandboxed PTY     {:>8.1} MB/s  in {:.2?}  peak RSS {:.1} MiB  ratio {:.2}x of the bare PTY (goal >= 0.8x)",
+                boxed,
+                took,
+                peak_rss_mib(),
+                boxed / bare
+            );
+            assert_eq!(
+                kept as u64 + dropped,
+                bare_bytes - lines,
+                "the sandboxed command's output all arrived"
+            );
+        }
+        Err(why) => println!("sandboxed PTY     not measured: {why}"),
+    }
 }
 
 async fn pipe_phase(cmd: &str) {

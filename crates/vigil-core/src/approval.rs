@@ -334,9 +334,10 @@ impl Approvals {
             Analysis::Commands(commands) => commands,
             Analysis::Unprovable(why) => return Err(why),
         };
+        let reach = Self::reach(request);
         let uncovered: Vec<String> = commands
             .iter()
-            .filter(|c| !(self.reads_only(request, c) || rules.iter().any(|r| rule_covers(r, c))))
+            .filter(|c| !(Self::reads_only(reach.as_ref(), c) || rules.iter().any(|r| rule_covers(r, c))))
             .map(|c| format!("`{}`", shell::visible(&c.display())))
             .collect();
         match uncovered.is_empty() {
@@ -354,13 +355,14 @@ impl Approvals {
         match shell::analyze(&request.subject) {
             Analysis::Commands(cs) => {
                 let rules = self.inner.rules.lock().unwrap_or_else(|e| e.into_inner());
+                let reach = Self::reach(request);
                 let parts = cs
                     .iter()
                     .map(|c| vigil_protocol::CommandPart {
                         text: shell::visible(&c.display()),
                         covered: !request.outside_sandbox
                             && request.env.is_empty()
-                            && (self.reads_only(request, c) || rules.iter().any(|r| rule_covers(r, c))),
+                            && (Self::reads_only(reach.as_ref(), c) || rules.iter().any(|r| rule_covers(r, c))),
                     })
                     .collect();
                 (parts, None)
@@ -369,12 +371,17 @@ impl Approvals {
         }
     }
 
-    /// On the read-only list, reading only inside the workspace.
-    fn reads_only(&self, request: &Request, c: &SimpleCommand) -> bool {
+    /// Where the request's read-only commands may read: inside the workspace.
+    fn reach(request: &Request) -> Option<shell::Reach> {
         let (Some(workspace), Some(cwd)) = (&request.workspace, &request.cwd) else {
-            return false;
+            return None;
         };
-        shell::read_only(c) && shell::reads_inside(c, Path::new(cwd), workspace)
+        Some(shell::Reach::new(Path::new(cwd), workspace))
+    }
+
+    /// On the read-only list, reading only inside the workspace.
+    fn reads_only(reach: Option<&shell::Reach>, c: &SimpleCommand) -> bool {
+        shell::read_only(c) && reach.is_some_and(|r| r.reads_inside(c))
     }
 
     /// For the read-only policy: every part of the command on the read-only list.
@@ -382,8 +389,9 @@ impl Approvals {
         if !request.env.is_empty() {
             return Err(format!("it sets environment variables ({})", env_names(&request.env)));
         }
+        let reach = Self::reach(request);
         match shell::analyze(&request.subject) {
-            Analysis::Commands(cs) => match cs.iter().find(|c| !self.reads_only(request, c)) {
+            Analysis::Commands(cs) => match cs.iter().find(|c| !Self::reads_only(reach.as_ref(), c)) {
                 None => Ok(()),
                 Some(c) => Err(format!(
                     "`{}` is not a read-only command reading inside the workspace",

@@ -147,23 +147,37 @@ pub fn never_remembered(c: &SimpleCommand) -> bool {
         || (base == "git" && c.words.get(1).is_some_and(|w| w.starts_with('-')))
 }
 
-/// Whether every argument of `c` that could name a file names one inside `workspace`,
-/// resolved from `cwd` (symbolic links followed where the file exists). A flag carrying a
-/// path (`--file=/etc/x`, `-f/etc/x`) or a `~` is not followed and fails the check.
-pub fn reads_inside(c: &SimpleCommand, cwd: &Path, workspace: &Path) -> bool {
-    let Some(root) = canonical(workspace) else {
-        return false;
-    };
-    let inside = |p: &Path| canonical(p).is_some_and(|p| p.starts_with(&root));
-    if !inside(cwd) {
-        return false;
+/// Where a command's files may be: the workspace, with the command's folder, both with
+/// their symlinks resolved once for all the simple commands of a line.
+pub struct Reach {
+    /// `None` when the workspace cannot be resolved or the folder lies outside it: then no
+    /// argument counts as inside.
+    inside: Option<(PathBuf, PathBuf)>,
+}
+
+impl Reach {
+    pub fn new(cwd: &Path, workspace: &Path) -> Self {
+        let inside = canonical(workspace)
+            .zip(canonical(cwd))
+            .filter(|(root, cwd)| cwd.starts_with(root));
+        Self { inside }
     }
-    c.words[1..].iter().all(|a| {
-        if a.starts_with('-') {
-            return !a.contains('/') && !a.contains('~');
-        }
-        !a.starts_with('~') && inside(&cwd.join(a))
-    })
+
+    /// Whether every argument of `c` that could name a file names one inside the
+    /// workspace, resolved from the command's folder (symbolic links followed where the
+    /// file exists). A flag carrying a path (`--file=/etc/x`, `-f/etc/x`) or a `~` is not
+    /// followed and fails the check.
+    pub fn reads_inside(&self, c: &SimpleCommand) -> bool {
+        let Some((root, cwd)) = &self.inside else {
+            return false;
+        };
+        c.words[1..].iter().all(|a| {
+            if a.starts_with('-') {
+                return !a.contains('/') && !a.contains('~');
+            }
+            !a.starts_with('~') && canonical(&cwd.join(a)).is_some_and(|p| p.starts_with(root))
+        })
+    }
 }
 
 /// `p` with `.` and `..` resolved, and symbolic links too for the longest part that exists.

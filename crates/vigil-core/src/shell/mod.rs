@@ -16,7 +16,7 @@
 
 mod lists;
 
-pub use lists::{never_remembered, read_only, reads_inside};
+pub use lists::{never_remembered, read_only, Reach};
 
 /// One command bash would run, its words unquoted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,12 +132,14 @@ impl Walk<'_> {
     }
 
     /// A command with redirections: allowed only when each goes to `/dev/null` or another
-    /// descriptor (`2>&1`), which write nothing anywhere.
+    /// descriptor (`2>&1`), which write nothing anywhere. The grammar hangs `a && b 2>&1`'s
+    /// redirect on the whole list; harmless on any body, so the body is walked as a list.
     fn redirected(&mut self, node: tree_sitter::Node) -> Result<(), String> {
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
             match child.kind() {
                 "command" => self.command(child)?,
+                "list" | "pipeline" => self.list(child)?,
                 "file_redirect" => self.redirect(child)?,
                 other => return Err(unprovable(other)),
             }

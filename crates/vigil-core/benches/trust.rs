@@ -1,0 +1,146 @@
+//! `cargo bench -p vigil-core --bench trust` (in `make bench`): what the approval gate and the
+//! sandbox cost, each as a ratio against its goal or a baseline measured in the same run.
+//!
+//! - deciding a 1 000-character compound command through the real gate (parse with
+//!   tree-sitter-bash, every part against the rules and the read-only list), against the
+//!   goal of 1 ms, and against the string-prefix test the gate used before (for scale);
+//! - `true` through the process registry sandboxed (bubblewrap) vs unsandboxed, spawn to
+//!   exit: goal ≤ 1.5× and ≤ 20 ms added.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use vigil_core::approval::{Approvals, Request, Verdict};
+use vigil_core::clock::{ManualClock, SystemClock};
+use vigil_core::events::{CollectingSink, Emitter};
+use vigil_core::exec::{NoExecEvents, RegistryConfig, RegistryHandle, SpawnRequest};
+use vigil_core::protocol::{ApprovalKind, ApprovalPolicy};
+use vigil_core::sandbox::{Layout, Sandbox, SandboxSettings};
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// A compound line of about 1 000 characters, every part covered (so the whole line is read).
+fn compound_line() -> String {
+    let parts = [
+        "git status --short",
+        "git log --oneline -n 20 -- src/main.rs",
+        "ls -la src | grep -n 'rs' | wc -l",
+        "cargo build --release 2>&1 | tail -n 40",
+        "cat notes.txt | grep -i todo | head -5",
+    ];
+    let mut line = String::new();
+    let mut i = 0;
+    while line.len() < 1_000 {
+        if !line.is_empty() {
+            line.push_str(" && ");
+        }
+        line.push_str(parts[i % parts.len()]);
+        i += 1;
+    }
+    line
+}
+
+async fn decision_cost() -> (Duration, Duration, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("approvals.json"),
+        r#"{"rules": [{"kind": "exec", "prefix": "cargo build", "created_at": 0}]}"#,
+    )
+    .unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let (approvals, _) = Approvals::open(dir.path(), ApprovalPolicy::Allowlist);
+    let emitter = Emitter::new(Arc::new(CollectingSink::default()), Arc::new(ManualClock::new(0)));
+    let line = compound_line();
+    let request = Request {
+        kind: ApprovalKind::Exec,
+        subject: line.clone(),
+        cwd: Some(workspace.display().to_string()),
+        env: vec![],
+        workspace: Some(workspace.clone()),
+        interactive: false,
+        started_here: false,
+        outside_sandbox: false,
+    };
+    let cancel = CancellationToken::new();
+    let mut samples = Vec::new();
+    for _ in 0..300 {
+        let t = Instant::now();
+        let v = approvals.check(request.clone(), &emitter, 0, &cancel).await;
+        samples.push(t.elapsed());
+        assert_eq!(v, Verdict::Allowed, "every part is covered");
+    }
+    // The old gate: one string-prefix test of the whole line.
+    let mut prefix = Vec::new();
+    for _ in 0..300 {
+        let t = Instant::now();
+        let hit = line == "cargo build" || line.starts_with("cargo build ");
+        std::hint::black_box(hit);
+        prefix.push(t.elapsed());
+    }
+    (median(samples), median(prefix), line.len())
+}
+
+async fn spawn_cost(
+    registry: &RegistryHandle,
+    sandbox: Option<Vec<std::ffi::OsString>>,
+    cwd: &std::path::Path,
+) -> Duration {
+    let mut samples = Vec::new();
+    for _ in 0..40 {
+        let mut req = SpawnRequest::new("bench", "true", cwd);
+        req.sandbox = sandbox.clone();
+        let t = Instant::now();
+        let info = registry.spawn(req).await.expect("spawn");
+        let done = registry.wait("bench", &info.id).await.expect("wait");
+        samples.push(t.elapsed());
+        assert_eq!(done.exit().code, Some(0), "{:?}", done.info);
+        registry.remove("bench", &info.id).await.ok();
+    }
+    median(samples)
+}
+
+#[tokio::main]
+async fn main() {
+    let (decide, prefix, len) = decision_cost().await;
+    println!(
+        "approval: deciding a {len}-character compound command {decide:?} (goal <= 1 ms) -> {:.3}x of the goal; \
+         the old whole-line prefix test {prefix:?}",
+        decide.as_secs_f64() / 1e-3
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let layout = Layout {
+        workspace: workspace.clone(),
+        cwd: workspace.clone(),
+        data_dir: dir.path().to_path_buf(),
+        settings: SandboxSettings::default(),
+    };
+    let args = match Sandbox::new().wrap(&layout) {
+        Ok(args) => args,
+        Err(why) => {
+            println!("sandbox: not measured, bubblewrap is not available ({why})");
+            return;
+        }
+    };
+    let registry = RegistryHandle::start(RegistryConfig::default(), Arc::new(SystemClock), Arc::new(NoExecEvents));
+    // Alternating rounds, so both see the same machine.
+    let (mut bare, mut boxed) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        bare.push(spawn_cost(&registry, None, &workspace).await);
+        boxed.push(spawn_cost(&registry, Some(args.clone()), &workspace).await);
+    }
+    let (bare, boxed) = (median(bare), median(boxed));
+    println!(
+        "sandbox: `true` through exec unsandboxed {bare:?}, sandboxed {boxed:?} -> {:.2}x, {:.1} ms added (goal <= 1.5x and <= 20 ms)",
+        boxed.as_secs_f64() / bare.as_secs_f64(),
+        boxed.saturating_sub(bare).as_secs_f64() * 1000.0
+    );
+    registry.shutdown().await;
+}
