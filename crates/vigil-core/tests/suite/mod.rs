@@ -11,5 +11,6 @@ mod routines;
 mod runtime;
 mod sandbox;
 mod sessions;
+mod trust;
 mod support;
 mod two_writers;
