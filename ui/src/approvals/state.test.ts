@@ -3,14 +3,20 @@ import { addPendingUser, applyEvent } from '../chat/state';
 import { ev, fold, loaded, msg, userTurn } from '../chat/testing';
 import type { EventEnvelope } from '../lib/protocol';
 import {
+  alwaysHint,
   answerFailed,
   answerLocally,
   applyApprovalEvent,
   approvalOp,
+  codeSpans,
   initialApprovals,
   ofSession,
+  partLabel,
+  partsToShow,
   placeApprovals,
   recordText,
+  requestTitle,
+  unprovableText,
   waitingSessions,
   type Approval,
   type ApprovalsState,
@@ -40,6 +46,10 @@ describe('approval requests', () => {
         command: 'cargo build --release',
         prefix: 'cargo build',
         cwd: '/home/you/vigil',
+        env: [],
+        parts: [],
+        unprovable: null,
+        outsideSandbox: false,
         ts: requested.ts,
         state: 'pending',
         error: null,
@@ -93,6 +103,75 @@ describe('approval requests', () => {
     expect(s.approvals.map((a) => a.id)).toEqual(['a1', 'a2']);
   });
 
+  it('keeps what the card must show: env, cwd, the parts and whether each is covered', () => {
+    const s = foldApprovals([
+      ev({
+        type: 'approval_requested',
+        id: 'c1',
+        kind: 'exec',
+        command: 'git status && rm -rf build',
+        prefix: '',
+        cwd: '/home/you/vigil',
+        outside_sandbox: false,
+        env: ['FOO=1', 'GIT_PAGER=cat'],
+        parts: [
+          { text: 'git status', covered: true },
+          { text: 'rm -rf build', covered: false },
+        ],
+      }),
+    ]);
+    const [a] = s.approvals;
+    expect(a).toMatchObject({ command: 'git status && rm -rf build', prefix: '', cwd: '/home/you/vigil', env: ['FOO=1', 'GIT_PAGER=cat'] });
+    expect(a.unprovable).toBeNull();
+    expect(a.outsideSandbox).toBe(false);
+    expect(partsToShow(a).map((p) => [p.text, partLabel(p)])).toEqual([
+      ['git status', 'allowed'],
+      ['rm -rf build', 'needs you'],
+    ]);
+  });
+
+  it('keeps why a line cannot be checked and whether it leaves the sandbox', () => {
+    const s = foldApprovals([
+      ev({
+        type: 'approval_requested',
+        id: 'u1',
+        kind: 'exec',
+        command: 'ls $(id)',
+        prefix: '',
+        outside_sandbox: true,
+        env: [],
+        parts: [],
+        unprovable: 'it uses a command substitution',
+      }),
+    ]);
+    const [a] = s.approvals;
+    expect(a).toMatchObject({ cwd: null, unprovable: 'it uses a command substitution', outsideSandbox: true, parts: [] });
+    expect(partsToShow(a)).toEqual([]);
+    expect(unprovableText(a.unprovable!)).toBe('Vigil cannot check this line part by part: it uses a command substitution.');
+    expect(recordText({ ...a, state: 'approved' })).toBe('Approved once, outside the sandbox');
+  });
+
+  it('lists no parts for a single command: the line says it', () => {
+    const a = foldApprovals([build()]).approvals[0];
+    expect(partsToShow({ ...a, parts: [{ text: 'cargo build --release', covered: false }] })).toEqual([]);
+  });
+
+  it('titles each kind, typing into a process included, which is never remembered', () => {
+    expect(requestTitle('exec')).toBe('Vigil wants to run');
+    expect(requestTitle('process_input')).toBe('Vigil wants to type into this running command');
+    expect(alwaysHint('process_input', '')).toMatch(/each time/);
+  });
+
+  it('marks backtick spans as code without reading any markup', () => {
+    expect(codeSpans('install the `bubblewrap` package')).toEqual([
+      { text: 'install the ', code: false },
+      { text: 'bubblewrap', code: true },
+      { text: ' package', code: false },
+    ]);
+    expect(codeSpans('an odd ` tick')).toEqual([{ text: 'an odd ` tick', code: false }]);
+    expect(codeSpans('<b>x</b>')).toEqual([{ text: '<b>x</b>', code: false }]);
+  });
+
   it('answers with the approval op', () => {
     expect(approvalOp('a1', 'approve')).toEqual({ type: 'approval', id: 'a1', decision: 'approve' });
     expect(approvalOp('a2', 'always')).toEqual({ type: 'approval', id: 'a2', decision: 'always' });
@@ -108,7 +187,8 @@ describe('approval requests', () => {
 
 describe('placing approval cards', () => {
   const at = (ts: number, id = `a${ts}`): Approval => ({
-    id, sessionId: 'main', runId: 'r1', kind: 'exec', command: 'make', prefix: 'make', cwd: null, ts, state: 'pending', error: null,
+    id, sessionId: 'main', runId: 'r1', kind: 'exec', command: 'make', prefix: 'make', cwd: null, env: [], parts: [], unprovable: null,
+    outsideSandbox: false, ts, state: 'pending', error: null,
   });
 
   it('puts a card under the message whose call waits: before later rounds and unsent messages', () => {

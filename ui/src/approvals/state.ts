@@ -8,7 +8,7 @@
 // state lives beside the chat's, across session switches, not inside it.
 
 import { PRIMARY_SESSION } from '../lib/ipc';
-import type { ApprovalDecision, ApprovalKind, ApprovalPolicy, EventEnvelope, Op } from '../lib/protocol';
+import type { ApprovalDecision, ApprovalKind, ApprovalPolicy, CommandPart, EventEnvelope, Op } from '../lib/protocol';
 import type { ChatItem } from '../chat/state';
 
 /** `pending` until answered; then the record of what happened. */
@@ -19,11 +19,19 @@ export interface Approval {
   sessionId: string;
   runId: string | null;
   kind: ApprovalKind;
-  /** The command, or the path for file access. */
+  /** The command, or the path for file access (invisible characters already escaped). */
   command: string;
-  /** What "always" remembers (`cargo build`, or a folder). */
+  /** What "always" remembers (`cargo build`, or a folder); empty: "always" is not offered. */
   prefix: string;
   cwd: string | null;
+  /** Variables the agent sets for the command, `NAME=value`: part of what runs. */
+  env: string[];
+  /** The simple commands of the line, each covered (already allowed) or not. */
+  parts: CommandPart[];
+  /** Why the line could not be checked part by part (`it uses a command substitution`). */
+  unprovable: string | null;
+  /** It would run outside the sandbox: asked each time, never remembered. */
+  outsideSandbox: boolean;
   /** When it was asked; places the card among the chat's items. */
   ts: number;
   state: ApprovalState;
@@ -79,6 +87,10 @@ export function applyApprovalEvent(state: ApprovalsState, event: EventEnvelope):
         command: event.command,
         prefix: event.prefix,
         cwd: event.cwd ?? null,
+        env: event.env ?? [],
+        parts: event.parts ?? [],
+        unprovable: event.unprovable ?? null,
+        outsideSandbox: event.outside_sandbox === true,
         ts: event.ts,
         state: 'pending',
         error: null,
@@ -166,7 +178,7 @@ export function placeApprovals(items: ChatItem[], approvals: Approval[]): Placem
 export function recordText(approval: Approval): string {
   switch (approval.state) {
     case 'approved':
-      return 'Approved once';
+      return approval.outsideSandbox ? 'Approved once, outside the sandbox' : 'Approved once';
     case 'always':
       return `Always allowed ${approval.prefix}`;
     case 'denied':
@@ -186,8 +198,44 @@ export function requestTitle(kind: ApprovalKind): string {
     case 'write_outside':
       return 'Vigil wants to change a file outside the workspace';
     case 'process_input':
-      return 'Vigil wants to type into a running command';
+      return 'Vigil wants to type into this running command';
   }
+}
+
+/**
+ * The parts of a compound line, to list on the card with what each needs; none for a
+ * single command (the line itself says it) or a line that could not be read into parts.
+ */
+export function partsToShow(approval: Approval): CommandPart[] {
+  return approval.parts.length > 1 ? approval.parts : [];
+}
+
+/** A part's mark on the card: already allowed (a rule or the read-only list), or asked. */
+export function partLabel(part: CommandPart): string {
+  return part.covered ? 'allowed' : 'needs you';
+}
+
+/** The card's line for a line that cannot be checked part by part. */
+export function unprovableText(why: string): string {
+  return `Vigil cannot check this line part by part: ${why}.`;
+}
+
+/** The card's warning when the command would leave the sandbox. */
+export const OUTSIDE_SANDBOX_WARNING =
+  'Outside the sandbox: this command can change any file you can change and use the network.';
+
+/** The card's note on typing into a process: what is typed is in the call above it. */
+export const PROCESS_INPUT_NOTE =
+  'The running command takes what the call above types as its input, as if you typed it. Asked each time.';
+
+/** Text with `backtick` spans marked, to show as code without parsing any markup. */
+export function codeSpans(text: string): { text: string; code: boolean }[] {
+  const pieces = text.split('`');
+  // An unmatched backtick: nothing is code.
+  if (pieces.length % 2 === 0) return text === '' ? [] : [{ text, code: false }];
+  return pieces
+    .map((piece, i) => ({ text: piece, code: i % 2 === 1 }))
+    .filter((span) => span.text !== '');
 }
 
 /** What "always" will allow from now on, for the button's tooltip and the rules list. */
