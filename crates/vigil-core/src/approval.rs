@@ -305,13 +305,46 @@ impl Approvals {
         self.save()
     }
 
+    /// The command rules that apply in the request's folder (see [`Rule::folder`]).
+    fn rules_here(&self, request: &Request) -> Vec<Rule> {
+        let real = |p: &Path| p.canonicalize().ok();
+        let Some(cwd) = request.cwd.as_deref().and_then(|c| real(Path::new(c))) else {
+            return vec![];
+        };
+        let workspace = request.workspace.as_deref().and_then(real);
+        self.inner
+            .rules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|r| r.kind == ApprovalKind::Exec)
+            .filter(|r| {
+                let folder = r.folder.as_deref().map(Path::new).and_then(real).or(workspace.clone());
+                folder.is_some_and(|f| cwd.starts_with(f))
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Where "always" binds a command rule: the workspace when the command runs inside it,
+    /// else the command's own folder.
+    fn rule_folder(request: &Request) -> Option<String> {
+        let cwd = Path::new(request.cwd.as_deref()?).canonicalize().ok()?;
+        let workspace = request.workspace.as_deref().and_then(|w| w.canonicalize().ok());
+        Some(match workspace {
+            Some(w) if cwd.starts_with(&w) => w.display().to_string(),
+            _ => cwd.display().to_string(),
+        })
+    }
+
     /// Whether the request passes without asking; if not, why (for the agent and the card).
     fn covered(&self, request: &Request) -> Result<(), String> {
+        let here = self.rules_here(request);
         let rules = self.inner.rules.lock().unwrap_or_else(|e| e.into_inner());
         if request.kind == ApprovalKind::ProcessInput {
             // Only a command the user chose to always allow may take input unasked.
             return match shell::analyze(&request.subject) {
-                Analysis::Commands(cs) if cs.iter().all(|c| rules.iter().any(|r| rule_covers(r, c))) => Ok(()),
+                Analysis::Commands(cs) if cs.iter().all(|c| here.iter().any(|r| rule_covers(r, c))) => Ok(()),
                 _ => Err("its command is not one the user always allows".into()),
             };
         }
@@ -337,7 +370,7 @@ impl Approvals {
         let reach = Self::reach(request);
         let uncovered: Vec<String> = commands
             .iter()
-            .filter(|c| !(Self::reads_only(reach.as_ref(), c) || rules.iter().any(|r| rule_covers(r, c))))
+            .filter(|c| !(Self::reads_only(reach.as_ref(), c) || here.iter().any(|r| rule_covers(r, c))))
             .map(|c| format!("`{}`", shell::visible(&c.display())))
             .collect();
         match uncovered.is_empty() {
@@ -354,7 +387,7 @@ impl Approvals {
         }
         match shell::analyze(&request.subject) {
             Analysis::Commands(cs) => {
-                let rules = self.inner.rules.lock().unwrap_or_else(|e| e.into_inner());
+                let here = self.rules_here(request);
                 let reach = Self::reach(request);
                 let parts = cs
                     .iter()
@@ -362,7 +395,7 @@ impl Approvals {
                         text: shell::visible(&c.display()),
                         covered: !request.outside_sandbox
                             && request.env.is_empty()
-                            && (Self::reads_only(reach.as_ref(), c) || rules.iter().any(|r| rule_covers(r, c))),
+                            && (Self::reads_only(reach.as_ref(), c) || here.iter().any(|r| rule_covers(r, c))),
                     })
                     .collect();
                 (parts, None)
@@ -402,19 +435,27 @@ impl Approvals {
         }
     }
 
-    fn remember(&self, kind: ApprovalKind, subject: &str, now_ms: i64) -> std::io::Result<()> {
+    fn remember(&self, request: &Request, now_ms: i64) -> std::io::Result<()> {
+        let kind = request.kind;
         {
             let mut rules = self.inner.rules.lock().unwrap_or_else(|e| e.into_inner());
-            let prefix = prefix_of(kind, subject);
+            let prefix = prefix_of(kind, &request.subject);
             if prefix.is_empty() {
                 // "Always" is not offered for this; an answer that says it anyway counts once.
                 return Ok(());
             }
-            if !rules.iter().any(|r| r.kind == kind && r.prefix == prefix) {
+            let folder = (kind == ApprovalKind::Exec)
+                .then(|| Self::rule_folder(request))
+                .flatten();
+            if !rules
+                .iter()
+                .any(|r| r.kind == kind && r.prefix == prefix && r.folder == folder)
+            {
                 rules.push(Rule {
                     kind,
                     prefix,
                     created_at: now_ms,
+                    folder,
                 });
             }
         }
@@ -530,7 +571,7 @@ impl Approvals {
             ApprovalDecision::Approve => Verdict::Allowed,
             ApprovalDecision::Always if request.outside_sandbox => Verdict::Allowed,
             ApprovalDecision::Always => {
-                if let Err(e) = self.remember(request.kind, &request.subject, now_ms) {
+                if let Err(e) = self.remember(&request, now_ms) {
                     tracing::warn!("could not save the approval: {e}");
                 }
                 Verdict::Allowed
@@ -632,6 +673,7 @@ mod tests {
             kind: ApprovalKind::Exec,
             prefix: "cargo build".into(),
             created_at: 0,
+            folder: None,
         };
         let covers = |line: &str| match shell::analyze(line) {
             Analysis::Commands(cs) => cs.iter().all(|c| rule_covers(&rule, c)),
@@ -643,18 +685,28 @@ mod tests {
         assert!(!covers("cargo build && cargo test"));
     }
 
+    /// `exec` run in `cwd` with `workspace` as the agent's folder.
+    fn exec_in(cmd: &str, cwd: &Path, workspace: &Path, interactive: bool) -> Request {
+        Request {
+            cwd: Some(cwd.display().to_string()),
+            workspace: Some(workspace.to_path_buf()),
+            ..exec(cmd, interactive)
+        }
+    }
+
     #[tokio::test]
     async fn ask_waits_for_the_user_and_always_is_remembered_across_restarts() {
         let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("workspace");
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(workspace.join("src")).unwrap();
         let (approvals, _) = Approvals::open(dir.path(), ApprovalPolicy::Ask);
         let sink = CollectingSink::default();
         let em = emitter(&sink);
         let asking = {
             let (a, em) = (approvals.clone(), em.clone());
-            tokio::spawn(async move {
-                a.check(exec("cargo build", true), &em, 5, &CancellationToken::new())
-                    .await
-            })
+            let req = exec_in("cargo build", &workspace.join("src"), &workspace, true);
+            tokio::spawn(async move { a.check(req, &em, 5, &CancellationToken::new()).await })
         };
         let id = loop {
             let found = sink.events.lock().unwrap().iter().find_map(|e| match &e.event {
@@ -675,12 +727,16 @@ mod tests {
 
         let (again, warnings) = Approvals::open(dir.path(), ApprovalPolicy::Ask);
         assert!(warnings.is_empty());
-        assert_eq!(
-            again
-                .check(exec("cargo build --release", false), &em, 6, &CancellationToken::new())
-                .await,
-            Verdict::Allowed
-        );
+        // Bound to the folder it was given in: the workspace, which the command ran inside.
+        let rule = again.rules().remove(0);
+        let real_ws = workspace.canonicalize().unwrap().display().to_string();
+        assert_eq!(rule.folder.as_deref(), Some(real_ws.as_str()));
+        let c = CancellationToken::new();
+        let here = exec_in("cargo build --release", &workspace, &workspace, false);
+        assert_eq!(again.check(here, &em, 6, &c).await, Verdict::Allowed);
+        // Another folder is another question.
+        let there = exec_in("cargo build --release", elsewhere.path(), &workspace, false);
+        assert!(matches!(again.check(there, &em, 6, &c).await, Verdict::Denied(_)));
     }
 
     #[tokio::test]

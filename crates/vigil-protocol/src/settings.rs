@@ -110,6 +110,12 @@ pub struct ApprovalRule {
     pub prefix: String,
     #[ts(type = "number")]
     pub created_at: i64,
+    /// For a command: the folder it applies in (and below), where it was given: the
+    /// workspace, or the command's own folder outside it. Absent in rules saved before
+    /// folders were recorded, which apply in the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub folder: Option<String>,
 }
 
 /// The settings pane's view of approvals.

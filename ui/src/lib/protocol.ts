@@ -131,7 +131,13 @@ export type ApprovalRule = { kind: ApprovalKind,
 /**
  * `cargo build` for commands; a folder for file access.
  */
-prefix: string, created_at: number, };
+prefix: string, created_at: number, 
+/**
+ * For a command: the folder it applies in (and below), where it was given: the
+ * workspace, or the command's own folder outside it. Absent in rules saved before
+ * folders were recorded, which apply in the workspace.
+ */
+folder?: string, };
 
 export type SandboxView = { 
 /**
