@@ -9,25 +9,6 @@ use vigil_fake_llm::{FakeLlm, Script, Step};
 
 use super::support::*;
 
-fn user(text: &str) -> Op {
-    Op::UserMessage {
-        text: text.into(),
-        session_id: None,
-    }
-}
-
-async fn next_matching<T>(rx: &mut Events, mut f: impl FnMut(&Event) -> Option<T>) -> T {
-    loop {
-        let env = tokio::time::timeout(Duration::from_secs(15), rx.recv())
-            .await
-            .expect("in time")
-            .expect("alive");
-        if let Some(t) = f(&env.event) {
-            return t;
-        }
-    }
-}
-
 /// A runtime on `dir` against the fake provider with `script`, commands allowed without
 /// asking, and its background work (heartbeat, wakes) started.
 async fn full_auto(dir: &std::path::Path, script: Script) -> (vigil_core::Runtime, Events, FakeLlm) {

@@ -16,25 +16,6 @@ use vigil_fake_llm::{FakeLlm, Script, Step};
 
 use super::support::*;
 
-fn user(text: &str) -> Op {
-    Op::UserMessage {
-        text: text.into(),
-        session_id: None,
-    }
-}
-
-async fn next_matching<T>(rx: &mut Events, mut f: impl FnMut(&Event) -> Option<T>) -> T {
-    loop {
-        let env = tokio::time::timeout(Duration::from_secs(20), rx.recv())
-            .await
-            .expect("in time")
-            .expect("alive");
-        if let Some(t) = f(&env.event) {
-            return t;
-        }
-    }
-}
-
 /// A full-auto runtime with its background work started, and the fake it talks to.
 async fn full_auto(dir: &Path) -> (vigil_core::Runtime, Events, FakeLlm) {
     let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();

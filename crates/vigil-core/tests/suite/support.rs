@@ -128,3 +128,24 @@ pub async fn numbered_echo_and_wake_only_heartbeat(key: &str, dir: &std::path::P
     };
     FakeLlm::start_with(script, options).await.unwrap()
 }
+
+/// A message from the user to the primary conversation.
+pub fn user(text: &str) -> vigil_core::protocol::Op {
+    vigil_core::protocol::Op::UserMessage {
+        text: text.into(),
+        session_id: None,
+    }
+}
+
+/// The first event `f` maps to something (20 s at most).
+pub async fn next_matching<T>(rx: &mut Events, mut f: impl FnMut(&vigil_core::protocol::Event) -> Option<T>) -> T {
+    loop {
+        let env = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .expect("in time")
+            .expect("alive");
+        if let Some(t) = f(&env.event) {
+            return t;
+        }
+    }
+}
