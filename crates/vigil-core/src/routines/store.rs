@@ -159,6 +159,25 @@ fn find_block(text: &str) -> Result<Option<(usize, usize)>, String> {
     }
 }
 
+/// Whether `before` and `after` hold the same task block (as JSON values, so layout does not
+/// matter): what the file tools check before they write `HEARTBEAT.md`, since routines are
+/// changed only through the routine tools, which check schedules, the limit and duplicates,
+/// and announce what the agent added.
+pub fn same_tasks(before: &str, after: &str) -> bool {
+    let block = |text: &str| -> Result<Option<Value>, String> {
+        match find_block(text)? {
+            Some((start, end)) => serde_json::from_str(&text[start..end])
+                .map(Some)
+                .map_err(|e| e.to_string()),
+            None => Ok(None),
+        }
+    };
+    match (block(before), block(after)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// Parses `HEARTBEAT.md`'s text (seed 003 §11.4 `parse_heartbeat_md`).
 pub fn parse(text: &str) -> Parsed {
     let (start, end) = match find_block(text) {

@@ -1,12 +1,13 @@
 //! `edit`: replace exact text in a file, atomically, and show the change as a diff.
 
+use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::json;
 use similar::{ChangeTag, TextDiff};
 
-use super::files::{io_message, read_text};
+use super::files::{io_message, keep_task_block, read_text};
 use super::path::{resolve_for, ResolvedPath};
 use super::truncate::{counted, truncate_head_tail};
 use super::{blocking, parse_args, Tool, ToolContext, ToolOutput};
@@ -90,7 +91,8 @@ impl Tool for EditTool {
             Ok(p) => p,
             Err(message) => return ToolOutput::error(message),
         };
-        blocking("edit", move || match edit_file(&path, &args) {
+        let workspace = ctx.workspace.clone();
+        blocking("edit", move || match edit_file(&path, &args, &workspace) {
             Ok(report) => ToolOutput::ok(report),
             Err(msg) => ToolOutput::error(msg),
         })
@@ -98,7 +100,7 @@ impl Tool for EditTool {
     }
 }
 
-fn edit_file(path: &ResolvedPath, args: &EditArgs) -> Result<String, String> {
+fn edit_file(path: &ResolvedPath, args: &EditArgs, workspace: &Path) -> Result<String, String> {
     let content = read_text(path).map_err(|msg| {
         if msg.starts_with("File not found") {
             format!("{msg} To create it, use `write`.")
@@ -144,6 +146,7 @@ fn edit_file(path: &ResolvedPath, args: &EditArgs) -> Result<String, String> {
     } else {
         content.replacen(old, new, 1)
     };
+    keep_task_block(path, workspace, &updated)?;
     write_atomic(&path.abs, updated.as_bytes()).map_err(|e| io_message("write", path, &e))?;
 
     let diff = TextDiff::configure()

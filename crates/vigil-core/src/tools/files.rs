@@ -3,6 +3,7 @@
 
 use std::fs;
 use std::io;
+use std::path::Path;
 
 use super::path::ResolvedPath;
 use super::truncate::group_digits;
@@ -101,4 +102,25 @@ mod tests {
         assert_eq!(sniff_kind(b"RIFF\0\0\0\0WEBPVP8 "), Some("a WebP image"));
         assert_eq!(sniff_kind(b"hello"), None);
     }
+}
+
+/// For a write to the workspace's `HEARTBEAT.md`: refuses a change to its `## Tasks` block
+/// (routines change through the routine tools, which validate and announce them); the
+/// checks above the block are the agent's to write.
+pub fn keep_task_block(path: &ResolvedPath, workspace: &Path, new_text: &str) -> Result<(), String> {
+    let heartbeat = workspace
+        .canonicalize()
+        .map(|w| w.join(crate::heartbeat::file::HEARTBEAT_FILE))
+        .is_ok_and(|h| h == path.abs);
+    if !heartbeat {
+        return Ok(());
+    }
+    let current = fs::read_to_string(&path.abs).unwrap_or_default();
+    if crate::routines::store::same_tasks(&current, new_text) {
+        return Ok(());
+    }
+    Err(format!(
+        "{} was not changed: its ## Tasks block holds the routines, which change only through routine_add, routine_update and routine_remove (they check schedules, zones, the limit and duplicates). Keep the block exactly as it is and edit only the checks above it, or use those tools.",
+        path.display
+    ))
 }

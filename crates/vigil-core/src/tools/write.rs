@@ -5,7 +5,7 @@ use std::fs;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::files::io_message;
+use super::files::{io_message, keep_task_block};
 use super::path::{resolve_for, ResolvedPath};
 use super::truncate::counted;
 use super::{blocking, parse_args, Tool, ToolContext, ToolOutput};
@@ -61,6 +61,9 @@ impl Tool for WriteTool {
             Ok(p) => p,
             Err(message) => return ToolOutput::error(message),
         };
+        if let Err(msg) = keep_task_block(&path, &ctx.workspace, &args.content) {
+            return ToolOutput::error(msg);
+        }
         blocking("write", move || match write_file(&path, &args.content) {
             Ok(summary) => ToolOutput::ok(summary),
             Err(msg) => ToolOutput::error(msg),

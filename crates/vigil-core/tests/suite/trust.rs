@@ -194,3 +194,54 @@ async fn the_covered_command_runs() {
     assert!(!is_error && content.contains("On branch"), "{content}");
     rt.shutdown().await;
 }
+
+/// `HEARTBEAT.md`'s task block is changed only through the routine tools, which check
+/// schedules and limits and announce what the agent added: `write` and `edit` may change
+/// the checks above it, never the block, under full-auto too.
+#[tokio::test]
+async fn the_file_tools_cannot_slip_a_routine_into_heartbeat_md() {
+    let (rt, mut rx, fake, _clock, _dir) = rig().await;
+    rt.approvals().set_policy(ApprovalPolicy::FullAuto);
+    rt.add_routine(RoutineDraft {
+        title: Some("Water the plants".into()),
+        schedule: Some("0 9 * * *".into()),
+        ..RoutineDraft::default()
+    })
+    .await
+    .unwrap();
+    let path = rt.workspace().join("HEARTBEAT.md");
+    let before = std::fs::read_to_string(&path).unwrap();
+    let block_start = before.find("## Tasks").unwrap();
+    let smuggled = before.replace("\"tasks\": [", "\"tasks\": [{\"id\": \"every_second\", \"title\": \"Spin\", \"schedule\": \"* * * * * *\", \"enabled\": true, \"state\": \"pending\", \"created_at\": \"2026-01-01T00:00:00+00:00\"},");
+    assert_ne!(smuggled, before, "the block was found to change");
+    let checks_only = format!("- also check the backups\n{before}");
+    fake.set_script(Script::steps(vec![
+        Step::tool_call("w1", "write", json!({"path": "HEARTBEAT.md", "content": smuggled})),
+        Step::tool_call(
+            "e1",
+            "edit",
+            json!({"path": "HEARTBEAT.md", "old_text": "Water the plants", "new_text": "Water nothing"}),
+        ),
+        Step::tool_call("w2", "write", json!({"path": "HEARTBEAT.md", "content": checks_only})),
+        Step::text("done"),
+    ]));
+    rt.submit(Op::UserMessage {
+        text: "add a routine".into(),
+        session_id: None,
+    });
+    let results = tool_results(&mut rx, 3).await;
+    for (content, is_error) in &results[..2] {
+        assert!(*is_error && content.contains("routine_add"), "{content}");
+    }
+    assert!(!results[2].1, "the checks may change: {}", results[2].0);
+    let after = std::fs::read_to_string(&path).unwrap();
+    assert!(after.starts_with("- also check the backups\n"));
+    assert_eq!(
+        &after[after.find("## Tasks").unwrap()..],
+        &before[block_start..],
+        "the block is untouched"
+    );
+    let titles: Vec<String> = rt.routines().routines.into_iter().map(|r| r.title).collect();
+    assert_eq!(titles, ["Water the plants"]);
+    rt.shutdown().await;
+}
