@@ -68,11 +68,22 @@ pub fn io_message(action: &str, path: &ResolvedPath, e: &io::Error) -> String {
     }
 }
 
+/// The largest file [`read_text`] loads whole (`edit` works on the whole text and its diff).
+pub const MAX_WHOLE_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// The whole of a text file, or a message saying why it cannot be had.
 pub fn read_text(path: &ResolvedPath) -> Result<String, String> {
     let meta = fs::metadata(&path.abs).map_err(|e| io_message("read", path, &e))?;
     if meta.is_dir() {
         return Err(format!("{} is a folder, not a file.", path.display));
+    }
+    if meta.len() > MAX_WHOLE_FILE_BYTES {
+        return Err(format!(
+            "{} is {} bytes, more than the {} bytes `edit` loads whole. Read it by window with `read` (offset, limit), and change it with a command (sed -i, a script) instead.",
+            path.display,
+            group_digits(meta.len()),
+            group_digits(MAX_WHOLE_FILE_BYTES)
+        ));
     }
     let bytes = fs::read(&path.abs).map_err(|e| io_message("read", path, &e))?;
     let head = &bytes[..bytes.len().min(SNIFF_BYTES)];

@@ -132,9 +132,7 @@ fn read_window(path: &ResolvedPath, start: usize, limit: usize, cancel: &Cancell
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| io_message("read", path, &e))?;
+        let n = read_line_bounded(&mut reader, &mut buf).map_err(|e| io_message("read", path, &e))?;
         if n == 0 {
             break;
         }
@@ -142,16 +140,19 @@ fn read_window(path: &ResolvedPath, start: usize, limit: usize, cancel: &Cancell
         if line_no % CANCEL_CHECK_LINES == 0 && cancel.is_cancelled() {
             return Err("Cancelled.".into());
         }
-        let line = std::str::from_utf8(&buf).map_err(|e| {
+        let kept = kept_text(&buf, n).map_err(|e| {
             let at = (byte_pos + e.valid_up_to()) as u64;
             let why = format!("not valid UTF-8 at byte {}", group_digits(at));
             binary_message(path, meta.len(), &head, &why)
         })?;
+        // Only the start of a huge line was kept: its length is known in bytes.
+        let line = kept;
+        let cut_from = (n > buf.len()).then_some(n);
         byte_pos += n;
         if line_no < start || line_no > end || full {
             continue;
         }
-        let numbered = number_line(line_no, line);
+        let numbered = number_line(line_no, line, cut_from);
         let chars = numbered.chars().count() + 1;
         // Always show the first line asked for, whatever its size.
         if last_shown != 0 && out_chars + chars > MAX_OUTPUT_CHARS {
@@ -185,19 +186,75 @@ fn read_window(path: &ResolvedPath, start: usize, limit: usize, cancel: &Cancell
     Ok(out)
 }
 
-/// `cat -n` style: the number right-aligned in six columns, a tab, the line.
-fn number_line(n: usize, line: &str) -> String {
+/// The most of one line kept in memory: a file of one multi-gigabyte line is still read
+/// in constant memory. More than [`MAX_LINE_CHARS`] characters of any script.
+const LINE_KEEP_BYTES: usize = 4 * MAX_LINE_CHARS + 4;
+
+/// Reads one line into `buf`, keeping at most [`LINE_KEEP_BYTES`] of it and skipping the
+/// rest; returns the line's whole length in bytes (0 at the end of the file).
+fn read_line_bounded(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let mut total = 0;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(total);
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = LINE_KEEP_BYTES.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..take.min(room)]);
+        reader.consume(take);
+        total += take;
+        if done {
+            return Ok(total);
+        }
+    }
+}
+
+/// The kept part of a line as text: all of it, or, when the line was cut (`whole` is longer
+/// than what was kept), up to the last whole character.
+fn kept_text(buf: &[u8], whole: usize) -> Result<&str, std::str::Utf8Error> {
+    match std::str::from_utf8(buf) {
+        Ok(s) => Ok(s),
+        // A cut may fall inside a character; anything else is not text.
+        Err(e) if whole > buf.len() && e.error_len().is_none() => {
+            Ok(std::str::from_utf8(&buf[..e.valid_up_to()]).unwrap_or(""))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `cat -n` style: the number right-aligned in six columns, a tab, the line. `whole_bytes`
+/// is the line's real length when only its start was read.
+fn number_line(n: usize, line: &str, whole_bytes: Option<usize>) -> String {
     let line = line.strip_suffix('\n').unwrap_or(line);
     // A CRLF file's `\r` is line-ending noise; `edit` copes with CRLF files.
     let line = line.strip_suffix('\r').unwrap_or(line);
-    match line.char_indices().nth(MAX_LINE_CHARS) {
-        None => format!("{n:>6}\t{line}"),
-        Some((cut, _)) => format!(
-            "{n:>6}\t{}… [line cut: {} of {} characters shown]",
-            &line[..cut],
-            group_digits(MAX_LINE_CHARS as u64),
-            group_digits(line.chars().count() as u64)
-        ),
+    let shown = group_digits(MAX_LINE_CHARS as u64);
+    match (line.char_indices().nth(MAX_LINE_CHARS), whole_bytes) {
+        (None, None) => format!("{n:>6}\t{line}"),
+        (cut, None) => {
+            let cut = cut.map_or(line.len(), |(i, _)| i);
+            format!(
+                "{n:>6}\t{}… [line cut: {shown} of {} characters shown]",
+                &line[..cut],
+                group_digits(line.chars().count() as u64)
+            )
+        }
+        (cut, Some(bytes)) => {
+            let cut = cut.map_or(line.len(), |(i, _)| i);
+            format!(
+                "{n:>6}\t{}… [line cut: {shown} characters shown of a line of {} bytes]",
+                &line[..cut],
+                group_digits(bytes as u64)
+            )
+        }
     }
 }
 

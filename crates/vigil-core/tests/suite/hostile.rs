@@ -536,3 +536,70 @@ fn an_endless_osc_sequence_does_not_grow_memory() {
         registry.shutdown().await;
     });
 }
+
+/// A 200 MB file of one line (a minified bundle, a log without line ends): `read` keeps only
+/// the start of the line, so memory does not grow with it, and says how long the line is;
+/// `edit` refuses a file too big to hold whole, with what to use instead.
+#[test]
+fn a_huge_single_line_is_read_in_bounded_memory_and_edit_refuses_huge_files() {
+    if run_alone("a_huge_single_line_is_read_in_bounded_memory_and_edit_refuses_huge_files") {
+        return;
+    }
+    use vigil_core::tools::ToolContext;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let registry = vigil_core::tools::ToolRegistry::with_builtins();
+        let read = |path: &str| {
+            let (registry, ctx) = (registry.clone(), ctx.clone());
+            let input = serde_json::json!({ "path": path });
+            async move { registry.execute("read", input, &ctx).await }
+        };
+        std::fs::write(dir.path().join("small.txt"), "x".repeat(10_000)).unwrap();
+        assert!(!read("small.txt").await.is_error);
+        {
+            use std::io::Write;
+            let mut f = std::fs::File::create(dir.path().join("one-line.js")).unwrap();
+            let chunk = vec![b'x'; MIB as usize];
+            for _ in 0..200 {
+                f.write_all(&chunk).unwrap();
+            }
+        }
+        let before = status_bytes("VmRSS:");
+        let out = read("one-line.js").await;
+        let grown = status_bytes("VmHWM:").saturating_sub(before);
+        println!(
+            "measured: a 200 MiB line read; peak RSS grew by {:.1} MiB",
+            grown as f64 / MIB as f64
+        );
+        assert!(!out.is_error, "{}", &out.content[..200.min(out.content.len())]);
+        assert!(
+            out.content
+                .ends_with("[line cut: 2,000 characters shown of a line of 209,715,200 bytes]"),
+            "{}",
+            &out.content[out.content.len().saturating_sub(200)..]
+        );
+        assert!(grown < 16 * MIB, "peak RSS grew by {} KiB", grown / 1024);
+
+        // Written a MiB at a time: a 17 MiB buffer here would raise the peak measured below.
+        {
+            use std::io::Write;
+            let mut f = std::fs::File::create(dir.path().join("big.log")).unwrap();
+            let chunk = vec![b'y'; MIB as usize];
+            for _ in 0..17 {
+                f.write_all(&chunk).unwrap();
+            }
+        }
+        let edit = serde_json::json!({"path": "big.log", "old_text": "yy", "new_text": "zz"});
+        let before = status_bytes("VmRSS:");
+        let out = registry.execute("edit", edit, &ctx).await;
+        let grown = status_bytes("VmHWM:").saturating_sub(before);
+        assert!(
+            out.is_error && out.content.contains("more than the 16,777,216 bytes"),
+            "{}",
+            out.content
+        );
+        assert!(grown < 4 * MIB, "edit loaded the file: {} KiB", grown / 1024);
+    });
+}
