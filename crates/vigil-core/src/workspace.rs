@@ -5,7 +5,9 @@
 //! §4.4's `WorkspaceLoader`; `HEARTBEAT.md` later). They are read
 //! fresh for every turn, never cached across turns, so an edit shows up in the next turn.
 //!
-//! Must never: write these files on its own initiative (the user and the agent's tools do).
+//! Must never: write these files on its own initiative (the user and the agent's tools do;
+//! the one exception is [`crate::heartbeat::file`]'s comment-only `HEARTBEAT.md` template,
+//! offered once on the first start).
 
 use std::path::{Path, PathBuf};
 

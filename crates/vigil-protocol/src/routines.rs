@@ -127,9 +127,10 @@ pub struct RoutinesView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct HeartbeatChecks {
     pub text: String,
-    /// Whether the file exists: without one the heartbeat asks the model anyway.
+    /// Whether the file exists (Vigil writes a comment-only template once, on the first
+    /// start; a file the user deleted stays deleted).
     pub exists: bool,
-    /// The file exists with only blank lines, headings, empty list items and comments
+    /// No file, or one with only blank lines, headings, empty list items and comments
     /// outside the routines: interval heartbeats skip the model call (seed 002 §6).
     pub effectively_empty: bool,
     /// The file, for the user to find it.

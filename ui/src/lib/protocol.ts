@@ -417,11 +417,12 @@ export type RoutineSaved = { routine: RoutineView, warnings: Array<string>, };
 
 export type HeartbeatChecks = { text: string, 
 /**
- * Whether the file exists: without one the heartbeat asks the model anyway.
+ * Whether the file exists (Vigil writes a comment-only template once, on the first
+ * start; a file the user deleted stays deleted).
  */
 exists: boolean, 
 /**
- * The file exists with only blank lines, headings, empty list items and comments
+ * No file, or one with only blank lines, headings, empty list items and comments
  * outside the routines: interval heartbeats skip the model call (seed 002 §6).
  */
 effectively_empty: boolean, 

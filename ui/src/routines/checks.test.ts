@@ -11,8 +11,10 @@ describe('checksStatus', () => {
     expect(s.text).toMatch(/routines still run/);
   });
 
-  it('tells a user without the file that the model decides', () => {
-    expect(checksStatus({ ...base, exists: false }).text).toMatch(/no HEARTBEAT\.md yet/);
+  it('tells a user without the file that interval heartbeats cost nothing', () => {
+    const s = checksStatus({ ...base, exists: false, effectively_empty: true });
+    expect(s.tone).toBe('idle');
+    expect(s.text).toMatch(/no HEARTBEAT\.md: interval heartbeats skip the model call/);
   });
 
   it('confirms real checks are read on every heartbeat', () => {

@@ -11,8 +11,8 @@ export interface ChecksStatus {
 export function checksStatus(checks: HeartbeatChecks): ChecksStatus {
   if (!checks.exists) {
     return {
-      tone: 'ok',
-      text: 'There is no HEARTBEAT.md yet: each heartbeat asks the model whether anything needs doing. Write checks here to guide it.',
+      tone: 'idle',
+      text: 'There is no HEARTBEAT.md: interval heartbeats skip the model call; routines still run. Write checks here to have them looked at every heartbeat.',
     };
   }
   if (checks.effectively_empty) {

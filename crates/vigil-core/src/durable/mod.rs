@@ -209,6 +209,36 @@ impl Staged {
     }
 }
 
+/// Writes `bytes` to `path` only if nothing is there: a whole new file or, when a file
+/// already exists (even one created a moment ago by someone else), nothing at all. Returns
+/// whether it wrote. For files Vigil offers once and the user owns afterwards.
+pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    if fs::symlink_metadata(path).is_ok() {
+        return Ok(false);
+    }
+    stage(path, bytes, crate::leftovers::TEMP_PREFIX)?.commit_new()
+}
+
+impl Staged {
+    /// Links the temp file to the target only if the target does not exist (no rename over
+    /// it), then fsyncs the folder. `Ok(false)`: something was there; the temp file is gone.
+    pub fn commit_new(self) -> io::Result<bool> {
+        let Staged { tmp, target, .. } = self;
+        #[cfg(test)]
+        let tmp_path = tmp.path().to_owned();
+        // `persist_noclobber` is link + unlink on unix: atomic, and it fails on an existing name.
+        match tmp.persist_noclobber(&target) {
+            Ok(_) => {}
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(e.error),
+        }
+        #[cfg(test)]
+        recording::note(Op::HardLink(tmp_path, target.clone()));
+        let _ = sync_dir(parent(&target)?);
+        Ok(true)
+    }
+}
+
 fn parent(path: &Path) -> io::Result<&Path> {
     path.parent()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path has no parent folder"))
@@ -245,6 +275,21 @@ mod tests {
         assert_eq!(leftovers(dir.path()).len(), 1, "the temp file is there while staged");
         drop(staged);
         assert_eq!(fs::read_to_string(&p).unwrap(), "old");
+        assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn create_new_writes_once_and_never_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.txt");
+        assert!(create_new(&p, b"one").unwrap());
+        assert!(!create_new(&p, b"two").unwrap());
+        assert_eq!(fs::read_to_string(&p).unwrap(), "one");
+        // A file that appears between the check and the link is not replaced either.
+        let staged = stage(&dir.path().join("b.txt"), b"mine", ".a.txt.").unwrap();
+        fs::write(dir.path().join("b.txt"), "theirs").unwrap();
+        assert!(!staged.commit_new().unwrap());
+        assert_eq!(fs::read_to_string(dir.path().join("b.txt")).unwrap(), "theirs");
         assert_eq!(leftovers(dir.path()), Vec::<String>::new());
     }
 

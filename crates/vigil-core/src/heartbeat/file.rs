@@ -1,8 +1,16 @@
 //! `HEARTBEAT.md`: the checks the user wants run on every heartbeat. Read fresh for every
 //! run. A file with nothing but blank lines, headings, empty list items and comments is
-//! *effectively empty*: interval runs skip the model call (seed 002 §6). A missing file is
-//! not empty: the prompt says "if it exists", and the model decides. The routines' task block
-//! ([`crate::routines::store`]) is left out: the scheduler hands due routines over itself.
+//! *effectively empty*: interval runs skip the model call (seed 002 §6). A missing file
+//! counts as empty too: an install nobody has set up must not pay for a model call every
+//! 30 minutes (the seed's "if it exists" prompt is still what event-driven runs say). The
+//! routines' task block ([`crate::routines::store`]) is left out: the scheduler hands due
+//! routines over itself, so a file holding only the block is empty for the interval poll.
+//!
+//! On the first start the seed's comment-only [`TEMPLATE`] is written once
+//! ([`write_template_once`]), so the user finds where checks go.
+//!
+//! Must never: overwrite or re-create the user's file (the template is offered once per data
+//! directory, remembered by a marker there, not in the workspace).
 
 use std::path::{Path, PathBuf};
 
@@ -12,9 +20,18 @@ pub const HEARTBEAT_FILE: &str = "HEARTBEAT.md";
 /// Longest file passed to the model; a longer one is cut with a note.
 const MAX_CHARS: usize = 20_000;
 
+/// Seed 002 §6's `HEARTBEAT.md`, word for word: only comment lines, so it is effectively
+/// empty and an interval heartbeat makes no model call until the user adds a check.
+pub const TEMPLATE: &str = "# HEARTBEAT.md\n\n# Keep this file empty (or with only comments) to skip heartbeat API calls.\n# Add tasks below when you want the agent to check something periodically.\n";
+
+/// The marker, in the data directory, that the template was offered: its presence means
+/// "never write it again", whatever became of the file since.
+pub const TEMPLATE_MARKER: &str = "heartbeat/template-written";
+
 /// What the file held at the moment it was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeartbeatFile {
+    /// No file: as [`Self::EffectivelyEmpty`] for the interval poll.
     Missing,
     /// Present, but nothing in it is a task.
     EffectivelyEmpty,
@@ -36,6 +53,38 @@ pub enum HeartbeatFileError {
     /// Not UTF-8 text (or holds NUL bytes). Recover: save it as plain text.
     #[error("{} is not a text file (it has binary or non-UTF-8 content); save it as plain UTF-8 text", .path.display())]
     Binary { path: PathBuf },
+}
+
+impl HeartbeatFile {
+    /// Whether an interval run has nothing to check (seed 002 §6's skip).
+    pub fn is_empty(&self) -> bool {
+        matches!(self, HeartbeatFile::Missing | HeartbeatFile::EffectivelyEmpty)
+    }
+}
+
+/// Writes [`TEMPLATE`] to `<workspace>/HEARTBEAT.md` on the first start of `data_dir`, and
+/// never again: once the marker is there, a file the user emptied stays empty and a file
+/// the user deleted stays deleted (a missing file costs nothing, and the user removed it on
+/// purpose). A file already there (an upgrade, the user's own) is left alone and the marker
+/// written. Returns whether the template was written.
+pub fn write_template_once(workspace: &Path, data_dir: &Path) -> std::io::Result<bool> {
+    let marker = data_dir.join(TEMPLATE_MARKER);
+    if std::fs::symlink_metadata(&marker).is_ok() {
+        return Ok(false);
+    }
+    let path = workspace.join(HEARTBEAT_FILE);
+    // `create_new`: a file that appears meanwhile (the user, another Vigil) is never replaced.
+    let written = crate::durable::create_new(&path, TEMPLATE.as_bytes())?;
+    if let Some(dir) = marker.parent() {
+        crate::durable::create_private_dir_all(dir)?;
+    }
+    let note = format!(
+        "The {HEARTBEAT_FILE} template was offered once, to {}{}; it is not written again.\n",
+        path.display(),
+        if written { "" } else { " (a file was already there)" }
+    );
+    crate::durable::write_atomic(&marker, note.as_bytes())?;
+    Ok(written)
 }
 
 /// Reads `<workspace>/HEARTBEAT.md` now.
@@ -121,8 +170,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn openclaws_template_is_effectively_empty() {
+    fn openclaws_template_is_ours_and_effectively_empty() {
         let template = "# HEARTBEAT.md\n\n# Keep this file empty (or with only comments) to skip heartbeat API calls.\n# Add tasks below when you want the agent to check something periodically.\n";
+        assert_eq!(TEMPLATE, template);
         assert!(is_effectively_empty(template));
     }
 
@@ -158,9 +208,51 @@ mod tests {
     }
 
     #[test]
-    fn missing_is_not_empty_and_bad_files_are_errors() {
+    fn a_file_with_only_the_task_block_is_empty() {
+        let routine = crate::routines::Routine::new("r1".into(), "Drink water".into(), 0);
+        let entries = [crate::routines::store::Entry::new(routine)];
+        for before in ["", TEMPLATE, "# Checks\n<!-- none yet -->\n"] {
+            let text = crate::routines::store::render(before, &entries, &Default::default());
+            assert!(text.contains("\"Drink water\""), "{text}");
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join(HEARTBEAT_FILE), &text).unwrap();
+            assert_eq!(read(dir.path()).unwrap(), HeartbeatFile::EffectivelyEmpty, "{text}");
+        }
+    }
+
+    #[test]
+    fn the_template_is_written_once_per_data_dir() {
+        let data = tempfile::tempdir().unwrap();
+        let ws = data.path().join("workspace");
+        std::fs::create_dir(&ws).unwrap();
+        let path = ws.join(HEARTBEAT_FILE);
+        assert!(write_template_once(&ws, data.path()).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), TEMPLATE);
+        assert!(data.path().join(TEMPLATE_MARKER).exists());
+        // Emptied, then deleted: neither is undone by a later start.
+        std::fs::write(&path, "").unwrap();
+        assert!(!write_template_once(&ws, data.path()).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+        std::fs::remove_file(&path).unwrap();
+        assert!(!write_template_once(&ws, data.path()).unwrap());
+        assert!(!path.exists());
+        // A file already there on the first start is the user's: kept, and the offer spent.
+        let data = tempfile::tempdir().unwrap();
+        std::fs::write(data.path().join(HEARTBEAT_FILE), "- check disk\n").unwrap();
+        assert!(!write_template_once(data.path(), data.path()).unwrap());
+        assert_eq!(
+            std::fs::read_to_string(data.path().join(HEARTBEAT_FILE)).unwrap(),
+            "- check disk\n"
+        );
+        assert!(data.path().join(TEMPLATE_MARKER).exists());
+    }
+
+    #[test]
+    fn missing_counts_as_empty_and_bad_files_are_errors() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(read(dir.path()).unwrap(), HeartbeatFile::Missing);
+        assert!(HeartbeatFile::Missing.is_empty() && HeartbeatFile::EffectivelyEmpty.is_empty());
+        assert!(!HeartbeatFile::Tasks("- x".into()).is_empty());
         let path = dir.path().join(HEARTBEAT_FILE);
         std::fs::write(&path, "# HEARTBEAT.md\n\n").unwrap();
         assert_eq!(read(dir.path()).unwrap(), HeartbeatFile::EffectivelyEmpty);

@@ -1,5 +1,5 @@
 //! One heartbeat run: preflight in OpenClaw's order (enabled → paused (Vigil's) → active hours → conversation
-//! busy → `HEARTBEAT.md` effectively empty, which skips `interval` runs only), the turn in the
+//! busy → `HEARTBEAT.md` effectively empty or missing, which skips `interval` runs only), the turn in the
 //! heartbeat session, the reply decision, and delivery: mailbox deposit, card, notification.
 
 use vigil_protocol::{
@@ -111,7 +111,8 @@ impl Heartbeat {
         }
         if wake.effective_reason() == WakeReason::Interval && nothing_else {
             match &heartbeat_file {
-                Ok(HeartbeatFile::EffectivelyEmpty) => {
+                // Missing is empty too: a fresh install must not call the model every 30 minutes.
+                Ok(f) if f.is_empty() => {
                     return Outcome::skipped(HeartbeatSkip::EmptyHeartbeatFile, None);
                 }
                 Err(e) => return Outcome::skipped(HeartbeatSkip::HeartbeatFileError, Some(e.to_string())),

@@ -183,6 +183,9 @@ impl Runtime {
             source,
         })?;
         crate::leftovers::sweep_in_background(data_dir, workspace.root());
+        if let Err(e) = crate::heartbeat::file::write_template_once(workspace.root(), data_dir) {
+            tracing::warn!("could not write the HEARTBEAT.md template: {e}");
+        }
         let emitter = Emitter::new(sink, clock.clone());
         let system_events = SystemEvents::new();
         let routines = crate::routines::Scheduler::new(

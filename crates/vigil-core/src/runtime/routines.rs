@@ -188,7 +188,8 @@ fn checks_view(text: String, path: &std::path::Path) -> HeartbeatChecks {
     let exists = path.exists();
     HeartbeatChecks {
         exists,
-        effectively_empty: exists && is_effectively_empty(&text),
+        // No file is as good as an empty one: interval heartbeats skip the model call.
+        effectively_empty: !exists || is_effectively_empty(&text),
         text,
         path: path.display().to_string(),
     }

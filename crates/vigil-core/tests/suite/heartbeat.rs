@@ -301,10 +301,11 @@ async fn preflight_skips_in_order_and_only_interval_runs_skip_an_empty_file() {
             "{reason:?} always runs"
         );
     }
-    // A missing file is not empty.
+    // A missing file is as empty for the interval poll; anything else still runs.
     std::fs::remove_file(r.rt.workspace().join("HEARTBEAT.md")).unwrap();
+    assert_eq!(r.beat(WakeReason::Interval).await, empty);
     r.fake.set_script(Script::steps(vec![Step::text("HEARTBEAT_OK")]));
-    assert_eq!(r.beat(WakeReason::Interval).await.0, HeartbeatStatus::OkToken);
+    assert_eq!(r.beat(WakeReason::Manual).await.0, HeartbeatStatus::OkToken);
     // Disabled comes first, then quiet hours (start == end is never active).
     let requests = r.fake.requests().len();
     r.rt.set_heartbeat_settings(&HeartbeatSettings {
@@ -333,7 +334,74 @@ async fn preflight_skips_in_order_and_only_interval_runs_skip_an_empty_file() {
     assert_eq!(r.fake.requests().len(), requests + 1);
     let view = r.rt.heartbeat_view();
     assert_eq!(view.last_skip_reason, Some(HeartbeatSkip::QuietHours));
-    assert_eq!(view.stats.skipped["empty-heartbeat-file"], 1);
+    assert_eq!(view.stats.skipped["empty-heartbeat-file"], 2);
+}
+
+/// Issue 20 item 1: an idle fresh install with a provider set up costs nothing. The real
+/// scheduler loop on paused time, the wall clock moved along with it.
+#[tokio::test(start_paused = true)]
+async fn a_fresh_install_makes_no_model_call_in_a_day_and_its_template_is_written_once() {
+    use vigil_core::heartbeat::file::{TEMPLATE, TEMPLATE_MARKER};
+    let mut r = rig(vec![Step::text("HEARTBEAT_OK")]).await;
+    let path = r.rt.workspace().join("HEARTBEAT.md");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        TEMPLATE,
+        "written on the first start"
+    );
+    assert!(r.dir.path().join(TEMPLATE_MARKER).exists());
+    assert!(
+        !r.dir.path().join(TEMPLATE_MARKER).starts_with(r.rt.workspace()),
+        "not in the workspace"
+    );
+    assert!(r.rt.heartbeat_checks().unwrap().effectively_empty);
+    r.rt.start_background();
+    let half_hour = Duration::from_secs(30 * 60);
+    for _ in 0..48 {
+        r.clock.advance(half_hour);
+        tokio::time::sleep(half_hour).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let beats = heartbeats(&r.events());
+    let requests = r.fake.requests().len();
+    println!(
+        "fresh install, 24 simulated hours: {} interval heartbeats, {requests} model requests",
+        beats.len()
+    );
+    assert_eq!(beats.len(), 48, "one interval run every 30 minutes");
+    assert!(
+        beats.iter().all(|b| *b
+            == (
+                WakeReason::Interval,
+                HeartbeatStatus::Skipped,
+                Some(HeartbeatSkip::EmptyHeartbeatFile)
+            )),
+        "{beats:?}"
+    );
+    assert_eq!(requests, 0);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), TEMPLATE);
+    r.rt.shutdown().await;
+
+    let restart = |r: &Rig| {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        Runtime::new(r.dir.path(), Arc::new(r.clock.clone()), Arc::new(ChannelSink(tx))).unwrap()
+    };
+    // Emptied by the user: stays empty across a restart.
+    std::fs::write(&path, "").unwrap();
+    restart(&r).shutdown().await;
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+    // Deleted by the user: stays deleted, and costs nothing.
+    std::fs::remove_file(&path).unwrap();
+    let rt = restart(&r);
+    rt.set_client(Some(client(config(&r.fake, ProviderKind::Openai), &r.clock)));
+    assert!(!path.exists(), "not resurrected");
+    rt.heartbeat_once(WakeReason::Interval).await;
+    assert_eq!(
+        rt.heartbeat_view().last_skip_reason,
+        Some(HeartbeatSkip::EmptyHeartbeatFile)
+    );
+    assert_eq!(r.fake.requests().len(), 0);
+    rt.shutdown().await;
 }
 
 #[tokio::test]
