@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { Harness, By, fill as fillInput, quit, screenshot, send, messages, waitFor } from './harness.mjs';
+import { Harness, By, fill as fillInput, quit, screenshot, send, messages, sleep, waitFor } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -215,6 +215,26 @@ test('a removed routine moves to Removed and stops; it can be restored, or delet
   await waitFor('the routine under Removed', async () => (await inList()) === 0 && (await inRemoved()) === 1, 10000);
   assert.match(readHeartbeat(), /"removed_at": "/, 'kept in HEARTBEAT.md, marked');
   assert.match(readHeartbeat(), /"title": "Water the plants"/);
+
+  // It stops: it ran every minute until now; past the next minute's turn it has not run
+  // again: no run in its history, no result card, no notification, no model call. (A run
+  // under way as it was removed may finish: the count starts once that has settled.)
+  const runsFile = path.join(h.dataDir, 'routines', 'runs', 'water_the_plants.jsonl');
+  const runs = () => (fs.existsSync(runsFile) ? fs.readFileSync(runsFile, 'utf8').split('\n').filter(Boolean).length : 0);
+  const activity = async () => ({
+    runs: runs(),
+    cards: await driver.executeScript(`return [...document.querySelectorAll('[data-testid="background-update"]')]
+      .filter((c) => c.textContent.includes('basil needs water')).length;`),
+    notifications: notifies(),
+    modelCalls: chatRequests(),
+  });
+  await sleep(3000);
+  const atRemoval = await activity();
+  assert.ok(atRemoval.runs >= 1 && atRemoval.cards >= 1, `it had run before it was removed: ${JSON.stringify(atRemoval)}`);
+  const nextMinute = Math.ceil((Date.now() + 1) / 60_000) * 60_000;
+  await sleep(nextMinute - Date.now() + 10_000);
+  assert.deepEqual(await activity(), atRemoval, 'nothing ran after the removal');
+
   await css('[data-testid="routines-removed"] summary').click();
   await driver.executeScript('document.querySelector(\'[data-testid="routines-removed"]\').scrollIntoView()');
   await screenshot(driver, 'routines-removed.png');
