@@ -55,7 +55,8 @@ pub enum RoutineSource {
     Manual,
     /// The agent, asked in the conversation.
     Chat,
-    /// The agent on its own, during a heartbeat (announced to the user once).
+    /// The agent on its own, in a run nobody watched: a heartbeat or a routine's job
+    /// (announced to the user once). The pane says "Added by Vigil".
     HeartbeatReflect,
 }
 

@@ -6,6 +6,7 @@ import {
   formatRun,
   formFromRoutine,
   lastRunLabel,
+  madeBy,
   newForm,
   placeError,
   splitRemoved,
@@ -123,6 +124,12 @@ describe('times and states', () => {
     expect(stateLabel(routine({ enabled: false })).text).toBe('Paused');
     expect(stateLabel(routine({ state: 'done' })).text).toBe('Done');
     expect(stateLabel(routine()).text).toBe('Active');
+  });
+
+  it('says who made each routine: you or Vigil', () => {
+    expect(madeBy(routine())).toBe('Added by you');
+    expect(madeBy(routine({ source: 'chat' }))).toBe('Added by you, in a conversation');
+    expect(madeBy(routine({ source: 'heartbeat_reflect' }))).toBe('Added by Vigil on its own');
   });
 });
 

@@ -199,6 +199,13 @@ export function stateLabel(r: RoutineView): { text: string; tone: 'ok' | 'muted'
   return { text: 'Active', tone: 'ok' };
 }
 
+/** Who made the routine: you (in the editor, or by asking in a conversation) or Vigil on its own. */
+export function madeBy(r: RoutineView): string {
+  if (r.source === 'heartbeat_reflect') return 'Added by Vigil on its own';
+  if (r.source === 'chat') return 'Added by you, in a conversation';
+  return 'Added by you';
+}
+
 /** The routines in use, in file order, and the removed ones, most recently removed first. */
 export function splitRemoved(routines: readonly RoutineView[]): { inUse: RoutineView[]; removed: RoutineView[] } {
   const inUse: RoutineView[] = [];

@@ -390,6 +390,7 @@ impl Turn<'_> {
                     cancel: self.cancel.clone(),
                     updates: Some(updates),
                     owner: self.process_owner.to_string(),
+                    session_type: crate::session::meta::type_from_id(self.session_id),
                     gate: self.gate.clone(),
                     data_dir: self.data_dir.clone(),
                     started: self.started.clone(),

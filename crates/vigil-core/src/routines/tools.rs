@@ -1,7 +1,9 @@
 //! The agent's routine tools (seed 003 §8.2): `routine_add`, `routine_list`,
 //! `routine_update`, `routine_remove`. A bad schedule or zone, a duplicate, or the soft
-//! limit comes back as a tool error the model can correct. A routine added from the
-//! heartbeat session is the agent's own idea: `source: heartbeat_reflect`, announced once.
+//! limit comes back as a tool error the model can correct. A routine added in a run
+//! nobody watches (the heartbeat, a routine's job) is the agent's own idea:
+//! `source: heartbeat_reflect`, announced once; the session type in [`ToolContext`] says
+//! which run it is.
 //!
 //! Must never: bypass the validation of [`super::edit`].
 
@@ -15,6 +17,7 @@ use super::model::parse_iso;
 use super::scheduler::Scheduler;
 use super::view::routine_view;
 use crate::provider::ToolSpec;
+use crate::session::SessionType;
 use crate::tools::{parse_args, Tool, ToolContext, ToolOutput, ToolRegistry};
 
 /// Registers the four routine tools over `scheduler`.
@@ -33,6 +36,23 @@ enum Kind {
     List,
     Update,
     Remove,
+}
+
+/// Who made a routine, as the model reads it in `routine_list`.
+fn made_by(source: RoutineSource) -> &'static str {
+    match source {
+        RoutineSource::Manual => "made by the user",
+        RoutineSource::Chat => "made by the user, asked in a conversation",
+        RoutineSource::HeartbeatReflect => "made by Vigil (you) on your own",
+    }
+}
+
+/// The source of a routine the agent adds in a session of `session_type`.
+fn source_for(session_type: SessionType) -> RoutineSource {
+    match session_type {
+        SessionType::Primary => RoutineSource::Chat,
+        SessionType::Heartbeat | SessionType::Job => RoutineSource::HeartbeatReflect,
+    }
 }
 
 struct RoutineTool {
@@ -193,11 +213,8 @@ impl Tool for RoutineTool {
                     Ok(d) => d,
                     Err(out) => return out,
                 };
-                let source = if ctx.owner.starts_with("heartbeat") {
-                    RoutineSource::HeartbeatReflect
-                } else {
-                    RoutineSource::Chat
-                };
+                // Not `ctx.owner`: a heartbeat call's owner is the conversation's.
+                let source = source_for(ctx.session_type);
                 match s.create(draft, source, true).await {
                     Ok((r, _)) => ToolOutput::ok(format!("Added routine {}", line(&r))),
                     Err(e) => ToolOutput::error(format!("Could not add the routine: {e}")),
@@ -216,8 +233,13 @@ impl Tool for RoutineTool {
                             .map(super::model::iso_string)
                             .unwrap_or_else(|| "none".into());
                         let mut l = format!(
-                            "{} — \"{}\": {} ({:?}, {:?}, next run {next})",
-                            v.id, v.title, v.schedule_description, v.execution_mode, v.state
+                            "{} — \"{}\": {} ({:?}, {:?}, next run {next}) — {}",
+                            v.id,
+                            v.title,
+                            v.schedule_description,
+                            v.execution_mode,
+                            v.state,
+                            made_by(v.source)
                         );
                         if let Some(p) = v.problem.as_ref().or(v.error_message.as_ref()) {
                             l.push_str(&format!(" — problem: {p}"));
@@ -263,5 +285,17 @@ impl Tool for RoutineTool {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_routine_added_where_nobody_watches_is_vigils() {
+        assert_eq!(source_for(SessionType::Primary), RoutineSource::Chat);
+        assert_eq!(source_for(SessionType::Heartbeat), RoutineSource::HeartbeatReflect);
+        assert_eq!(source_for(SessionType::Job), RoutineSource::HeartbeatReflect);
     }
 }

@@ -68,8 +68,12 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Live progress text for the UI (used by long-running tools such as `exec`).
     pub updates: Option<UnboundedSender<String>>,
-    /// The agent session the call runs in; `exec` and `process` only see its processes.
+    /// Whose processes the call starts and sees (`exec`, `process`): the session it runs in,
+    /// except the heartbeat's, whose owner is the conversation (`runtime::process_owner`).
     pub owner: String,
+    /// The kind of session the call runs in. Not derivable from `owner` (a heartbeat call's
+    /// owner is `main`): it is what tells a run nobody watches from the user's conversation.
+    pub session_type: crate::session::SessionType,
     /// The approval policy for commands; `None` allows everything (tests, tools that never
     /// run commands).
     pub gate: Option<Arc<dyn Gate>>,
@@ -87,6 +91,7 @@ impl std::fmt::Debug for ToolContext {
         f.debug_struct("ToolContext")
             .field("workspace", &self.workspace)
             .field("owner", &self.owner)
+            .field("session_type", &self.session_type)
             .field("gate", &self.gate.is_some())
             .finish_non_exhaustive()
     }
@@ -100,11 +105,17 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             updates: None,
             owner: String::new(),
+            session_type: crate::session::SessionType::Primary,
             gate: None,
             data_dir: None,
             started: StartedHere::default(),
             sandbox: None,
         }
+    }
+
+    /// The same context for calls made in a session of `session_type`.
+    pub fn with_session_type(self, session_type: crate::session::SessionType) -> Self {
+        Self { session_type, ..self }
     }
 
     /// The same context for calls made by the agent session `owner`.

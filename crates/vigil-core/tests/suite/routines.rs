@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use vigil_core::clock::ManualClock;
 use vigil_core::protocol::{
-    Event, EventEnvelope, ExecutionMode, NotificationKind, Op, ProviderKind, RoutineDraft, WakeReason,
+    Event, EventEnvelope, ExecutionMode, NotificationKind, Op, ProviderKind, RoutineDraft, RoutineSource, WakeReason,
 };
 use vigil_core::Runtime;
 use vigil_fake_llm::{FakeLlm, Script, Step};
@@ -401,4 +401,79 @@ async fn turning_the_heartbeat_off_runs_the_inline_routines_waiting_for_it() {
     let runs = rt.routine_history(&rt.routines().routines[0].id);
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].summary.as_deref(), Some("Three new mails."));
+}
+
+/// The tool results of a turn's events: `(tool, is_error, content)`.
+fn tool_results(events: &[Event]) -> Vec<(String, bool, String)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallFinished {
+                name,
+                content,
+                is_error,
+                ..
+            } => Some((name.clone(), *is_error, content.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Issue 20 item 3, through the tool path: the heartbeat's owner is the conversation's, yet a
+/// routine its turn adds is Vigil's own, announced once, and `routine_list` says so.
+#[tokio::test]
+async fn a_routine_the_agent_adds_in_a_heartbeat_is_vigils_and_announced_exactly_once() {
+    let (rt, mut rx, _clock, _fake, _dir) = rig(Script::steps(vec![
+        Step::tool_call(
+            "c1",
+            "routine_add",
+            serde_json::json!({"title": "Weekly review", "description": "Summarise the week's notes.",
+                "schedule": "0 18 * * 5", "execution_mode": "isolated"}),
+        ),
+        Step::text("HEARTBEAT_OK"),
+        Step::tool_call("c2", "routine_list", serde_json::json!({})),
+        Step::text("One routine, which I added."),
+    ]))
+    .await;
+    rt.heartbeat_once(WakeReason::Manual).await;
+    let view = rt.routines();
+    assert_eq!(view.routines.len(), 1);
+    assert_eq!(view.routines[0].source, RoutineSource::HeartbeatReflect);
+    for _ in 0..3 {
+        rt.scheduler().tick().await;
+        rt.scheduler().settle().await;
+    }
+    let events: Vec<EventEnvelope> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    let cards: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::BackgroundUpdate { update, .. } if update.event_type == "routine_added" => {
+                Some(update.summary.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    let notes: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Notification { title, body, .. } if title == "Vigil added a routine" => Some(body.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cards.len(), 1, "{events:?}");
+    assert!(cards[0].contains("Weekly review"), "{}", cards[0]);
+    assert_eq!(notes.len(), 1, "{events:?}");
+
+    rt.submit(Op::UserMessage {
+        text: "which routines do I have?".into(),
+        session_id: None,
+    });
+    let results = tool_results(&until_finished(&mut rx).await);
+    assert_eq!(results.len(), 1);
+    assert!(
+        results[0].2.starts_with("weekly_review — ") && results[0].2.ends_with("made by Vigil (you) on your own"),
+        "{}",
+        results[0].2
+    );
+    rt.shutdown().await;
 }
