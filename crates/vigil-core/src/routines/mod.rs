@@ -13,7 +13,8 @@
 //! - [`edit`] — create / update / delete / run-now / pause, with the tools' validation.
 //! - [`view`] — the editor's view and previews.
 //! - [`runlog`] — each routine's bounded run history.
-//! - [`tools`] — `routine_add`, `routine_list`, `routine_update`, `routine_remove`.
+//! - [`tools`] — `routine_add`, `routine_list`, `routine_update`, `routine_remove`,
+//!   `routine_restore`.
 //! - [`IntervalTimer`] (here) — the heartbeat interval, timed by the scheduler's loop.
 //!
 //! Must never: run a routine it has not claimed; write `HEARTBEAT.md` outside [`store`];
@@ -232,11 +233,20 @@ impl DueTasks for Scheduler {
         let state = self.deps().store.read().ok()?;
         let mut notes = Vec::new();
         if let Parsed::Corrupted(e) = &state.parsed {
+            // routine_add and the other writes are refused while the block is corrupted:
+            // the restore is the one repair the agent can make.
+            let repair = if self.deps().store.snapshot_path().exists() {
+                format!(
+                    "offer to restore the last good routines with the routine_restore tool (it puts back {} and \
+                     keeps the broken file as HEARTBEAT.md.corrupt)",
+                    store::SNAPSHOT_FILE
+                )
+            } else {
+                "there is no good copy to restore, so ask them to fix the JSON where the error points".to_string()
+            };
             notes.push(format!(
-                "The JSON task block in HEARTBEAT.md is corrupted ({e}), so no routine runs. Tell the user, and offer \
-                 to rebuild the routines from {} with routine_add (or from MEMORY.md and the conversation if that \
-                 is missing).",
-                store::SNAPSHOT_FILE
+                "The JSON task block in HEARTBEAT.md is corrupted ({e}), so no routine runs and no routine can be \
+                 added or changed. Tell the user, and {repair}."
             ));
         }
         for e in state.parsed.entries() {

@@ -509,7 +509,8 @@ impl RoutineStore {
     }
 
     /// Replaces a corrupted block with the snapshot's tasks, keeping the broken file as
-    /// `HEARTBEAT.md.corrupt` first. The user asks for this; it never happens on its own.
+    /// `HEARTBEAT.md.corrupt` first. The user asks for this (in the pane, or by asking the
+    /// agent, whose `routine_restore` tool calls it); it never happens on its own.
     pub async fn restore_snapshot(&self) -> Result<usize, StoreError> {
         let guard = self.inner.locks.acquire(&self.inner.lock_id).await?;
         let text = self.read_text()?;

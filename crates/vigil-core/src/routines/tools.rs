@@ -1,6 +1,8 @@
 //! The agent's routine tools (seed 003 §8.2): `routine_add`, `routine_list`,
-//! `routine_update`, `routine_remove`. A bad schedule or zone, a duplicate, or the soft
-//! limit comes back as a tool error the model can correct. A routine added in a run
+//! `routine_update`, `routine_remove`, and `routine_restore`, the pane's "restore from the
+//! snapshot" for a corrupted task block (the only way out for the agent, since every other
+//! write is refused while the block is corrupted). A bad schedule or zone, a duplicate, or
+//! the soft limit comes back as a tool error the model can correct. A routine added in a run
 //! nobody watches (the heartbeat, a routine's job) is the agent's own idea:
 //! `source: heartbeat_reflect`, announced once; the session type in [`ToolContext`] says
 //! which run it is.
@@ -20,9 +22,9 @@ use crate::provider::ToolSpec;
 use crate::session::SessionType;
 use crate::tools::{parse_args, Tool, ToolContext, ToolOutput, ToolRegistry};
 
-/// Registers the four routine tools over `scheduler`.
+/// Registers the five routine tools over `scheduler`.
 pub fn register(registry: &mut ToolRegistry, scheduler: &Scheduler) {
-    for kind in [Kind::Add, Kind::List, Kind::Update, Kind::Remove] {
+    for kind in [Kind::Add, Kind::List, Kind::Update, Kind::Remove, Kind::Restore] {
         registry.register(Arc::new(RoutineTool {
             kind,
             scheduler: scheduler.clone(),
@@ -36,6 +38,7 @@ enum Kind {
     List,
     Update,
     Remove,
+    Restore,
 }
 
 /// Who made a routine, as the model reads it in `routine_list`.
@@ -139,6 +142,7 @@ fn props(kind: Kind) -> serde_json::Value {
         Kind::List => {
             return json!({"include_disabled": {"type": "boolean", "description": "Also list paused, finished, failed and removed routines."}})
         }
+        Kind::Restore => return json!({}),
         Kind::Remove => {
             return json!({
                 "id": {"type": "string", "description": "The routine's id (from routine_list)."},
@@ -174,6 +178,13 @@ impl Tool for RoutineTool {
                 "Remove a routine: it stops running and moves to the user's removed routines, where they can \
                  restore it. Pass hard: true only when the user asked to delete it for good.",
                 vec!["id"],
+            ),
+            Kind::Restore => (
+                "routine_restore",
+                "Only when the task block in HEARTBEAT.md is corrupted (routine_list says so): put back the \
+                 routines from the last good copy (.heartbeat_snapshot.json); the broken file is kept as \
+                 HEARTBEAT.md.corrupt. Tell the user first, unless they asked for it.",
+                vec![],
             ),
         };
         ToolSpec {
@@ -217,7 +228,7 @@ impl Tool for RoutineTool {
                 let source = source_for(ctx.session_type);
                 match s.create(draft, source, true).await {
                     Ok((r, _)) => ToolOutput::ok(format!("Added routine {}", line(&r))),
-                    Err(e) => ToolOutput::error(format!("Could not add the routine: {e}")),
+                    Err(e) => refused("add", e),
                 }
             }
             Kind::List => {
@@ -251,7 +262,13 @@ impl Tool for RoutineTool {
                     })
                     .collect();
                 if let Some(e) = view.error {
-                    lines.insert(0, format!("The task block in HEARTBEAT.md is corrupted: {e}"));
+                    lines.insert(
+                        0,
+                        format!(
+                            "The task block in HEARTBEAT.md is corrupted: {e}. No routine runs and none can be \
+                             changed until it is fixed; routine_restore puts back the last good copy."
+                        ),
+                    );
                 }
                 if lines.is_empty() {
                     lines.push("No routines.".into());
@@ -268,7 +285,7 @@ impl Tool for RoutineTool {
                 };
                 match s.update_routine(&id, draft).await {
                     Ok(r) => ToolOutput::ok(format!("Updated routine {}", line(&r))),
-                    Err(e) => ToolOutput::error(format!("Could not update the routine: {e}")),
+                    Err(e) => refused("update", e),
                 }
             }
             Kind::Remove => {
@@ -281,10 +298,47 @@ impl Tool for RoutineTool {
                     Ok(_) => ToolOutput::ok(format!(
                         "Removed routine {id}: it will not run again; the user can restore it from the Routines pane."
                     )),
-                    Err(e) => ToolOutput::error(format!("Could not remove the routine: {e}")),
+                    Err(e) => refused("remove", e),
                 }
             }
+            Kind::Restore => restore(s).await,
         }
+    }
+}
+
+/// A write the store refused; a corrupted block points at `routine_restore`.
+fn refused(what: &str, e: super::StoreError) -> ToolOutput {
+    let hint = match e {
+        super::StoreError::Corrupted(_) => {
+            ". Ask the user whether to call routine_restore (it puts back the last good copy)."
+        }
+        _ => "",
+    };
+    ToolOutput::error(format!("Could not {what} the routine: {e}{hint}"))
+}
+
+/// `routine_restore`: refused unless the block is corrupted, so a good block is never
+/// replaced by an older copy.
+async fn restore(s: &Scheduler) -> ToolOutput {
+    let store = &s.deps().store;
+    match store.read().map(|state| state.parsed.clone()) {
+        Ok(super::Parsed::Corrupted(_)) => {}
+        Ok(_) => {
+            return ToolOutput::error("The task block in HEARTBEAT.md is not corrupted; there is nothing to restore.")
+        }
+        Err(e) => return ToolOutput::error(format!("Could not read HEARTBEAT.md: {e}")),
+    }
+    match store.restore_snapshot().await {
+        Ok(n) => {
+            s.changed();
+            s.poke();
+            ToolOutput::ok(format!(
+                "Restored {n} routine(s) from {}; the broken file is kept as {}.corrupt. Tell the user.",
+                super::store::SNAPSHOT_FILE,
+                crate::heartbeat::file::HEARTBEAT_FILE
+            ))
+        }
+        Err(e) => ToolOutput::error(format!("Could not restore the routines: {e}")),
     }
 }
 

@@ -477,3 +477,81 @@ async fn a_routine_the_agent_adds_in_a_heartbeat_is_vigils_and_announced_exactly
     );
     rt.shutdown().await;
 }
+
+/// Issue 20 item 5: while the task block is corrupted every write is refused; the heartbeat's
+/// note names `routine_restore`, and the agent's call to it brings back the last good block.
+#[tokio::test]
+async fn the_agent_repairs_a_corrupted_task_block_with_routine_restore() {
+    let (rt, mut rx, _clock, fake, _dir) = rig(Script::steps(vec![
+        Step::text("The routines in HEARTBEAT.md are broken. Shall I restore the last good copy?"),
+        Step::tool_call(
+            "c1",
+            "routine_add",
+            serde_json::json!({"title": "Stretch", "schedule": "2h"}),
+        ),
+        Step::tool_call("c2", "routine_restore", serde_json::json!({})),
+        Step::text("Restored: your water reminder is back."),
+    ]))
+    .await;
+    rt.add_routine(RoutineDraft {
+        title: Some("Drink water".into()),
+        schedule: Some("1h".into()),
+        execution_mode: Some(ExecutionMode::Inline),
+        ..RoutineDraft::default()
+    })
+    .await
+    .unwrap();
+    let path = rt.workspace().join("HEARTBEAT.md");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let broken = good.replacen("\"tasks\": [", "\"tasks\": [,", 1);
+    assert_ne!(broken, good);
+    std::fs::write(&path, &broken).unwrap();
+    assert!(rt.routines().error.is_some(), "seen as corrupted");
+
+    // An interval heartbeat runs for the problem and is told how to repair it.
+    rt.heartbeat_once(WakeReason::Interval).await;
+    // The user message's context, not the tool list (which names every tool anyway).
+    let messages = fake.requests()[0].body["messages"].to_string();
+    let problems = messages.find("## Routine Problems").expect("the note");
+    let note = &messages[problems..];
+    assert!(
+        note.contains("is corrupted") && note.contains("the routine_restore tool"),
+        "{note}"
+    );
+
+    while rx.try_recv().is_ok() {} // the heartbeat turn's events
+    rt.submit(Op::UserMessage {
+        text: "yes, please restore them".into(),
+        session_id: None,
+    });
+    let results = tool_results(&until_finished(&mut rx).await);
+    assert_eq!(results.len(), 2, "{results:?}");
+    let (add, restore) = (&results[0], &results[1]);
+    assert!(add.0 == "routine_add" && add.1, "{add:?}");
+    assert!(
+        add.2.contains("corrupted") && add.2.contains("routine_restore"),
+        "{}",
+        add.2
+    );
+    assert_eq!(
+        (restore.0.as_str(), restore.1),
+        ("routine_restore", false),
+        "{}",
+        restore.2
+    );
+    assert!(restore.2.starts_with("Restored 1 routine"), "{}", restore.2);
+    let view = rt.routines();
+    assert_eq!(view.error, None);
+    let titles: Vec<&str> = view.routines.iter().map(|v| v.title.as_str()).collect();
+    assert_eq!(titles, ["Drink water"]);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        good,
+        "the last good block, byte for byte"
+    );
+    assert_eq!(
+        std::fs::read_to_string(rt.workspace().join("HEARTBEAT.md.corrupt")).unwrap(),
+        broken
+    );
+    rt.shutdown().await;
+}
