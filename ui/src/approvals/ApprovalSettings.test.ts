@@ -174,6 +174,21 @@ describe('the sandbox in Settings → Approvals', () => {
   });
 });
 
+describe('the always-allowed rules in Settings → Approvals', () => {
+  it('shows the folder each command rule applies in, the workspace for one from before folders', async () => {
+    backend.view.rules = [
+      { kind: 'exec', prefix: 'cargo build', created_at: 0, folder: '/home/you/projects/vigil' },
+      { kind: 'exec', prefix: 'make', created_at: 0 },
+      { kind: 'read_outside', prefix: '/home/you/notes', created_at: 0 },
+    ];
+    const pane = await show();
+    const folders = [...pane.querySelectorAll('[data-testid="approval-rule"]')].map(
+      (li) => li.querySelector('[data-testid="approval-rule-folder"]')?.textContent ?? null,
+    );
+    expect(folders).toEqual(['in /home/you/projects/vigil', 'in the workspace', null]);
+  });
+});
+
 describe('the sandbox, pure', () => {
   it('words a missing problem and never doubles the full stop', () => {
     expect(sandboxStatus({ available: false, network: true, writable: [] }).headline).toBe(
