@@ -11,6 +11,6 @@ mod routines;
 mod runtime;
 mod sandbox;
 mod sessions;
-mod trust;
 mod support;
+mod trust;
 mod two_writers;
