@@ -8,6 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { APP, Harness, alive, appPids, fill, quit, screenshot, By, waitFor, sleep } from './harness.mjs';
 
@@ -30,6 +31,7 @@ before(async () => {
 });
 
 after(async () => {
+  fs.rmSync(workspace, { recursive: true, force: true });
   await quit(driver);
   await h.stop();
 });
@@ -51,7 +53,8 @@ async function grows(what) {
   await waitFor(what, async () => tickCount() > before + 4, 10000);
 }
 
-const workspace = path.join(h.dataDir, 'my-workspace');
+// Outside the data folder: a workspace inside it (other than the default) is refused.
+const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'vigil-e2e-workspace-'));
 const savedDesktop = () => JSON.parse(fs.readFileSync(path.join(h.dataDir, 'settings.json'), 'utf8')).desktop;
 const fillInput = (selector, value) => fill(driver, selector, value);
 
@@ -125,6 +128,16 @@ test('the desktop preferences apply at once: theme, start at login, close to tra
   await waitFor('the field error', async () =>
     /not a full path/.test(await innerText(await byId('settings-workspace-error'))), 5000);
   assert.equal(savedDesktop().workspace ?? null, null);
+  // …so is the data folder, or a folder inside it: the agent would reach Vigil's own files…
+  const insideData = path.join(h.dataDir, 'inside');
+  fs.mkdirSync(insideData, { recursive: true });
+  for (const refused of [h.dataDir, insideData]) {
+    await fillInput('[data-testid="settings-workspace-input"]', refused);
+    await byId('settings-workspace-save').click();
+    await waitFor(`the field error for ${refused}`, async () =>
+      /holds Vigil's own data folder/.test(await innerText(await byId('settings-workspace-error'))), 5000);
+    assert.equal(savedDesktop().workspace ?? null, null);
+  }
   // …a real folder is saved, and applies from the next start (checked after the restart).
   fs.mkdirSync(workspace, { recursive: true });
   fs.writeFileSync(path.join(workspace, 'HEARTBEAT.md'), '# Mine\n\n- Is the cactus dry?\n');
