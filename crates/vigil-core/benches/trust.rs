@@ -65,6 +65,7 @@ async fn decision_cost() -> (Duration, Duration, usize) {
         interactive: false,
         started_here: false,
         outside_sandbox: false,
+        exec_run: None,
     };
     let cancel = CancellationToken::new();
     let mut samples = Vec::new();

@@ -45,6 +45,8 @@ pub struct Request {
     /// For [`ApprovalKind::Exec`]: the command would run outside the sandbox. No rule and no
     /// read-only listing covers that; only the user (or full-auto) allows it, each time.
     pub outside_sandbox: bool,
+    /// For [`ApprovalKind::Exec`]: in the background or not, and its timeout, for the card.
+    pub exec_run: Option<vigil_protocol::ExecRun>,
 }
 
 /// The answer, with the reason the agent is told when it is a no.
@@ -557,6 +559,7 @@ impl Approvals {
                 env: request.env.iter().map(|e| shell::visible(e)).collect(),
                 parts,
                 unprovable,
+                exec_run: request.exec_run,
             },
         );
         let decision = tokio::select! {
@@ -607,6 +610,7 @@ impl crate::tools::Gate for TurnGate {
         cwd: Option<&str>,
         env: &[String],
         outside_sandbox: bool,
+        exec_run: Option<vigil_protocol::ExecRun>,
     ) -> Verdict {
         let request = Request {
             kind,
@@ -617,6 +621,7 @@ impl crate::tools::Gate for TurnGate {
             interactive: self.interactive,
             started_here: false,
             outside_sandbox,
+            exec_run,
         };
         self.approvals
             .check(request, &self.emitter, self.now_ms, &self.cancel)
@@ -633,6 +638,7 @@ impl crate::tools::Gate for TurnGate {
             interactive: self.interactive,
             started_here,
             outside_sandbox: false,
+            exec_run: None,
         };
         self.approvals
             .check(request, &self.emitter, self.now_ms, &self.cancel)
@@ -656,6 +662,7 @@ mod tests {
             interactive,
             started_here: false,
             outside_sandbox: false,
+            exec_run: None,
         }
     }
 
@@ -778,6 +785,7 @@ mod tests {
             interactive: false,
             started_here: false,
             outside_sandbox: false,
+            exec_run: None,
         };
         // Reading outside asks under read-only too: nobody is here, so it is denied.
         assert!(matches!(a.check(read, &em, 0, &c).await, Verdict::Denied(m) if m.contains("nobody to ask")));
@@ -806,6 +814,7 @@ mod tests {
             interactive,
             started_here,
             outside_sandbox: false,
+            exec_run: None,
         };
         assert_eq!(a.check(input(true, false), &em, 0, &c).await, Verdict::Allowed);
         assert!(

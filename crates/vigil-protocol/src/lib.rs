@@ -140,6 +140,17 @@ pub struct CommandPart {
     pub covered: bool,
 }
 
+/// How a command asked about on an approval card would run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ExecRun {
+    /// Started in the background (`background: true`): the turn goes on while it runs.
+    pub background: bool,
+    /// It is killed, with everything it started, after this many milliseconds; `null`: it
+    /// runs until it ends or is killed.
+    #[ts(type = "number | null")]
+    pub timeout_ms: Option<u64>,
+}
+
 /// What an approval request is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
@@ -284,6 +295,11 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[ts(optional)]
         unprovable: Option<String>,
+        /// For a command: whether it starts in the background and when it is stopped, so the
+        /// user knows how long what they approve may run. Absent for file access and input.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        exec_run: Option<ExecRun>,
     },
     /// An approval request was answered (by the user, a remembered rule, or a denial
     /// because nobody was there to ask).
@@ -588,6 +604,7 @@ pub fn typescript_bindings() -> String {
         ApprovalDecision::decl(&cfg),
         ApprovalKind::decl(&cfg),
         CommandPart::decl(&cfg),
+        ExecRun::decl(&cfg),
         ApprovalPolicy::decl(&cfg),
         ApprovalRule::decl(&cfg),
         SandboxView::decl(&cfg),

@@ -49,7 +49,12 @@ parts: Array<CommandPart>,
 /**
  * Why the line cannot be proven harmless (`it uses a command substitution`…).
  */
-unprovable?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
+unprovable?: string, 
+/**
+ * For a command: whether it starts in the background and when it is stopped, so the
+ * user knows how long what they approve may run. Absent for file access and input.
+ */
+exec_run?: ExecRun, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
@@ -83,7 +88,12 @@ parts: Array<CommandPart>,
 /**
  * Why the line cannot be proven harmless (`it uses a command substitution`…).
  */
-unprovable?: string, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
+unprovable?: string, 
+/**
+ * For a command: whether it starts in the background and when it is stopped, so the
+ * user knows how long what they approve may run. Absent for file access and input.
+ */
+exec_run?: ExecRun, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
@@ -124,6 +134,17 @@ text: string,
  * Already allowed: a remembered rule or the built-in read-only list covers it.
  */
 covered: boolean, };
+
+export type ExecRun = { 
+/**
+ * Started in the background (`background: true`): the turn goes on while it runs.
+ */
+background: boolean, 
+/**
+ * It is killed, with everything it started, after this many milliseconds; `null`: it
+ * runs until it ends or is killed.
+ */
+timeout_ms: number | null, };
 
 export type ApprovalPolicy = "ask" | "allowlist" | "full-auto" | "read-only";
 

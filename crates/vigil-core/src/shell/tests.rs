@@ -132,6 +132,7 @@ fn request(line: &str, workspace: &Path, env: &[&str]) -> Request {
         interactive: false,
         started_here: false,
         outside_sandbox: false,
+        exec_run: None,
     }
 }
 

@@ -18,9 +18,11 @@ use crate::sandbox::{explain_refusal, Layout, TurnSandbox};
 const DEFAULT_YIELD_MS: f64 = 10_000.0;
 const MIN_YIELD_MS: f64 = 10.0;
 const MAX_YIELD_MS: f64 = 120_000.0;
-/// Foreground runs only; a command started with `background: true` runs until it ends or
-/// is killed, unless it gives a timeout.
+/// Seed 000's default, for background commands too: a forgotten job must not run until quit.
 const DEFAULT_TIMEOUT_SECS: f64 = 1800.0;
+/// The longest timeout the agent may give; for longer, `timeout: 0` runs until killed,
+/// which the approval card says.
+const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 /// Live tails at most 4 times a second: enough to watch, little enough for the UI.
 const UPDATE_EVERY: Duration = Duration::from_millis(250);
 /// Characters of output in one result; the middle goes first.
@@ -87,8 +89,9 @@ impl Tool for ExecTool {
                  is not 0. If it is still running then, it keeps running in the background and \
                  you get its session id: use the `process` tool to poll, read the log, write \
                  input, or kill it; you are also told when it exits. Use `background: true` \
-                 for servers and long jobs. Foreground commands are killed after `timeout` \
-                 seconds (default 1800)."
+                 for servers and long jobs. Every command, in the background too, is killed \
+                 after `timeout` seconds (default 1800, at most 86400); `timeout: 0` runs it \
+                 until it ends or is killed (a server meant to stay up)."
                 .into(),
             parameters: json!({
                 "type": "object",
@@ -98,7 +101,7 @@ impl Tool for ExecTool {
                     "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables."},
                     "yieldMs": {"type": "number", "description": "Milliseconds to wait before moving the command to the background (default 10000, 10 to 120000)."},
                     "background": {"type": "boolean", "description": "Move to the background at once and return its session id."},
-                    "timeout": {"type": "number", "description": "Kill the command (and everything it started) after this many seconds. Default 1800 unless `background` is true."},
+                    "timeout": {"type": "number", "description": "Kill the command (and everything it started) after this many seconds, in the foreground or the background: default 1800, at most 86400 (24 h). 0: no timeout, it runs until it ends or is killed."},
                     "pty": {"type": "boolean", "description": "Run in a terminal (default true). false: plain pipes, so programs see no terminal."},
                     "sandbox": {"type": "boolean", "description": "Commands run in a sandbox: only the workspace and the command's folder are writable. false asks the user to run this one command outside it; only when a sandboxed run failed on something the sandbox refused."}
                 },
@@ -141,6 +144,10 @@ impl Tool for ExecTool {
                     Some(&cwd),
                     &env_shown,
                     outside,
+                    Some(vigil_protocol::ExecRun {
+                        background,
+                        timeout_ms: req.timeout.map(|t| t.as_millis() as u64),
+                    }),
                 )
                 .await
             {
@@ -244,9 +251,18 @@ fn request(args: ExecArgs, ctx: &ToolContext) -> Result<SpawnRequest, String> {
     }
     let background = args.background.unwrap_or(false);
     let timeout = match args.timeout {
-        Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
-        Some(t) => return Err(format!("`timeout` must be a positive number of seconds, not {t}.")),
-        None if background => None,
+        Some(t) if t == 0.0 => None,
+        Some(t) if t.is_finite() && t > 0.0 && t <= MAX_TIMEOUT_SECS => Some(Duration::from_secs_f64(t)),
+        Some(t) if t > MAX_TIMEOUT_SECS => {
+            return Err(format!(
+                "`timeout` may be at most 86400 seconds (24 h), not {t}; give 0 to run it until it ends or is killed."
+            ))
+        }
+        Some(t) => {
+            return Err(format!(
+                "`timeout` must be a number of seconds from 0 (no timeout) to 86400 (24 h), not {t}."
+            ))
+        }
         None => Some(Duration::from_secs_f64(DEFAULT_TIMEOUT_SECS)),
     };
     let mut env = Vec::new();
@@ -382,6 +398,42 @@ fn finished_output(outcome: &Outcome, timeout: Option<Duration>, sandbox: Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The timeout `exec` with these arguments hands the registry.
+    fn timeout_sent(args: serde_json::Value) -> Result<Option<Duration>, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let args: ExecArgs = serde_json::from_value(args).unwrap();
+        request(args, &ctx).map(|req| req.timeout)
+    }
+
+    #[test]
+    fn background_commands_stop_after_30_minutes_unless_told_otherwise() {
+        let half_hour = Some(Duration::from_secs(1800));
+        assert_eq!(
+            timeout_sent(json!({"command": "make", "background": true})),
+            Ok(half_hour)
+        );
+        assert_eq!(timeout_sent(json!({"command": "make"})), Ok(half_hour));
+        assert_eq!(
+            timeout_sent(json!({"command": "make", "background": true, "timeout": 86_400})),
+            Ok(Some(Duration::from_secs(86_400)))
+        );
+        // 0: until it ends or is killed, in the background or not.
+        assert_eq!(
+            timeout_sent(json!({"command": "serve", "background": true, "timeout": 0})),
+            Ok(None)
+        );
+        assert_eq!(timeout_sent(json!({"command": "serve", "timeout": 0})), Ok(None));
+        assert_eq!(
+            timeout_sent(json!({"command": "make", "background": true, "timeout": 90_000})),
+            Err("`timeout` may be at most 86400 seconds (24 h), not 90000; give 0 to run it until it ends or is killed.".into())
+        );
+        assert_eq!(
+            timeout_sent(json!({"command": "make", "timeout": -5})),
+            Err("`timeout` must be a number of seconds from 0 (no timeout) to 86400 (24 h), not -5.".into())
+        );
+    }
 
     #[test]
     fn workdirs_resolve_against_the_workspace_and_missing_ones_are_explained() {

@@ -48,6 +48,7 @@ pub trait Gate: Send + Sync {
         cwd: Option<&str>,
         env: &[String],
         outside_sandbox: bool,
+        exec_run: Option<vigil_protocol::ExecRun>,
     ) -> crate::approval::Verdict;
 
     /// Whether the agent may type into a running process whose command is `command`;

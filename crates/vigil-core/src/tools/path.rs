@@ -121,7 +121,7 @@ pub async fn resolve_for(ctx: &super::ToolContext, raw: &str, write: bool) -> Re
                 ApprovalKind::ReadOutside
             };
             let shown = resolved.display().to_string();
-            match gate.check(kind, &shown, None, &[], false).await {
+            match gate.check(kind, &shown, None, &[], false, None).await {
                 crate::approval::Verdict::Allowed => Ok(ResolvedPath {
                     abs: resolved,
                     display: shown,

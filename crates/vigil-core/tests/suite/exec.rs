@@ -441,7 +441,7 @@ async fn bad_inputs_get_clear_results_and_the_registry_stays_healthy() {
         (json!({"command": "  "}), "`command` is empty"),
         (
             json!({"command": "ls", "timeout": -1}),
-            "`timeout` must be a positive number",
+            "`timeout` must be a number of seconds from 0 (no timeout) to 86400 (24 h), not -1",
         ),
         (json!({"command": "ls", "env": {"A": [1]}}), "`env.A` must be a string"),
     ];
