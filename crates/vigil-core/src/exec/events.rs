@@ -5,6 +5,8 @@
 //! for the owner's session, a heartbeat wake with reason `exec:<id>:exit`, and a native
 //! notification. Implementations must return at once: a slow one stalls every process.
 
+use std::time::Duration;
+
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{ExitStatus, ProcessInfo};
@@ -22,7 +24,8 @@ pub trait ExecEvents: Send + Sync + 'static {
     /// stripped output.
     fn exited(&self, _process_id: &str, _owner: &str, _exit: &ExitStatus, _tail: &str) {}
 
-    /// A backgrounded process ended: `text` is `Exec completed|failed (<id8>, code N) :: <tail>`.
+    /// A backgrounded process ended: `text` is `Exec completed|failed (<id8>, code N) :: <tail>`,
+    /// or `Exec timed out (<id8>, after N s) :: <tail>` when its timeout killed it.
     /// Called exactly once per such process. The runtime enqueues it as a system event for
     /// `owner`, requests a heartbeat wake with reason `exec:<process_id>:exit`, and raises a
     /// native notification.
@@ -95,14 +98,21 @@ impl ExecEvents for ChannelExecEvents {
 /// `Exec completed (<id8>, code 0) :: <tail>` or `Exec failed (<id8>, signal SIGTERM) :: …`
 /// (seed 000 `maybeNotifyOnExit`): completed only for exit code 0; `tail` is already cut to
 /// its length and is collapsed to one line here; with no output the ` :: …` part is left out.
-pub fn exit_notice_text(process_id: &str, exit: &ExitStatus, tail: &str) -> String {
-    let status = if exit.success() { "completed" } else { "failed" };
+/// A command its `timeout` killed reads `Exec timed out (<id8>, after 1800 s) :: …`: the
+/// signal it died of says nothing the agent can act on, the limit does (start it again with
+/// a longer one, or with `timeout: 0`).
+pub fn exit_notice_text(process_id: &str, exit: &ExitStatus, timeout: Option<Duration>, tail: &str) -> String {
     let id8: String = process_id.chars().take(8).collect();
+    let head = match timeout.filter(|_| exit.timed_out) {
+        Some(t) => format!("Exec timed out ({id8}, after {} s)", t.as_secs_f64()),
+        None if exit.success() => format!("Exec completed ({id8}, {})", exit.label()),
+        None => format!("Exec failed ({id8}, {})", exit.label()),
+    };
     let output = super::output::one_line(tail);
     if output.is_empty() {
-        format!("Exec {status} ({id8}, {})", exit.label())
+        head
     } else {
-        format!("Exec {status} ({id8}, {}) :: {output}", exit.label())
+        format!("{head} :: {output}")
     }
 }
 
@@ -117,7 +127,7 @@ mod tests {
             ..ExitStatus::default()
         };
         assert_eq!(
-            exit_notice_text("abcdef0123", &ok, "All 142 tests passed.\n"),
+            exit_notice_text("abcdef0123", &ok, None, "All 142 tests passed.\n"),
             "Exec completed (abcdef01, code 0) :: All 142 tests passed."
         );
         let failed = ExitStatus {
@@ -125,17 +135,29 @@ mod tests {
             ..ExitStatus::default()
         };
         assert_eq!(
-            exit_notice_text("12345678", &failed, "  \n"),
+            exit_notice_text("12345678", &failed, Some(Duration::from_secs(1800)), "  \n"),
             "Exec failed (12345678, code 2)"
         );
         let killed = ExitStatus {
             code: None,
             signal: Some("SIGTERM".into()),
-            timed_out: true,
+            timed_out: false,
         };
         assert_eq!(
-            exit_notice_text("12345678", &killed, "a\n  b"),
+            exit_notice_text("12345678", &killed, Some(Duration::from_secs(1800)), "a\n  b"),
             "Exec failed (12345678, signal SIGTERM) :: a b"
+        );
+        let timed_out = ExitStatus {
+            timed_out: true,
+            ..killed
+        };
+        assert_eq!(
+            exit_notice_text("12345678", &timed_out, Some(Duration::from_secs(1800)), "a\n  b"),
+            "Exec timed out (12345678, after 1800 s) :: a b"
+        );
+        assert_eq!(
+            exit_notice_text("12345678", &timed_out, Some(Duration::from_millis(500)), ""),
+            "Exec timed out (12345678, after 0.5 s)"
         );
     }
 }

@@ -173,7 +173,7 @@ impl Runtime {
         } else if owner != USER_OWNER && type_from_id(owner) == SessionType::Primary {
             self.enqueue_system_event(owner, text, SystemEventKind::ExecFinished);
         }
-        let failed = text.starts_with("Exec failed");
+        let failed = !text.starts_with("Exec completed");
         let title = if failed {
             "A background command failed"
         } else {

@@ -287,6 +287,51 @@ async fn a_timeout_kills_the_command_and_says_so() {
 }
 
 #[tokio::test]
+async fn a_background_command_past_its_timeout_is_killed_with_its_group_and_the_agent_told_why() {
+    let mut env = Env::new();
+    // Started in the background, and yielded from the foreground: both keep their timeout.
+    let started = env
+        .exec(json!({"command": "echo started; sleep 100 & sleep 100", "background": true, "timeout": 1}))
+        .await;
+    let yielded = env
+        .exec(json!({"command": "echo yielded; sleep 100", "yieldMs": 50, "timeout": 1.5}))
+        .await;
+    let begun = Instant::now();
+    let runs = [(started, "1", "started"), (yielded, "1.5", "yielded")];
+    let mut notices = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while notices.len() < 2 {
+        match tokio::time::timeout_at(deadline, env.events.recv()).await {
+            Ok(Some(ExecEvent::ExitNotice { text, .. })) => notices.push(text),
+            Ok(Some(_)) => {}
+            _ => break,
+        }
+    }
+    let want: Vec<String> = runs
+        .iter()
+        .map(|(out, after, said)| {
+            format!(
+                "Exec timed out ({}, after {after} s) :: {said}",
+                session_id(&out.content)
+            )
+        })
+        .collect();
+    assert_eq!(notices, want);
+    for (out, _, said) in runs {
+        let (id, pid) = (session_id(&out.content), pid_of(&out.content));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !group_members(pid).is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(group_members(pid), Vec::<u32>::new(), "{said}");
+        let info = env.registry.info(OWNER, &id).await.unwrap();
+        assert!(info.exit.is_some_and(|e| e.timed_out), "{said}");
+    }
+    // Well before `sleep 100` would have ended: the kill grace is 1 s.
+    assert!(begun.elapsed() < Duration::from_secs(8), "{:?}", begun.elapsed());
+}
+
+#[tokio::test]
 async fn kill_takes_the_whole_process_group_with_a_terminal_or_pipes() {
     let env = Env::new();
     for pty in [true, false] {

@@ -229,6 +229,7 @@ impl Actor {
             term_sent: false,
             kill_requested: false,
             timed_out: false,
+            timeout: req.timeout,
             quiet: false,
             notified: false,
             lingering: false,

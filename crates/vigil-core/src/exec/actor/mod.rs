@@ -62,6 +62,8 @@ struct Proc {
     term_sent: bool,
     kill_requested: bool,
     timed_out: bool,
+    /// The request's timeout, which an exit notice names when it expired.
+    timeout: Option<std::time::Duration>,
     /// No exit notice (the owner killed it, or the app is quitting).
     quiet: bool,
     notified: bool,
@@ -339,7 +341,8 @@ impl Actor {
         if p.info.backgrounded && !p.quiet && !p.notified {
             p.notified = true;
             let tail = p.aggregated.tail(self.config.notice_tail_chars);
-            self.events.exit_notice(&owner, id, &exit_notice_text(id, &exit, tail));
+            let text = exit_notice_text(id, &exit, p.timeout, tail);
+            self.events.exit_notice(&owner, id, &text);
         }
         let outcome = p.outcome();
         for w in p.finish_waiters.drain(..) {
