@@ -26,6 +26,7 @@ const base: Approval = {
   parts: [{ text: 'cargo build --release', covered: false }],
   unprovable: null,
   outsideSandbox: false,
+  execRun: null,
   ts: 1,
   state: 'pending',
   error: null,
@@ -97,6 +98,16 @@ describe('the approval card', () => {
     // The warning comes before the command, so it is read first.
     const warning = q(card, 'approval-outside-sandbox')!;
     expect(warning.compareDocumentPosition(q(card, 'approval-command')!) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
+  });
+
+  it('says how long the command may run: in the background, until its timeout, or until killed', () => {
+    const line = (execRun: Approval['execRun']) => q(show({ execRun }), 'approval-run')?.textContent?.trim();
+    expect(line({ background: true, timeout_ms: 1_800_000 })).toBe('runs in the background · stops after 30 min');
+    expect(line({ background: true, timeout_ms: null })).toBe('runs in the background · until killed');
+    expect(line({ background: false, timeout_ms: 86_400_000 })).toBe('stops after 24 h');
+    expect(line({ background: false, timeout_ms: null })).toBe('runs until killed');
+    // File access and typing into a process have no run to describe.
+    expect(line(null)).toBeUndefined();
   });
 
   it('titles typing into a process and says what it means; "always" is not offered', () => {

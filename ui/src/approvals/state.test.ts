@@ -9,6 +9,8 @@ import {
   applyApprovalEvent,
   approvalOp,
   codeSpans,
+  durationText,
+  execRunText,
   initialApprovals,
   ofSession,
   partLabel,
@@ -50,6 +52,7 @@ describe('approval requests', () => {
         parts: [],
         unprovable: null,
         outsideSandbox: false,
+        execRun: null,
         ts: requested.ts,
         state: 'pending',
         error: null,
@@ -151,6 +154,35 @@ describe('approval requests', () => {
     expect(recordText({ ...a, state: 'approved' })).toBe('Approved once, outside the sandbox');
   });
 
+  it('keeps how long a command may run, and says it the way the card does', () => {
+    const s = foldApprovals([
+      ev({
+        type: 'approval_requested',
+        id: 'b1',
+        kind: 'exec',
+        command: 'cargo test',
+        prefix: 'cargo test',
+        outside_sandbox: false,
+        env: [],
+        parts: [],
+        exec_run: { background: true, timeout_ms: 1_800_000 },
+      }),
+    ]);
+    const [a] = s.approvals;
+    expect(a.execRun).toEqual({ background: true, timeout_ms: 1_800_000 });
+    expect(execRunText(a.execRun!)).toBe('runs in the background · stops after 30 min');
+    expect(foldApprovals([build()]).approvals[0].execRun).toBeNull();
+    expect([500, 1000, 90_000, 1_800_000, 5_400_000, 86_400_000, 3_661_000].map(durationText)).toEqual([
+      '0.5 s',
+      '1 s',
+      '90 s',
+      '30 min',
+      '1 h 30 min',
+      '24 h',
+      '1 h 1 min 1 s',
+    ]);
+  });
+
   it('lists no parts for a single command: the line says it', () => {
     const a = foldApprovals([build()]).approvals[0];
     expect(partsToShow({ ...a, parts: [{ text: 'cargo build --release', covered: false }] })).toEqual([]);
@@ -188,7 +220,7 @@ describe('approval requests', () => {
 describe('placing approval cards', () => {
   const at = (ts: number, id = `a${ts}`): Approval => ({
     id, sessionId: 'main', runId: 'r1', kind: 'exec', command: 'make', prefix: 'make', cwd: null, env: [], parts: [], unprovable: null,
-    outsideSandbox: false, ts, state: 'pending', error: null,
+    outsideSandbox: false, execRun: null, ts, state: 'pending', error: null,
   });
 
   it('puts a card under the message whose call waits: before later rounds and unsent messages', () => {

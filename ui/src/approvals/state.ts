@@ -8,7 +8,7 @@
 // state lives beside the chat's, across session switches, not inside it.
 
 import { PRIMARY_SESSION } from '../lib/ipc';
-import type { ApprovalDecision, ApprovalKind, ApprovalPolicy, CommandPart, EventEnvelope, Op } from '../lib/protocol';
+import type { ApprovalDecision, ApprovalKind, ApprovalPolicy, CommandPart, EventEnvelope, ExecRun, Op } from '../lib/protocol';
 import type { ChatItem } from '../chat/state';
 
 /** `pending` until answered; then the record of what happened. */
@@ -32,6 +32,8 @@ export interface Approval {
   unprovable: string | null;
   /** It would run outside the sandbox: asked each time, never remembered. */
   outsideSandbox: boolean;
+  /** A command: whether it starts in the background and when it is stopped; null otherwise. */
+  execRun: ExecRun | null;
   /** When it was asked; places the card among the chat's items. */
   ts: number;
   state: ApprovalState;
@@ -91,6 +93,7 @@ export function applyApprovalEvent(state: ApprovalsState, event: EventEnvelope):
         parts: event.parts ?? [],
         unprovable: event.unprovable ?? null,
         outsideSandbox: event.outside_sandbox === true,
+        execRun: event.exec_run ?? null,
         ts: event.ts,
         state: 'pending',
         error: null,
@@ -218,6 +221,27 @@ export function partLabel(part: CommandPart): string {
 /** The card's line for a line that cannot be checked part by part. */
 export function unprovableText(why: string): string {
   return `Vigil cannot check this line part by part: ${why}.`;
+}
+
+/** `30 min`, `24 h`, `1 h 30 min`, `90 s`, `0.5 s`: a timeout as the card says it. */
+export function durationText(ms: number): string {
+  const secs = ms / 1000;
+  if (secs < 120) return `${Math.round(secs * 10) / 10} s`;
+  const h = Math.floor(secs / 3600);
+  const min = Math.floor((secs % 3600) / 60);
+  const s = Math.round(secs % 60);
+  return [h > 0 ? `${h} h` : '', min > 0 ? `${min} min` : '', s > 0 ? `${s} s` : ''].filter(Boolean).join(' ');
+}
+
+/**
+ * How long an approved command may run, for the card: `runs in the background · stops
+ * after 30 min`, `stops after 24 h`, `runs until killed`. A command with no timeout keeps
+ * running until it ends or someone stops it, which the user should know before saying yes.
+ */
+export function execRunText(run: ExecRun): string {
+  const limit = run.timeout_ms === null ? 'until killed' : `stops after ${durationText(run.timeout_ms)}`;
+  if (run.background) return `runs in the background · ${limit}`;
+  return run.timeout_ms === null ? 'runs until killed' : limit;
 }
 
 /** The card's warning when the command would leave the sandbox. */

@@ -5,7 +5,7 @@
 // passes when every part is covered by a rule or the read-only list and it sets no env.
 // Only `mock.ts` imports this.
 
-import type { ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRule, ApprovalsView, CommandPart, Event } from './protocol';
+import type { ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRule, ApprovalsView, CommandPart, Event, ExecRun } from './protocol';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -17,6 +17,8 @@ export interface GateRequest {
   cwd?: string;
   /** `NAME=value`, as the card shows them. */
   env?: string[];
+  /** For a command: background or not, and its timeout (default: foreground, 30 min). */
+  execRun?: ExecRun;
 }
 
 export type Verdict = { allowed: true } | { allowed: false; reason: string };
@@ -125,6 +127,7 @@ export function createMockGate(variant: string, emit: Emit) {
         env,
         parts,
         ...(kind === 'exec' && subject.includes('$(') ? { unprovable: 'it uses a command substitution' } : {}),
+        ...(kind === 'exec' ? { exec_run: request.execRun ?? { background: false, timeout_ms: 1_800_000 } } : {}),
       });
     });
     emit(request.sessionId, request.runId, { type: 'approval_resolved', id, decision });

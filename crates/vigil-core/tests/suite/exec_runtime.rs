@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use vigil_core::protocol::{ApprovalDecision, ApprovalPolicy, Event, Op, ProviderKind};
+use vigil_core::protocol::{ApprovalDecision, ApprovalPolicy, Event, ExecRun, Op, ProviderKind};
 use vigil_fake_llm::{FakeLlm, Script, Step};
 
 use super::support::*;
@@ -548,5 +548,49 @@ async fn a_user_turn_asks_before_typing_into_a_shell() {
     until_finished(&mut rx).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!marker.exists(), "the denied input reached the shell");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_approval_card_says_how_long_a_command_may_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::steps(vec![
+        Step::tool_call("c1", "exec", json!({"command": "sleep 5", "background": true})),
+        Step::tool_call(
+            "c2",
+            "exec",
+            json!({"command": "sleep 6", "background": true, "timeout": 0}),
+        ),
+        Step::tool_call("c3", "exec", json!({"command": "sleep 7", "timeout": 86_400})),
+        Step::text("Nothing ran."),
+    ]);
+    let fake = FakeLlm::start(script).await.unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals().set_policy(ApprovalPolicy::Ask);
+    assert!(rt.start_background());
+    rt.submit(user("start them"));
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let (id, run) = next_matching(&mut rx, |e| match e {
+            Event::ApprovalRequested { id, exec_run, .. } => Some((id.clone(), *exec_run)),
+            _ => None,
+        })
+        .await;
+        runs.push(run);
+        rt.submit(Op::Approval {
+            id,
+            decision: ApprovalDecision::Deny,
+        });
+    }
+    let run = |background, timeout_ms| Some(ExecRun { background, timeout_ms });
+    assert_eq!(
+        runs,
+        [
+            run(true, Some(1_800_000)),
+            run(true, None),
+            run(false, Some(86_400_000))
+        ]
+    );
+    until_finished(&mut rx).await;
     rt.shutdown().await;
 }
