@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
@@ -474,8 +475,24 @@ impl Approvals {
     }
 
     /// Decides; under `ask` with someone at the screen, asks and waits for the answer
-    /// (or for `cancel`, which denies).
+    /// (or for `cancel`, which denies). A run nobody watches is denied at once.
     pub async fn check(&self, request: Request, emitter: &Emitter, now_ms: i64, cancel: &CancellationToken) -> Verdict {
+        self.check_away(request, emitter, now_ms, cancel, None).await
+    }
+
+    /// [`Self::check`] for a run nobody watches that may still ask (`away: Some(timeout)`:
+    /// a continuation, a routine, a woken heartbeat): the question goes to its conversation
+    /// and to a notification with Allow once / Deny / Open, and waits up to `timeout`, then
+    /// denies. `away: None` keeps deny-at-once for runs that must not leave questions (the
+    /// heartbeat's interval polls).
+    pub async fn check_away(
+        &self,
+        request: Request,
+        emitter: &Emitter,
+        now_ms: i64,
+        cancel: &CancellationToken,
+        away: Option<Duration>,
+    ) -> Verdict {
         let policy = self.policy();
         let what = match request.kind {
             ApprovalKind::Exec if request.outside_sandbox => {
@@ -521,21 +538,11 @@ impl Approvals {
             // Reading outside the workspace under read-only asks like any other policy.
             ApprovalPolicy::Ask | ApprovalPolicy::ReadOnly => {}
         }
-        if !request.interactive {
-            emitter.emit(
-                Source::System,
-                Event::Notification {
-                    kind: NotificationKind::Approval,
-                    title: "Vigil needs your approval".into(),
-                    body: format!("A background task wanted to run {what}; it was denied because nobody was asked."),
-                    event_id: None,
-                    process_id: None,
-                },
-            );
-            return Verdict::Denied(format!(
-                "Denied: {what} needs the user's approval and this run has nobody to ask. Ask the user in the conversation instead."
-            ));
-        }
+        let timeout = match (request.interactive, away) {
+            (true, _) => None,
+            (false, Some(timeout)) => Some(timeout),
+            (false, None) => return Self::nobody_to_ask(emitter, &what),
+        };
         let (parts, unprovable) = self.card_parts(&request);
         let id = uuid::Uuid::new_v4().to_string();
         let (tx, rx) = oneshot::channel();
@@ -544,6 +551,7 @@ impl Approvals {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id.clone(), tx);
+        let expires_at = timeout.map(|t| now_ms.saturating_add(t.as_millis() as i64));
         emitter.emit(
             Source::Agent,
             Event::ApprovalRequested {
@@ -559,14 +567,42 @@ impl Approvals {
                 env: request.env.iter().map(|e| shell::visible(e)).collect(),
                 parts,
                 unprovable,
-                exec_run: request.exec_run,
+                exec_run: request.exec_run.clone(),
+                expires_at,
             },
         );
-        let decision = tokio::select! {
-            d = rx => d.unwrap_or(ApprovalDecision::Deny),
+        if timeout.is_some() {
+            // Nobody is at the screen: the question also goes out as a notification whose
+            // buttons answer it (Allow once, Deny; "always" is only on the card).
+            emitter.emit(
+                Source::System,
+                Event::Notification {
+                    kind: NotificationKind::Approval,
+                    title: "Vigil needs your approval".into(),
+                    body: format!("A task running on its own wants to run {what}."),
+                    event_id: None,
+                    process_id: None,
+                    approval_id: Some(id.clone()),
+                    session_id: emitter.session_id().map(str::to_string),
+                    message_ts: None,
+                },
+            );
+        }
+        let unanswered = async {
+            match timeout {
+                Some(t) => tokio::time::sleep(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        let (decision, timed_out) = tokio::select! {
+            d = rx => (d.unwrap_or(ApprovalDecision::Deny), false),
             _ = cancel.cancelled() => {
                 self.inner.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                ApprovalDecision::Deny
+                (ApprovalDecision::Deny, false)
+            }
+            _ = unanswered => {
+                self.inner.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                (ApprovalDecision::Deny, true)
             }
         };
         emitter.emit(Source::User, Event::ApprovalResolved { id, decision });
@@ -579,14 +615,49 @@ impl Approvals {
                 }
                 Verdict::Allowed
             }
+            ApprovalDecision::Deny if timed_out => Verdict::Denied(format!(
+                "Denied: {what} needed the user's approval, and nobody answered within {} (they were asked in the conversation and by a notification). Go on without it, or leave the question for the user.",
+                spoken_duration(timeout.unwrap_or_default())
+            )),
             ApprovalDecision::Deny => Verdict::Denied(format!("The user denied {what}.")),
         }
+    }
+
+    /// Deny-at-once for a run that must not ask, with a notification saying so.
+    fn nobody_to_ask(emitter: &Emitter, what: &str) -> Verdict {
+        emitter.emit(
+            Source::System,
+            Event::Notification {
+                kind: NotificationKind::Approval,
+                title: "Vigil needs your approval".into(),
+                body: format!("A background task wanted to run {what}; it was denied because nobody was asked."),
+                event_id: None,
+                process_id: None,
+                approval_id: None,
+                session_id: None,
+                message_ts: None,
+            },
+        );
+        Verdict::Denied(format!(
+            "Denied: {what} needs the user's approval and this run has nobody to ask. Ask the user in the conversation instead."
+        ))
     }
 
     /// Delivers the user's answer; false if nothing waits under `id` (already answered).
     pub fn answer(&self, id: &str, decision: ApprovalDecision) -> bool {
         let waiting = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
         waiting.is_some_and(|tx| tx.send(decision).is_ok())
+    }
+}
+
+/// "1 h", "30 min", "45 s": how long an unattended question waited.
+pub fn spoken_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    match secs {
+        s if s >= 3600 && s % 3600 == 0 => format!("{} h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{} min", s / 60),
+        s if s >= 1 => format!("{s} s"),
+        _ => format!("{} ms", d.as_millis()),
     }
 }
 
@@ -598,6 +669,9 @@ pub struct TurnGate {
     pub emitter: Emitter,
     pub cancel: CancellationToken,
     pub interactive: bool,
+    /// Nobody at the screen, but the run may ask and wait this long (see
+    /// [`Approvals::check_away`]); `None` with `interactive: false` denies at once.
+    pub away: Option<Duration>,
     pub now_ms: i64,
 }
 
@@ -624,7 +698,7 @@ impl crate::tools::Gate for TurnGate {
             exec_run,
         };
         self.approvals
-            .check(request, &self.emitter, self.now_ms, &self.cancel)
+            .check_away(request, &self.emitter, self.now_ms, &self.cancel, self.away)
             .await
     }
 
@@ -641,7 +715,7 @@ impl crate::tools::Gate for TurnGate {
             exec_run: None,
         };
         self.approvals
-            .check(request, &self.emitter, self.now_ms, &self.cancel)
+            .check_away(request, &self.emitter, self.now_ms, &self.cancel, self.away)
             .await
     }
 }

@@ -81,6 +81,11 @@ impl Emitter {
         Self { sink, ..self.clone() }
     }
 
+    /// The session this emitter's events belong to, if any.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
     /// Where this emitter sends.
     pub fn sink(&self) -> Arc<dyn EventSink> {
         self.sink.clone()

@@ -34,7 +34,10 @@ pub use heartbeat::{
     ActiveHours, BackgroundUpdate, HeartbeatSettings, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView,
     WakeReason,
 };
-pub use preferences::{DesktopSettings, DesktopSettingsView, NotificationKind, NotificationKinds, Theme};
+pub use preferences::{
+    DesktopSettings, DesktopSettingsView, NotificationKind, NotificationKinds, Theme, DEFAULT_APPROVAL_TIMEOUT_SECS,
+    DEFAULT_CONTINUATION_LIMIT,
+};
 pub use routines::{
     ExecutionMode, HeartbeatChecks, ParseStatus, RoutineDraft, RoutineRun, RoutineSaved, RoutineSource, RoutineState,
     RoutineView, RoutinesView, RunOutcome, SchedulePreview, WakeMode,
@@ -117,6 +120,14 @@ pub enum Op {
     SetRoutineEnabled { id: String, enabled: bool },
     /// Ask how the runtime is doing; answered by `health`.
     Health,
+    /// This conversation's limit on continuing on its own (`0`: never); `None` goes back to
+    /// the global setting. Answered by `sessions_changed`.
+    SetContinuationLimit {
+        session_id: String,
+        #[serde(default)]
+        #[ts(optional)]
+        limit: Option<u32>,
+    },
 }
 
 /// How the user answered an approval request.
@@ -191,6 +202,9 @@ pub enum Source {
     Scheduler,
     Exec,
     System,
+    /// A turn Vigil started on its own in a conversation: a background command the
+    /// conversation's agent started has ended (a continuation).
+    Background,
 }
 
 /// Every event leaves the runtime in this envelope; the payload's `type` tag sits beside
@@ -300,6 +314,11 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[ts(optional)]
         exec_run: Option<ExecRun>,
+        /// An unattended run asks (a continuation, a routine, a woken heartbeat): unanswered
+        /// by this time (ms since the epoch), the request is denied and the run goes on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional, type = "number")]
+        expires_at: Option<i64>,
     },
     /// An approval request was answered (by the user, a remembered rule, or a denial
     /// because nobody was there to ask).
@@ -319,6 +338,18 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[ts(optional)]
         process_id: Option<String>,
+        /// An approval an unattended run waits for: the notification offers Allow once,
+        /// Deny and Open, and an answer goes back as `Op::Approval` with this id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        approval_id: Option<String>,
+        /// The conversation (and its message, by timestamp) a click opens.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        session_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional, type = "number")]
+        message_ts: Option<i64>,
     },
     /// One heartbeat run ended (or was skipped before it began), with why.
     Heartbeat {
@@ -461,6 +492,10 @@ pub enum MessageKind {
         #[ts(type = "number")]
         replaces_before: u64,
     },
+    /// What happened while nobody typed (a background command's exit notice), which started
+    /// a turn on its own, or Vigil's word on why it stopped continuing. Sent to the model as
+    /// a user message; shown as a line of its own, not as the user's.
+    SystemEvent,
 }
 
 impl MessageKind {
@@ -560,6 +595,14 @@ pub struct SessionSummary {
     pub created_at: i64,
     #[ts(type = "number")]
     pub updated_at: i64,
+    /// Turns Vigil ran on its own here since the user's last message.
+    #[serde(default)]
+    pub continuations: u32,
+    /// This conversation's own limit on continuations in a row (`0`: never continues on its
+    /// own); absent, the global setting applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub continuation_limit: Option<u32>,
 }
 
 /// A session's saved conversation, as the UI loads it on start.

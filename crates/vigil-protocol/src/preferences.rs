@@ -30,7 +30,20 @@ pub struct DesktopSettings {
     /// The agent's workspace folder (its files, `HEARTBEAT.md`, the routines); `None` is
     /// `<data dir>/workspace`. Read when Vigil starts.
     pub workspace: Option<String>,
+    /// How many turns in a row a conversation may run on its own (a background command it
+    /// started ended) without a message from the user; `0`: never.
+    pub continuation_limit: u32,
+    /// How long an unattended run (a continuation, a routine, a woken heartbeat) waits for an
+    /// approval before it is denied, in seconds.
+    pub approval_timeout_secs: u64,
+    /// Keep the computer from sleeping while a turn, a routine or a background command runs.
+    pub keep_awake: bool,
 }
+
+/// Continuations in a row without a user message (issue: bounded autonomy).
+pub const DEFAULT_CONTINUATION_LIMIT: u32 = 10;
+/// One hour for an unattended approval.
+pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 3600;
 
 impl Default for DesktopSettings {
     fn default() -> Self {
@@ -40,6 +53,9 @@ impl Default for DesktopSettings {
             theme: Theme::System,
             notifications: NotificationKinds::default(),
             workspace: None,
+            continuation_limit: DEFAULT_CONTINUATION_LIMIT,
+            approval_timeout_secs: DEFAULT_APPROVAL_TIMEOUT_SECS,
+            keep_awake: true,
         }
     }
 }

@@ -3,11 +3,11 @@
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
 
-export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "health" };
+export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, };
 
 export type Scope = "primary" | "heartbeat" | "job" | "app";
 
-export type Source = "user" | "agent" | "provider" | "heartbeat" | "scheduler" | "exec" | "system";
+export type Source = "user" | "agent" | "provider" | "heartbeat" | "scheduler" | "exec" | "system" | "background";
 
 export type EventEnvelope = { 
 /**
@@ -54,7 +54,21 @@ unprovable?: string,
  * For a command: whether it starts in the background and when it is stopped, so the
  * user knows how long what they approve may run. Absent for file access and input.
  */
-exec_run?: ExecRun, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
+exec_run?: ExecRun, 
+/**
+ * An unattended run asks (a continuation, a routine, a woken heartbeat): unanswered
+ * by this time (ms since the epoch), the request is denied and the run goes on.
+ */
+expires_at?: number, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, 
+/**
+ * An approval an unattended run waits for: the notification offers Allow once,
+ * Deny and Open, and an answer goes back as `Op::Approval` with this id.
+ */
+approval_id?: string, 
+/**
+ * The conversation (and its message, by timestamp) a click opens.
+ */
+session_id?: string, message_ts?: number, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
@@ -93,7 +107,21 @@ unprovable?: string,
  * For a command: whether it starts in the background and when it is stopped, so the
  * user knows how long what they approve may run. Absent for file access and input.
  */
-exec_run?: ExecRun, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
+exec_run?: ExecRun, 
+/**
+ * An unattended run asks (a continuation, a routine, a woken heartbeat): unanswered
+ * by this time (ms since the epoch), the request is denied and the run goes on.
+ */
+expires_at?: number, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, 
+/**
+ * An approval an unattended run waits for: the notification offers Allow once,
+ * Deny and Open, and an answer goes back as `Op::Approval` with this id.
+ */
+approval_id?: string, 
+/**
+ * The conversation (and its message, by timestamp) a click opens.
+ */
+session_id?: string, message_ts?: number, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
@@ -119,7 +147,7 @@ kind?: MessageKind, };
 
 export type ContentBlock = { "type": "text", text: string, } | { "type": "thinking", thinking: string, signature?: string, } | { "type": "tool_use", id: string, name: string, input: JsonValue, } | { "type": "tool_result", tool_use_id: string, content: string, is_error: boolean, } | { "type": "context", text: string, };
 
-export type MessageKind = { "type": "plain" } | { "type": "interrupt" } | { "type": "summary", replaces_before: number, };
+export type MessageKind = { "type": "plain" } | { "type": "interrupt" } | { "type": "summary", replaces_before: number, } | { "type": "system_event" };
 
 export type ApprovalDecision = "approve" | "always" | "deny";
 
@@ -185,7 +213,16 @@ export type ApprovalsView = { policy: ApprovalPolicy,
  */
 policy_from_env: boolean, rules: Array<ApprovalRule>, sandbox: SandboxView, };
 
-export type SessionSummary = { id: string, title: string, created_at: number, updated_at: number, };
+export type SessionSummary = { id: string, title: string, created_at: number, updated_at: number, 
+/**
+ * Turns Vigil ran on its own here since the user's last message.
+ */
+continuations: number, 
+/**
+ * This conversation's own limit on continuations in a row (`0`: never continues on its
+ * own); absent, the global setting applies.
+ */
+continuation_limit?: number, };
 
 export type ProcessSummary = { 
 /**
@@ -476,7 +513,21 @@ notifications: NotificationKinds,
  * The agent's workspace folder (its files, `HEARTBEAT.md`, the routines); `None` is
  * `<data dir>/workspace`. Read when Vigil starts.
  */
-workspace: string | null, };
+workspace: string | null, 
+/**
+ * How many turns in a row a conversation may run on its own (a background command it
+ * started ended) without a message from the user; `0`: never.
+ */
+continuation_limit: number, 
+/**
+ * How long an unattended run (a continuation, a routine, a woken heartbeat) waits for an
+ * approval before it is denied, in seconds.
+ */
+approval_timeout_secs: bigint, 
+/**
+ * Keep the computer from sleeping while a turn, a routine or a background command runs.
+ */
+keep_awake: boolean, };
 
 export type DesktopSettingsView = { settings: DesktopSettings, 
 /**

@@ -34,6 +34,12 @@ use policy::Policy;
 pub trait SteerQueue: Send + Sync {
     /// Takes every queued message, oldest first.
     fn drain(&self) -> Vec<String>;
+
+    /// Takes the notices of what happened meanwhile (a background command of this
+    /// conversation ended), oldest first; they reach the model at the next step.
+    fn drain_notices(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The text a steer message is sent as (seed 000 §8).
@@ -81,6 +87,11 @@ pub struct TurnExtras {
     pub context_sections: Vec<String>,
     /// Send only about this many of the latest messages (the heartbeat's short history).
     pub history_limit: Option<usize>,
+    /// The kind of the message that starts the turn (`SystemEvent` for a continuation).
+    pub message_kind: MessageKind,
+    /// The source of `turn_started`/`turn_finished` when it is not the user's turn
+    /// (`background` for a continuation).
+    pub source: Option<Source>,
 }
 
 /// How a turn ended, for the event and the runtime.
@@ -135,7 +146,7 @@ impl Turn<'_> {
         let mut usage = Usage::default();
         let finish = self.run_inner(user_text, &mut usage).await;
         self.emitter.emit(
-            Source::Agent,
+            self.extras.source.unwrap_or(Source::Agent),
             Event::TurnFinished {
                 stop_reason: finish.stop_reason,
                 usage,
@@ -147,6 +158,7 @@ impl Turn<'_> {
 
     async fn run_inner(&self, user_text: String, usage: &mut Usage) -> Finish {
         let mut user = Message::user_text(user_text.clone(), self.clock.now_ms());
+        user.kind = self.extras.message_kind.clone();
         user.content.insert(
             0,
             ContentBlock::Context {
@@ -156,7 +168,10 @@ impl Turn<'_> {
         if !self.append(user).await {
             return Finish::because(StopReason::Error);
         }
-        self.emitter.emit(Source::User, Event::TurnStarted { user_text });
+        self.emitter.emit(
+            self.extras.source.unwrap_or(Source::User),
+            Event::TurnStarted { user_text },
+        );
         let Some(client) = self.client.clone() else {
             self.error(
                 ErrorKind::Config,
@@ -225,11 +240,23 @@ impl Turn<'_> {
         }
     }
 
-    /// Appends queued user messages as `[INTERRUPT] …`; true if there were any.
+    /// Appends notices that arrived meanwhile (one message) and queued user messages as
+    /// `[INTERRUPT] …`; true if there were any.
     async fn inject_steer(&self) -> bool {
+        let notices = self.steer.drain_notices();
+        if !notices.is_empty() {
+            let text = notices
+                .iter()
+                .map(|n| format!("System: {n}"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let mut m = Message::user_text(text, self.clock.now_ms());
+            m.kind = MessageKind::SystemEvent;
+            self.append(m).await;
+        }
         let queued = self.steer.drain();
         if queued.is_empty() {
-            return false;
+            return !notices.is_empty();
         }
         let count = queued.len() as u32;
         for text in queued {

@@ -74,6 +74,10 @@ pub struct HeartbeatTurn {
     pub extras: TurnExtras,
     /// Overrides the configured model.
     pub model: Option<String>,
+    /// Whether the run may ask for an approval and wait (a wake: a finished command, a
+    /// reminder, Check now). Interval polls deny at once, so a checklist cannot leave a
+    /// question every 30 minutes.
+    pub may_ask: bool,
 }
 
 /// How a heartbeat turn ended.

@@ -95,7 +95,7 @@ impl Heartbeat {
             return Outcome::skipped(HeartbeatSkip::RequestsInFlight, None);
         }
         let heartbeat_file = file::read(&deps.workspace);
-        let queued = deps.events.peek(PRIMARY_SESSION);
+        let queued = deps.events.peek(&session_id(AGENT));
         let source = self.due_source();
         let due = source.as_ref().map(|d| d.due(now)).unwrap_or_default();
         taken.extend(due.iter().cloned());
@@ -126,7 +126,7 @@ impl Heartbeat {
             );
         }
 
-        let events = deps.events.drain(PRIMARY_SESSION);
+        let events = deps.events.drain(&session_id(AGENT));
         let kind = PromptKind::choose(&events);
         let text = kind.text(&config.prompt, &config.zone.current_time_line(now));
         let mut sections: Vec<String> = system_events::context_section(&events).into_iter().collect();
@@ -148,7 +148,7 @@ impl Heartbeat {
         let before_size = match deps.store.size(&session) {
             Ok(n) => n,
             Err(e) => {
-                deps.events.restore(PRIMARY_SESSION, events);
+                deps.events.restore(&session_id(AGENT), events);
                 return Outcome {
                     status: HeartbeatStatus::Failed,
                     skip: None,
@@ -173,13 +173,15 @@ impl Heartbeat {
                     }),
                     context_sections: sections,
                     history_limit: Some(HISTORY_LIMIT),
+                    ..TurnExtras::default()
                 },
                 model: config.model.clone(),
+                may_ask: wake.effective_reason() != WakeReason::Interval,
             })
             .await;
         if matches!(result.stop_reason, StopReason::Error | StopReason::Cancelled) {
             // The model never saw them through: they wait for the next run or turn.
-            deps.events.restore(PRIMARY_SESSION, events);
+            deps.events.restore(&session_id(AGENT), events);
             self.take_back(&session, before_size, before_updated).await;
             return Outcome {
                 status: HeartbeatStatus::Failed,
@@ -303,6 +305,9 @@ impl Heartbeat {
                     body: summary,
                     event_id: Some(event.event_id),
                     process_id: None,
+                    approval_id: None,
+                    session_id: None,
+                    message_ts: None,
                 },
             );
         }

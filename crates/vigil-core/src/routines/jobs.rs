@@ -251,6 +251,9 @@ impl Scheduler {
                     body: summary,
                     event_id: Some(event.event_id),
                     process_id: None,
+                    approval_id: None,
+                    session_id: None,
+                    message_ts: None,
                 },
             );
         }

@@ -10,7 +10,7 @@ use vigil_protocol::{
     Event, EventEnvelope, HeartbeatSettings, HeartbeatStats, HeartbeatView, Scope, Source, StopReason, WakeReason,
 };
 
-use super::{Inner, Runtime};
+use super::{Attendance, Inner, Runtime};
 use crate::agent::{background_updates, TurnExtras};
 use crate::events::EventSink;
 use crate::heartbeat::{self, HeartbeatConfig, HeartbeatHost, HeartbeatTurn, TurnResult};
@@ -250,12 +250,17 @@ impl Runtime {
             t.model,
             Scope::Heartbeat,
             cancel,
+            if t.may_ask {
+                Attendance::Away
+            } else {
+                Attendance::Nobody
+            },
         )
         .await
     }
 
-    /// A turn nobody watches (heartbeat, job) in its own lane: never asks for approval;
-    /// `cancel` (or shutdown) stops it.
+    /// A turn nobody watches (heartbeat, job) in its own lane; `attendance` says whether it
+    /// may ask for an approval and wait (see [`Attendance`]); `cancel` (or shutdown) stops it.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn run_background_turn(
         &self,
@@ -266,6 +271,7 @@ impl Runtime {
         model: Option<String>,
         scope: Scope,
         cancel: tokio_util::sync::CancellationToken,
+        attendance: Attendance,
     ) -> TurnResult {
         let lane = self.lane(session_id);
         let cancel = {
@@ -323,7 +329,7 @@ impl Runtime {
             cancel,
             config,
             extras,
-            false,
+            attendance,
         );
         // A panic ends the run as an error; the lane must be freed all the same, or every
         // later heartbeat or job in it would fail as "busy".

@@ -10,10 +10,12 @@
 //! Must never: block the caller of [`Runtime::submit`]; turns run on spawned tasks.
 
 mod background;
+mod continuation;
 mod health;
 mod processes;
 mod routines;
 
+pub use continuation::{is_silent, CONTINUATION_PROMPT, MERGE_WINDOW};
 pub use processes::USER_OWNER;
 
 use std::collections::HashMap;
@@ -109,14 +111,38 @@ struct Inner {
     exec: OnceLock<crate::exec::RegistryHandle>,
     /// `tools` plus `exec`/`process`, once the registry runs.
     exec_tools: OnceLock<ToolRegistry>,
+    /// Continuations and unattended approvals: their limits, and merges in progress.
+    autonomy: continuation::Autonomy,
 }
 
 /// One session's lane: at most one turn runs; messages sent meanwhile queue here and
-/// reach the running turn at its next step (steering).
-#[derive(Default)]
+/// reach the running turn at its next step (steering), as do the session's notices (a
+/// background command ended).
 struct Lane {
     /// `std` lock: held only to flip `busy` or move the queue, never across an await.
     state: Mutex<LaneState>,
+    session_id: String,
+    notices: SystemEvents,
+}
+
+/// Who can answer a turn's approval questions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attendance {
+    /// The user, at the screen: ask and wait.
+    User,
+    /// Nobody watches, but the run may ask (card, tray, notification) and wait up to the
+    /// approval timeout: continuations, routine jobs, woken heartbeats.
+    Away,
+    /// Nobody, and nobody is asked: the heartbeat's interval polls.
+    Nobody,
+}
+
+/// What starts a turn in a conversation's lane.
+enum Input {
+    /// A message from the user.
+    User(String),
+    /// Notices of background commands that ended.
+    Continuation,
 }
 
 #[derive(Default)]
@@ -138,6 +164,14 @@ impl Lane {
 impl SteerQueue for Lane {
     fn drain(&self) -> Vec<String> {
         std::mem::take(&mut self.lock().queue)
+    }
+
+    fn drain_notices(&self) -> Vec<String> {
+        self.notices
+            .drain(&self.session_id)
+            .into_iter()
+            .map(|e| e.text)
+            .collect()
     }
 }
 
@@ -239,6 +273,7 @@ impl Runtime {
                 wake: OnceLock::new(),
                 exec: OnceLock::new(),
                 exec_tools: OnceLock::new(),
+                autonomy: continuation::Autonomy::default(),
             }
         });
         Ok(Self { inner })
@@ -324,6 +359,17 @@ impl Runtime {
             Op::RunRoutine { id } => self.routine_op(routines::RoutineOp::Run(id)),
             Op::SetRoutineEnabled { id, enabled } => self.routine_op(routines::RoutineOp::Enable(id, enabled)),
             Op::Health => self.report_health(),
+            Op::SetContinuationLimit { session_id, limit } => {
+                let done = self
+                    .inner
+                    .meta
+                    .update_atomic(&session_id, |m| {
+                        m.continuation_limit = limit;
+                        m.stopped_at_limit = false;
+                    })
+                    .map(|_| ());
+                self.sessions_changed(done);
+            }
         }
     }
 
@@ -348,6 +394,9 @@ impl Runtime {
                 body: body.into(),
                 event_id: None,
                 process_id: None,
+                approval_id: None,
+                session_id: None,
+                message_ts: None,
             },
         );
     }
@@ -367,7 +416,13 @@ impl Runtime {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .entry(session_id.to_string())
-            .or_default()
+            .or_insert_with(|| {
+                Arc::new(Lane {
+                    state: Mutex::default(),
+                    session_id: session_id.to_string(),
+                    notices: self.inner.system_events.clone(),
+                })
+            })
             .clone()
     }
 
@@ -390,6 +445,18 @@ impl Runtime {
                 for warning in loaded.warnings {
                     self.report(ErrorKind::Storage, warning);
                 }
+                // The user spoke: a new chain of continuations may begin.
+                if loaded.meta.continuations > 0 || loaded.meta.stopped_at_limit {
+                    let done = self
+                        .inner
+                        .meta
+                        .update_atomic(&session_id, |m| {
+                            m.continuations = 0;
+                            m.stopped_at_limit = false;
+                        })
+                        .map(|_| ());
+                    self.sessions_changed(done);
+                }
                 // A conversation is named after its first message until the user names it.
                 if DEFAULT_TITLES.contains(&loaded.meta.title.as_str()) {
                     let done = self.inner.meta.rename(&session_id, &title_from(&text)).map(|_| ());
@@ -410,18 +477,36 @@ impl Runtime {
             state.scope = Some(Scope::Primary);
             state.cancel = self.inner.shutdown.child_token();
         }
+        self.spawn_lane(session_id, lane, Input::User(text));
+    }
+
+    /// Runs `first` in `lane` (already marked busy), then whatever queued meanwhile: the
+    /// user's messages, or a continuation when notices wait.
+    fn spawn_lane(&self, session_id: String, lane: Arc<Lane>, first: Input) {
         let this = self.clone();
         self.inner.tasks.spawn(async move {
-            let mut next = Some(text);
-            while let Some(text) = next.take() {
+            let mut next = Some(first);
+            while let Some(input) = next.take() {
                 let run_id = uuid::Uuid::new_v4().to_string();
-                let turn = this.run_turn(&session_id, &lane, &run_id, text);
-                if let Err(panic) = std::panic::AssertUnwindSafe(turn).catch_unwind().await {
-                    this.turn_panicked(&session_id, &run_id, panic.as_ref());
-                }
+                let turn = async {
+                    match input {
+                        Input::User(text) => {
+                            let stop = this.run_turn(&session_id, &lane, &run_id, text).await;
+                            !matches!(stop, StopReason::Error | StopReason::Cancelled)
+                        }
+                        Input::Continuation => this.run_continuation(&session_id, &lane, &run_id).await,
+                    }
+                };
+                let went_well = match std::panic::AssertUnwindSafe(turn).catch_unwind().await {
+                    Ok(went_well) => went_well,
+                    Err(panic) => {
+                        this.turn_panicked(&session_id, &run_id, panic.as_ref());
+                        false
+                    }
+                };
                 // Also after a panic: the lane is freed, so the conversation is not stuck
                 // "working" with every later message queued behind a turn that is gone.
-                next = this.after_turn(&session_id, &lane);
+                next = this.after_turn(&session_id, &lane, went_well);
             }
         });
     }
@@ -451,7 +536,7 @@ impl Runtime {
         );
     }
 
-    async fn run_turn(&self, session_id: &str, lane: &Arc<Lane>, run_id: &str, text: String) {
+    async fn run_turn(&self, session_id: &str, lane: &Arc<Lane>, run_id: &str, text: String) -> StopReason {
         #[cfg(test)]
         if text == tests::PLANTED_BUG {
             panic!("a planted bug");
@@ -474,16 +559,17 @@ impl Runtime {
             cancel,
             config,
             background.extras(),
-            true,
+            Attendance::User,
         );
         let stop = turn.run(text).await;
         self.finish_background_context(session_id, stop, background).await;
+        stop
     }
 
     /// A turn of `session_id` with this runtime's stores, tools, workspace and approval
-    /// policy; `interactive` says whether the user can be asked (a heartbeat cannot).
+    /// policy; `attendance` says who can answer its questions.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn turn<'a>(
+    fn turn<'a>(
         &'a self,
         session_id: &'a str,
         steer: &'a dyn SteerQueue,
@@ -492,14 +578,16 @@ impl Runtime {
         cancel: CancellationToken,
         config: AgentConfig,
         extras: crate::agent::TurnExtras,
-        interactive: bool,
+        attendance: Attendance,
     ) -> Turn<'a> {
+        let interactive = attendance == Attendance::User;
         let gate = crate::approval::TurnGate {
             approvals: self.inner.approvals.clone(),
             workspace: self.workspace().to_path_buf(),
             emitter: emitter.clone(),
             cancel: cancel.clone(),
             interactive,
+            away: (attendance == Attendance::Away).then(|| self.approval_timeout()),
             now_ms: self.inner.clock.now_ms(),
         };
         Turn {
@@ -529,16 +617,23 @@ impl Runtime {
 
     /// Decides what follows a turn: messages that arrived too late for it start the next
     /// turn, unless the user pressed Stop: then they are saved (never lost) but not answered.
-    fn after_turn(&self, session_id: &str, lane: &Lane) -> Option<String> {
+    /// Without messages, notices that arrived too late start a continuation, if the turn
+    /// `went_well` (a failing provider must not be retried in a loop).
+    fn after_turn(&self, session_id: &str, lane: &Lane, went_well: bool) -> Option<Input> {
         let mut state = lane.lock();
         let queued = std::mem::take(&mut state.queue);
         if queued.is_empty() {
+            let notices = !self.inner.system_events.peek(session_id).is_empty();
+            if went_well && notices && !state.cancel.is_cancelled() && !self.inner.shutdown.is_cancelled() {
+                state.cancel = self.inner.shutdown.child_token();
+                return Some(Input::Continuation);
+            }
             state.busy = false;
             return None;
         }
         if !state.cancel.is_cancelled() {
             state.cancel = self.inner.shutdown.child_token();
-            return Some(queued.join("\n\n"));
+            return Some(Input::User(queued.join("\n\n")));
         }
         // Saved while the lane is still busy, so no new turn can interleave with them.
         let emitter = self.inner.emitter.for_session(session_id, Scope::Primary);
@@ -575,6 +670,8 @@ impl Runtime {
                 title: m.title,
                 created_at: m.created_at,
                 updated_at: m.updated_at,
+                continuations: m.continuations,
+                continuation_limit: m.continuation_limit,
             })
             .collect())
     }

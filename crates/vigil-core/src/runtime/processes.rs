@@ -13,23 +13,17 @@ use super::Runtime;
 use crate::exec::{ChannelExecEvents, ExecEvent, ProcessInfo, RegistryConfig, RegistryHandle, SpawnRequest, TermSize};
 use crate::heartbeat;
 use crate::session::meta::type_from_id;
-use crate::session::{SessionType, PRIMARY_SESSION};
+use crate::session::SessionType;
 use crate::system_events::SystemEventKind;
 use crate::tools::ToolRegistry;
 
 /// The owner of commands the user starts from the panel: no agent session is woken for them.
 pub const USER_OWNER: &str = "user";
 
-/// Whose processes a turn of `session_id` starts and sees. The heartbeat works for the
-/// primary conversation, so its commands are that conversation's: their exit notices join
-/// the queue the next heartbeat reads, and the heartbeat turn that relays a command's exit
-/// can `process poll`/`log` it (seed 000 §2), as the conversation's own turns can.
+/// Whose processes a turn of `session_id` starts and sees: its own. A conversation's exits
+/// continue that conversation; the heartbeat's stay with the heartbeat.
 pub(super) fn process_owner(session_id: &str) -> &str {
-    if session_id == heartbeat::session_id(heartbeat::AGENT) {
-        PRIMARY_SESSION
-    } else {
-        session_id
-    }
+    session_id
 }
 
 pub(super) fn summary(info: &ProcessInfo) -> ProcessSummary {
@@ -155,22 +149,23 @@ impl Runtime {
         }
     }
 
-    /// A backgrounded command ended. The primary conversation's agent hears about it at once
-    /// (a system event plus an `exec-event` wake of the heartbeat, which reads that queue) and
-    /// tells the user itself, so the user gets one notification — the agent's report — not
-    /// two. Every other command is announced directly: one the user started from the panel;
-    /// one from another conversation, whose agent also finds the notice at its next turn (no
-    /// heartbeat reads that queue, so waking one would only cost a model call); one a
-    /// routine's job left running (its turn is over); and any when the heartbeat is off.
+    /// A backgrounded command ended. The conversation (or job) whose agent started it
+    /// continues with the notice (see `continuation`), and tells the user itself. The
+    /// heartbeat's own commands go back to the heartbeat (an `exec-event` wake). Commands the
+    /// user started from the panel, and any when their owner cannot hear it, are announced
+    /// directly.
     fn on_exit_notice(&self, owner: &str, process_id: &str, text: &str) {
-        if owner == PRIMARY_SESSION {
+        let heartbeat = heartbeat::session_id(heartbeat::AGENT);
+        if owner == heartbeat {
             self.enqueue_system_event(owner, text, SystemEventKind::ExecFinished);
             if self.heartbeat_view().settings.enabled {
-                tracing::info!(process_id, "exec exit: waking the heartbeat");
+                tracing::info!(process_id, "the heartbeat's command ended: waking the heartbeat");
                 self.request_wake(WakeReason::ExecEvent);
                 return;
             }
         } else if owner != USER_OWNER && type_from_id(owner) == SessionType::Primary {
+            return self.continue_after_exit(owner, text);
+        } else if owner != USER_OWNER {
             self.enqueue_system_event(owner, text, SystemEventKind::ExecFinished);
         }
         let failed = !text.starts_with("Exec completed");
@@ -187,6 +182,9 @@ impl Runtime {
                 body: text.chars().take(300).collect(),
                 event_id: None,
                 process_id: Some(process_id.to_string()),
+                approval_id: None,
+                session_id: None,
+                message_ts: None,
             },
         );
     }

@@ -157,6 +157,7 @@ impl Runtime {
                 None,
                 Scope::Job,
                 job.cancel,
+                super::Attendance::Away,
             )
             .await;
         let reply = self

@@ -59,6 +59,15 @@ pub struct SessionMeta {
     /// Background updates waiting for this session's next turn (seed 003 §4.5).
     #[serde(default)]
     pub mailbox: Vec<MailboxEvent>,
+    /// Turns Vigil ran here on its own (continuations) since the user's last message.
+    #[serde(default)]
+    pub continuations: u32,
+    /// This conversation's own limit on continuations in a row; `None`: the global one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuation_limit: Option<u32>,
+    /// The chain of continuations reached its limit and the user was told (once).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped_at_limit: bool,
     /// Fields written by a newer Vigil, kept so an older one rewriting the file does not
     /// erase them.
     #[serde(flatten, default)]
@@ -301,6 +310,9 @@ impl MetaStore {
                 created_at: now,
                 updated_at: now,
                 mailbox: vec![],
+                continuations: 0,
+                continuation_limit: None,
+                stopped_at_limit: false,
                 extra: Default::default(),
             };
             self.commit(&guard, &id, &MainFile::Missing, &meta)?;
@@ -499,6 +511,9 @@ impl MetaStore {
             created_at: loaded.messages.first().map_or(now, |m| m.ts),
             updated_at: now,
             mailbox: vec![],
+            continuations: 0,
+            continuation_limit: None,
+            stopped_at_limit: false,
             extra: Default::default(),
         };
         self.commit(guard, id, &current.main, &meta)?;
@@ -745,6 +760,9 @@ mod tests {
             created_at: 1,
             updated_at: 2,
             mailbox: vec![],
+            continuations: 0,
+            continuation_limit: None,
+            stopped_at_limit: false,
             extra: Default::default(),
         }
     }

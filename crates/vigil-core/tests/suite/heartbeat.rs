@@ -132,6 +132,11 @@ fn cards(events: &[EventEnvelope]) -> usize {
         .count()
 }
 
+/// The heartbeat's own session, whose queue holds the notices of commands it started.
+fn heartbeat_session() -> String {
+    vigil_core::heartbeat::session_id(vigil_core::heartbeat::AGENT)
+}
+
 fn system_of(req: &RecordedRequest) -> Value {
     req.body["messages"][0].clone()
 }
@@ -491,8 +496,9 @@ async fn a_busy_conversation_makes_the_heartbeat_wait() {
 async fn a_finished_command_is_relayed_and_never_suppressed() {
     let mut r = rig(vec![Step::text("All 142 tests passed. HEARTBEAT_OK")]).await;
     r.tasks("# nothing to check\n");
+    // A command the heartbeat itself started: its notice stays with the heartbeat.
     r.rt.enqueue_system_event(
-        PRIMARY_SESSION,
+        &heartbeat_session(),
         "Exec completed (abc123, code 0) :: 142 passed",
         SystemEventKind::ExecFinished,
     );
@@ -509,7 +515,7 @@ async fn a_finished_command_is_relayed_and_never_suppressed() {
         user.contains("[SYSTEM] Exec completed (abc123, code 0) :: 142 passed"),
         "{user}"
     );
-    assert!(r.rt.system_events().peek(PRIMARY_SESSION).is_empty(), "drained");
+    assert!(r.rt.system_events().peek(&heartbeat_session()).is_empty(), "drained");
     let mailbox = r.mailbox();
     assert_eq!(mailbox[0].summary, "All 142 tests passed.");
     assert_eq!(mailbox[0].event_type, "exec_completed");
@@ -700,7 +706,7 @@ async fn paused_background_activity_skips_every_run_and_keeps_what_it_would_have
     let mut r = rig(vec![Step::text("Disk is at 91 %.")]).await;
     r.tasks("- tell me when disk usage is over 80 %\n");
     r.rt.enqueue_system_event(
-        PRIMARY_SESSION,
+        &heartbeat_session(),
         "Exec completed (abc123, code 0) :: done",
         SystemEventKind::ExecFinished,
     );
@@ -719,7 +725,7 @@ async fn paused_background_activity_skips_every_run_and_keeps_what_it_would_have
     }
     assert_eq!(r.fake.requests().len(), 0, "no model call while paused");
     assert_eq!(
-        r.rt.system_events().peek(PRIMARY_SESSION).len(),
+        r.rt.system_events().peek(&heartbeat_session()).len(),
         1,
         "the exec event waits"
     );

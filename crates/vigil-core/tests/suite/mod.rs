@@ -1,4 +1,5 @@
 mod agent;
+mod continuation;
 mod crash;
 mod exec;
 mod exec_runtime;

@@ -1,0 +1,414 @@
+//! Continuations: when a command that a conversation's agent started in the background
+//! ends, that conversation's own agent gets a turn with its whole history and the exit
+//! notice (seed 000 §7's system event + wake, applied per conversation). Exits within
+//! [`MERGE_WINDOW`] share one turn; a turn already running takes them in at its next step
+//! (see [`super::Lane`]); a chain of continuations without a user message stops at the
+//! limit and says so. The reply reaches the user as one notification, unless it only says
+//! there is nothing to tell.
+//!
+//! Must never: run a continuation while the conversation's lane is busy, lose a notice (a
+//! refused continuation leaves the notices in the mailbox for the next turn), or ask the
+//! user through anything but the gate (continuations ask and wait, see `Attendance::Away`).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use vigil_protocol::{
+    Event, Message, MessageKind, NotificationKind, Role, Scope, Source, StopReason, DEFAULT_APPROVAL_TIMEOUT_SECS,
+    DEFAULT_CONTINUATION_LIMIT,
+};
+
+use super::{Attendance, Lane, Runtime};
+use crate::session::MailboxEvent;
+use crate::system_events::SystemEvent;
+
+/// Exits in one conversation this close together share one continuation (seed 004 §2's
+/// wake coalescing).
+pub const MERGE_WINDOW: Duration = Duration::from_millis(250);
+
+/// What the model is asked after the notices.
+pub const CONTINUATION_PROMPT: &str = "A background command you started in this conversation has ended (see the \
+notice above). If the task has a next step, carry on with it. Otherwise tell the user the result in a sentence or \
+two. If there is nothing worth telling, reply exactly NO_REPLY.";
+
+/// Replies that mean "nothing to tell": no notification.
+const SILENT_REPLIES: [&str; 2] = ["NO_REPLY", crate::heartbeat::reply::HEARTBEAT_TOKEN];
+
+/// The limits of acting alone, set from the desktop settings.
+pub(super) struct Autonomy {
+    /// Continuations in a row without a user message; 0: never.
+    limit: AtomicU32,
+    /// How long an unattended run waits for an approval, in milliseconds.
+    approval_timeout_ms: AtomicU64,
+    /// Conversations whose continuation waits out the merge window. `std` lock: held for an
+    /// insert or a remove.
+    merging: Mutex<HashSet<String>>,
+}
+
+impl Default for Autonomy {
+    fn default() -> Self {
+        Self {
+            limit: AtomicU32::new(DEFAULT_CONTINUATION_LIMIT),
+            approval_timeout_ms: AtomicU64::new(DEFAULT_APPROVAL_TIMEOUT_SECS * 1000),
+            merging: Mutex::new(HashSet::new()),
+        }
+    }
+}
+
+/// Whether a conversation may continue once more.
+enum Admission {
+    Go,
+    /// Continuing on its own is off (globally or here).
+    Off,
+    /// The chain reached `limit`; `first` says whether this is the moment it did.
+    Limit {
+        limit: u32,
+        first: bool,
+    },
+}
+
+/// The message a continuation turn starts with: the notices, then the question.
+pub(super) fn continuation_text(events: &[SystemEvent]) -> String {
+    let mut text = events
+        .iter()
+        .map(|e| format!("System: {}", e.text))
+        .collect::<Vec<_>>()
+        .join("\n");
+    text.push_str("\n\n");
+    text.push_str(CONTINUATION_PROMPT);
+    text
+}
+
+/// Whether a reply only says there is nothing to tell.
+pub fn is_silent(reply: &str) -> bool {
+    let reply = reply.trim().trim_matches(|c: char| c == '*' || c == '`' || c == '.');
+    reply.is_empty() || SILENT_REPLIES.iter().any(|s| reply.eq_ignore_ascii_case(s))
+}
+
+/// The first non-blank line, for a notification.
+fn first_line(text: &str) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let mut short: String = line.chars().take(200).collect();
+    if short.len() < line.len() {
+        short.push('…');
+    }
+    short
+}
+
+impl Runtime {
+    /// Applies the limits of acting alone at once: continuations in a row (0: never) and how
+    /// long an unattended approval waits.
+    pub fn set_autonomy(&self, continuation_limit: u32, approval_timeout: Duration) {
+        let a = &self.inner.autonomy;
+        a.limit.store(continuation_limit, Ordering::Relaxed);
+        a.approval_timeout_ms
+            .store(approval_timeout.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    pub(super) fn approval_timeout(&self) -> Duration {
+        Duration::from_millis(self.inner.autonomy.approval_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    /// A conversation's background command ended: its notice is queued for the
+    /// conversation, and after the merge window its agent continues (or a turn already
+    /// running there takes the notice in).
+    pub(super) fn continue_after_exit(&self, session_id: &str, text: &str) {
+        use crate::system_events::SystemEventKind;
+        self.enqueue_system_event(session_id, text, SystemEventKind::ExecFinished);
+        let first = self
+            .inner
+            .autonomy
+            .merging
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(session_id.to_string());
+        if !first {
+            return;
+        }
+        let this = self.clone();
+        let session_id = session_id.to_string();
+        self.inner.tasks.spawn(async move {
+            tokio::time::sleep(MERGE_WINDOW).await;
+            this.inner
+                .autonomy
+                .merging
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&session_id);
+            this.continue_now(session_id);
+        });
+    }
+
+    /// Starts a continuation in `session_id` if notices wait and its lane is free; a busy
+    /// lane takes them in at the running turn's next step, or right after it.
+    fn continue_now(&self, session_id: String) {
+        if self.inner.shutdown.is_cancelled() || self.inner.system_events.peek(&session_id).is_empty() {
+            return;
+        }
+        let lane = self.lane(&session_id);
+        {
+            let mut state = lane.lock();
+            if state.busy {
+                return;
+            }
+            state.busy = true;
+            state.scope = Some(Scope::Primary);
+            state.cancel = self.inner.shutdown.child_token();
+        }
+        self.spawn_lane(session_id, lane, super::Input::Continuation);
+    }
+
+    /// Counts one more continuation, or says why not (one atomic metadata update).
+    async fn admit(&self, session_id: &str) -> Admission {
+        let global = self.inner.autonomy.limit.load(Ordering::Relaxed);
+        let admitted = self
+            .inner
+            .meta
+            .update_atomic_async(session_id, move |m| {
+                let limit = m.continuation_limit.unwrap_or(global);
+                if limit == 0 {
+                    Admission::Off
+                } else if m.continuations >= limit {
+                    let first = !m.stopped_at_limit;
+                    m.stopped_at_limit = true;
+                    Admission::Limit { limit, first }
+                } else {
+                    m.continuations += 1;
+                    Admission::Go
+                }
+            })
+            .await;
+        match admitted {
+            Ok((_, admission)) => admission,
+            Err(e) => {
+                tracing::warn!("could not count a continuation of {session_id}: {e}");
+                Admission::Off
+            }
+        }
+    }
+
+    /// One continuation turn in `lane` (already marked busy). Returns whether the
+    /// conversation may go on after it (it ran and succeeded).
+    pub(super) async fn run_continuation(&self, session_id: &str, lane: &Arc<Lane>, run_id: &str) -> bool {
+        let events = self.inner.system_events.drain(session_id);
+        if events.is_empty() {
+            return false;
+        }
+        match self.admit(session_id).await {
+            Admission::Go => {}
+            Admission::Off => {
+                self.leave_for_next_turn(session_id, &events).await;
+                self.announce_exits(session_id, &events);
+                return false;
+            }
+            Admission::Limit { limit, first } => {
+                self.leave_for_next_turn(session_id, &events).await;
+                if first {
+                    self.stopped_at_limit(session_id, limit).await;
+                } else {
+                    self.announce_exits(session_id, &events);
+                }
+                return false;
+            }
+        }
+        self.sessions_changed(Ok(()));
+        let before = self.inner.store.load(session_id).map(|l| l.messages.len()).unwrap_or(0);
+        let cancel = lane.lock().cancel.clone();
+        let client = self.inner.client.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let config = self
+            .inner
+            .agent_config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let background = self.take_background_context(session_id).await;
+        let mut extras = background.extras();
+        extras.message_kind = MessageKind::SystemEvent;
+        extras.source = Some(Source::Background);
+        let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, run_id);
+        let turn = self.turn(
+            session_id,
+            lane.as_ref(),
+            client,
+            emitter,
+            cancel,
+            config,
+            extras,
+            Attendance::Away,
+        );
+        let stop = turn.run(continuation_text(&events)).await;
+        self.finish_background_context(session_id, stop, background).await;
+        if matches!(stop, StopReason::Error | StopReason::Cancelled) {
+            // The notices are in the transcript; the user still hears that the command ended.
+            self.announce_exits(session_id, &events);
+            return false;
+        }
+        let reply = self
+            .inner
+            .store
+            .load(session_id)
+            .map(|l| l.messages.into_iter().skip(before).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| m.role == Role::Assistant && !m.text().trim().is_empty())
+            .last();
+        if let Some(reply) = reply.filter(|m| !is_silent(&m.text())) {
+            self.notify_reply(session_id, &reply);
+        }
+        true
+    }
+
+    /// One notification for a continuation's answer: its first line; a click opens the
+    /// conversation at that message.
+    fn notify_reply(&self, session_id: &str, reply: &Message) {
+        let title = self
+            .inner
+            .meta
+            .load(session_id)
+            .map(|l| l.meta.title)
+            .unwrap_or_else(|_| "Vigil".into());
+        self.inner.emitter.for_session(session_id, Scope::Primary).emit(
+            Source::Background,
+            Event::Notification {
+                kind: NotificationKind::Process,
+                title,
+                body: first_line(&reply.text()),
+                event_id: None,
+                process_id: None,
+                approval_id: None,
+                session_id: Some(session_id.to_string()),
+                message_ts: Some(reply.ts),
+            },
+        );
+    }
+
+    /// The raw exit notification, when no continuation tells the user.
+    pub(super) fn announce_exits(&self, session_id: &str, events: &[SystemEvent]) {
+        let failed = events.iter().any(|e| !e.text.starts_with("Exec completed"));
+        let title = match (events.len(), failed) {
+            (1, false) => "A background command finished".to_string(),
+            (1, true) => "A background command failed".to_string(),
+            (n, _) => format!("{n} background commands ended"),
+        };
+        let body: String = events
+            .iter()
+            .map(|e| e.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+            .chars()
+            .take(300)
+            .collect();
+        self.inner.emitter.for_session(session_id, Scope::Primary).emit(
+            Source::Exec,
+            Event::Notification {
+                kind: NotificationKind::Process,
+                title,
+                body,
+                event_id: None,
+                process_id: None,
+                approval_id: None,
+                session_id: Some(session_id.to_string()),
+                message_ts: None,
+            },
+        );
+    }
+
+    /// Notices a refused continuation did not show go to the mailbox, which the next turn
+    /// reads (and which survives a restart), instead of waking the conversation again.
+    async fn leave_for_next_turn(&self, session_id: &str, events: &[SystemEvent]) {
+        for e in events {
+            let event = MailboxEvent {
+                event_id: uuid::Uuid::new_v4().to_string(),
+                source: "exec".into(),
+                summary: e.text.lines().next().unwrap_or_default().to_string(),
+                detail: Some(e.text.clone()),
+                created_at: e.ts,
+                event_type: "exec_completed".into(),
+                ..MailboxEvent::default()
+            };
+            if let Err(err) = self.inner.meta.deposit(session_id, event).await {
+                tracing::warn!("could not keep an exit notice for {session_id}: {err}");
+                self.inner.system_events.restore(session_id, vec![e.clone()]);
+            }
+        }
+    }
+
+    /// The chain reached its limit: said once in the chat and by a notification.
+    async fn stopped_at_limit(&self, session_id: &str, limit: u32) {
+        let text = format!(
+            "Vigil stopped continuing on its own after {limit} turns in a row without a message from you. \
+The latest notice is kept for your next message; send one to carry on."
+        );
+        let mut message = Message::user_text(text.clone(), self.inner.clock.now_ms());
+        message.kind = MessageKind::SystemEvent;
+        let emitter = self.inner.emitter.for_session(session_id, Scope::Primary);
+        if let Err(e) = self.inner.store.append_async(session_id, &message).await {
+            tracing::warn!("could not save the limit notice of {session_id}: {e}");
+        } else {
+            emitter.emit(
+                Source::Background,
+                Event::MessageAppended {
+                    message: message.clone(),
+                },
+            );
+        }
+        emitter.emit(
+            Source::Background,
+            Event::Notification {
+                kind: NotificationKind::Process,
+                title: "Vigil stopped continuing on its own".into(),
+                body: text,
+                event_id: None,
+                process_id: None,
+                approval_id: None,
+                session_id: Some(session_id.to_string()),
+                message_ts: Some(message.ts),
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_bare_token_is_silent() {
+        for silent in [
+            "NO_REPLY",
+            " no_reply\n",
+            "HEARTBEAT_OK",
+            "**NO_REPLY**",
+            "`NO_REPLY`.",
+            "",
+        ] {
+            assert!(is_silent(silent), "{silent:?}");
+        }
+        for said in [
+            "Tests passed; NO_REPLY needed",
+            "NO_REPLY but the build failed",
+            "Done.",
+        ] {
+            assert!(!is_silent(said), "{said:?}");
+        }
+    }
+
+    #[test]
+    fn the_text_carries_each_notice_in_the_seed_form() {
+        let e = |t: &str| SystemEvent {
+            text: t.into(),
+            kind: crate::system_events::SystemEventKind::ExecFinished,
+            ts: 0,
+        };
+        let text = continuation_text(&[
+            e("Exec completed (a1, code 0) :: done-A"),
+            e("Exec failed (b2, signal 9)"),
+        ]);
+        assert!(
+            text.starts_with("System: Exec completed (a1, code 0) :: done-A\nSystem: Exec failed (b2, signal 9)\n\n")
+        );
+        assert!(text.ends_with(CONTINUATION_PROMPT));
+    }
+}

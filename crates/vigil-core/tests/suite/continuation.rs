@@ -1,0 +1,358 @@
+//! Continuations: a background command ends and the conversation whose agent started it
+//! gets a turn of its own, with its whole history and the exit notice, merged within the
+//! window, bounded in length, and asking (and waiting) when it needs an approval.
+
+use std::time::Duration;
+
+use serde_json::json;
+use vigil_core::protocol::{
+    ApprovalDecision, ApprovalPolicy, Event, EventEnvelope, HeartbeatSettings, MessageKind, Op, ProviderKind, Source,
+};
+use vigil_fake_llm::{FakeLlm, Script, Step, ToolCall};
+
+use super::support::*;
+
+/// A runtime against `script` with commands allowed, background work started, and the
+/// heartbeat on or off.
+async fn started(dir: &std::path::Path, script: Script, heartbeat: bool) -> (vigil_core::Runtime, Events, FakeLlm) {
+    let fake = FakeLlm::start(script).await.unwrap();
+    let (rt, rx) = runtime(dir, Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals().set_policy(ApprovalPolicy::FullAuto);
+    let settings = HeartbeatSettings {
+        enabled: heartbeat,
+        ..HeartbeatSettings::default()
+    };
+    assert!(rt.set_heartbeat_settings(&settings).is_empty());
+    assert!(rt.start_background());
+    (rt, rx, fake)
+}
+
+fn background(id: &str, command: &str) -> Step {
+    Step::tool_call(id, "exec", json!({"command": command, "background": true}))
+}
+
+/// A new conversation titled `title`; returns its id.
+async fn conversation(rt: &vigil_core::Runtime, rx: &mut Events, title: &str) -> String {
+    rt.submit(Op::CreateSession {
+        title: Some(title.into()),
+    });
+    next_matching(rx, |e| match e {
+        Event::SessionsChanged { sessions } => sessions.iter().find(|s| s.title == title).map(|s| s.id.clone()),
+        _ => None,
+    })
+    .await
+}
+
+fn say(session: &str, text: &str) -> Op {
+    Op::UserMessage {
+        text: text.into(),
+        session_id: Some(session.into()),
+    }
+}
+
+/// Envelopes until `session`'s next turn that Vigil started on its own has finished.
+async fn until_continuation_finished(rx: &mut Events, session: &str) -> Vec<EventEnvelope> {
+    let mut seen = Vec::new();
+    loop {
+        let env = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .expect("a continuation in time")
+            .expect("alive");
+        let done = env.session_id.as_deref() == Some(session)
+            && env.source == Source::Background
+            && matches!(env.event, Event::TurnFinished { .. });
+        seen.push(env);
+        if done {
+            return seen;
+        }
+    }
+}
+
+/// Everything sent within `d`.
+async fn drain_for(rx: &mut Events, d: Duration) -> Vec<EventEnvelope> {
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + d;
+    while let Ok(Some(env)) = tokio::time::timeout_at(deadline, rx.recv()).await {
+        seen.push(env);
+    }
+    seen
+}
+
+/// The text of every message a request sent.
+fn sent(request: &vigil_fake_llm::RecordedRequest) -> String {
+    request.body["messages"].to_string()
+}
+
+async fn two_conversations_each_continue_with_their_own_notice(heartbeat: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::steps(vec![
+        background("a1", "sleep 1; echo done-A"),
+        Step::text("Started A."),
+        background("b1", "sleep 1; echo done-B"),
+        Step::text("Started B."),
+    ])
+    .with_fallback(Step::text("The background job finished."));
+    let (rt, mut rx, fake) = started(dir.path(), script, heartbeat).await;
+    let a = conversation(&rt, &mut rx, "Project A").await;
+    let b = conversation(&rt, &mut rx, "Project B").await;
+    rt.submit(say(&a, "build project alpha in the background"));
+    until_finished(&mut rx).await;
+    rt.submit(say(&b, "build project beta in the background"));
+    until_finished(&mut rx).await;
+    assert_eq!(fake.request_count(), 4);
+
+    // Both commands end; each conversation continues on its own, once.
+    let mut finished = std::collections::HashSet::new();
+    let mut notified = Vec::new();
+    while finished.len() < 2 {
+        let env = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .expect("both continuations in time")
+            .expect("alive");
+        match &env.event {
+            Event::TurnFinished { .. } => {
+                assert_eq!(env.source, Source::Background, "{env:?}");
+                finished.insert(env.session_id.clone().unwrap());
+            }
+            Event::Notification { session_id, body, .. } => notified.push((session_id.clone(), body.clone())),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        finished,
+        [a.clone(), b.clone()].into_iter().collect(),
+        "each conversation continued"
+    );
+    // Nothing else follows: no heartbeat relay, no second continuation.
+    for env in drain_for(&mut rx, Duration::from_millis(800)).await {
+        if let Event::Notification { session_id, body, .. } = env.event {
+            notified.push((session_id, body));
+        }
+    }
+    let continuations = fake.requests_since(4);
+    assert_eq!(continuations.len(), 2, "{continuations:#?}");
+    let of = |mine: &str| {
+        continuations
+            .iter()
+            .map(sent)
+            .find(|s| s.contains(mine))
+            .unwrap_or_else(|| panic!("no continuation carried {mine}"))
+    };
+    let (to_a, to_b) = (of("done-A"), of("done-B"));
+    assert!(to_a.contains("project alpha") && to_a.contains("Started A."), "{to_a}");
+    assert!(!to_a.contains("done-B") && !to_a.contains("project beta"), "{to_a}");
+    assert!(to_b.contains("project beta") && to_b.contains("Started B."), "{to_b}");
+    assert!(!to_b.contains("done-A") && !to_b.contains("project alpha"), "{to_b}");
+    // In the seed's form.
+    assert!(
+        to_a.contains("Exec completed (") && to_a.contains(", code 0) :: done-A"),
+        "{to_a}"
+    );
+    assert_eq!(rt.heartbeat_stats().runs, 0, "the heartbeat relays nothing");
+    // One notification per conversation, the answer's first line, leading to it.
+    notified.sort();
+    assert_eq!(
+        notified,
+        {
+            let mut want = vec![
+                (Some(a.clone()), "The background job finished.".to_string()),
+                (Some(b.clone()), "The background job finished.".to_string()),
+            ];
+            want.sort();
+            want
+        },
+        "one notification each, with the answer"
+    );
+    // The notice is in the transcript as what started the turn, not as the user's words.
+    let notice = rt
+        .messages(Some(&a))
+        .into_iter()
+        .find(|m| m.kind == MessageKind::SystemEvent)
+        .expect("the notice is kept");
+    assert!(notice.text().contains("done-A"));
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn two_conversations_each_continue_with_their_own_notice_with_the_heartbeat_on() {
+    two_conversations_each_continue_with_their_own_notice(true).await;
+}
+
+#[tokio::test]
+async fn two_conversations_each_continue_with_their_own_notice_with_the_heartbeat_off() {
+    two_conversations_each_continue_with_their_own_notice(false).await;
+}
+
+#[tokio::test]
+async fn three_exits_close_together_make_one_continuation() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = |id: &str, cmd: &str| ToolCall {
+        id: id.into(),
+        name: "exec".into(),
+        arguments: json!({"command": cmd, "background": true}),
+    };
+    let script = Script::steps(vec![
+        Step::tool_calls(vec![
+            call("x1", "sleep 0.5; echo first-done"),
+            call("x2", "sleep 0.55; echo second-done"),
+            call("x3", "sleep 0.6; echo third-done"),
+        ]),
+        Step::text("Started three."),
+    ])
+    .with_fallback(Step::text("All three finished."));
+    let (rt, mut rx, fake) = started(dir.path(), script, false).await;
+    rt.submit(user("start three jobs"));
+    until_finished(&mut rx).await;
+    until_continuation_finished(&mut rx, vigil_core::session::PRIMARY_SESSION).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let continuations = fake.requests_since(2);
+    assert_eq!(continuations.len(), 1, "one continuation for three exits");
+    let text = sent(&continuations[0]);
+    for done in ["first-done", "second-done", "third-done"] {
+        assert!(text.contains(done), "{done} missing: {text}");
+    }
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_chain_of_continuations_stops_at_the_limit_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::steps(vec![
+        background("c0", "sleep 0.2; echo round-0"),
+        Step::text("Started round 0."),
+        background("c1", "sleep 0.2; echo round-1"),
+        Step::text("Round 0 done; started round 1."),
+        background("c2", "sleep 0.2; echo round-2"),
+        Step::text("Round 1 done; started round 2."),
+    ])
+    .with_fallback(Step::text("unexpected"));
+    let (rt, mut rx, fake) = started(dir.path(), script, false).await;
+    rt.set_autonomy(2, Duration::from_secs(3600));
+    rt.submit(user("keep going round after round"));
+    until_finished(&mut rx).await;
+    let (notice, title) = next_matching(&mut rx, |e| match e {
+        Event::MessageAppended { message }
+            if message.kind == MessageKind::SystemEvent && message.text().contains("stopped") =>
+        {
+            Some((message.text(), None))
+        }
+        _ => None,
+    })
+    .await;
+    let _: Option<()> = title;
+    assert!(notice.contains("after 2 turns in a row"), "{notice}");
+    let told = next_matching(&mut rx, |e| match e {
+        Event::Notification { title, .. } if title.contains("stopped continuing") => Some(title.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(told, "Vigil stopped continuing on its own");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        fake.request_count(),
+        6,
+        "two continuations of two requests each, no third"
+    );
+    let summary = rt.sessions().unwrap();
+    assert_eq!(summary[0].continuations, 2);
+    // The third exit waits for the user's next message, which also starts a new chain.
+    rt.submit(user("what happened?"));
+    until_finished(&mut rx).await;
+    let last = sent(fake.requests().last().unwrap());
+    assert!(last.contains("round-2"), "{last}");
+    assert_eq!(rt.sessions().unwrap()[0].continuations, 0);
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_conversation_set_to_zero_does_not_continue_but_keeps_the_notice() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::steps(vec![
+        background("z1", "sleep 0.2; echo quiet-done"),
+        Step::text("Started."),
+    ])
+    .with_fallback(Step::text("ok"));
+    let (rt, mut rx, fake) = started(dir.path(), script, false).await;
+    rt.submit(Op::SetContinuationLimit {
+        session_id: vigil_core::session::PRIMARY_SESSION.into(),
+        limit: Some(0),
+    });
+    rt.submit(user("run it"));
+    until_finished(&mut rx).await;
+    let body = next_matching(&mut rx, |e| match e {
+        Event::Notification { body, .. } => Some(body.clone()),
+        _ => None,
+    })
+    .await;
+    assert!(body.contains("quiet-done"), "the bare exit is announced: {body}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(fake.request_count(), 2, "no continuation");
+    rt.submit(user("and?"));
+    until_finished(&mut rx).await;
+    assert!(sent(fake.requests().last().unwrap()).contains("quiet-done"));
+    rt.shutdown().await;
+}
+
+/// A continuation that needs an approval under `ask`: the card and a notification with the
+/// question's id; the answer comes back as the `approval` op (or never).
+async fn continuation_asks(answer: Option<ApprovalDecision>) -> (bool, String) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let marker = dir.path().join("workspace/approved-marker");
+    let script = Script::steps(vec![
+        background("w1", "sleep 0.3; echo tests-pass"),
+        Step::text("Running the tests."),
+        Step::tool_call("w2", "exec", json!({"command": format!("touch {}", marker.display())})),
+        Step::text("Built."),
+    ]);
+    let (rt, mut rx, fake) = started(dir.path(), script, true).await;
+    rt.set_autonomy(10, Duration::from_millis(700));
+    rt.submit(user("run the tests, and if they pass, build"));
+    until_finished(&mut rx).await;
+    rt.approvals().set_policy(ApprovalPolicy::Ask);
+    let (id, expires_at) = next_matching(&mut rx, |e| match e {
+        Event::ApprovalRequested { id, expires_at, .. } => Some((id.clone(), *expires_at)),
+        _ => None,
+    })
+    .await;
+    assert!(expires_at.is_some(), "an unattended question says when it lapses");
+    let (note_id, note_session) = next_matching(&mut rx, |e| match e {
+        Event::Notification {
+            approval_id: Some(a),
+            session_id,
+            ..
+        } => Some((a.clone(), session_id.clone())),
+        _ => None,
+    })
+    .await;
+    assert_eq!(note_id, id, "the notification answers this question");
+    assert_eq!(note_session.as_deref(), Some(vigil_core::session::PRIMARY_SESSION));
+    assert!(!marker.exists(), "ran before the answer");
+    assert!(rt.is_busy(vigil_core::session::PRIMARY_SESSION), "the lane waits");
+    if let Some(decision) = answer {
+        rt.submit(Op::Approval { id, decision });
+    }
+    let events = until_continuation_finished(&mut rx, vigil_core::session::PRIMARY_SESSION).await;
+    let result = events
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::ToolCallFinished { name, content, .. } if name == "exec" => Some(content.clone()),
+            _ => None,
+        })
+        .expect("the exec call ended");
+    assert_eq!(fake.request_count(), 4);
+    rt.shutdown().await;
+    (marker.exists(), result)
+}
+
+#[tokio::test]
+async fn a_continuation_waits_for_an_approval_and_runs_the_command_once_allowed() {
+    let (ran, _) = continuation_asks(Some(ApprovalDecision::Approve)).await;
+    assert!(ran, "the approved command ran");
+}
+
+#[tokio::test]
+async fn an_unanswered_continuation_approval_is_denied_after_the_timeout() {
+    let (ran, result) = continuation_asks(None).await;
+    assert!(!ran, "the unanswered command ran");
+    assert!(result.contains("nobody answered within 700 ms"), "{result}");
+}
