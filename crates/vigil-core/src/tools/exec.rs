@@ -251,7 +251,7 @@ fn request(args: ExecArgs, ctx: &ToolContext) -> Result<SpawnRequest, String> {
     }
     let background = args.background.unwrap_or(false);
     let timeout = match args.timeout {
-        Some(t) if t == 0.0 => None,
+        Some(0.0) => None,
         Some(t) if t.is_finite() && t > 0.0 && t <= MAX_TIMEOUT_SECS => Some(Duration::from_secs_f64(t)),
         Some(t) if t > MAX_TIMEOUT_SECS => {
             return Err(format!(
