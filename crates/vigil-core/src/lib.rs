@@ -29,6 +29,8 @@
 //! - [`events`] — stamping events into envelopes and handing them to a sink.
 //! - [`system_events`] — per-session in-memory queues of "what happened" lines for the next turn.
 //! - [`wake`] — heartbeat wake requests: coalescing, priorities, retry, persisted pending wakes.
+//! - [`inhibit`] — a systemd-logind `sleep` lock held while any turn, job or background command
+//!   runs, released when nothing does; what Settings shows about it.
 //! - [`heartbeat`] — `HEARTBEAT.md`, preflight, prompts, `HEARTBEAT_OK`, delivery to the mailbox.
 //! - [`routines`] — routines in `HEARTBEAT.md`'s task block: schedules in IANA zones, the one
 //!   scheduler loop (heartbeat interval + routines), claims, job sessions, the routine tools.
@@ -45,6 +47,7 @@ pub mod durable;
 pub mod events;
 pub mod exec;
 pub mod heartbeat;
+pub mod inhibit;
 pub mod leftovers;
 pub mod preferences;
 pub mod provider;

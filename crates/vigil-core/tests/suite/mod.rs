@@ -7,6 +7,7 @@ mod faults;
 mod headless;
 mod heartbeat;
 mod hostile;
+mod inhibit;
 mod provider;
 mod routines;
 mod runtime;
