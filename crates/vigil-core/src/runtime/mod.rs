@@ -12,6 +12,7 @@
 mod background;
 mod continuation;
 mod health;
+mod process_table;
 mod processes;
 mod routines;
 
@@ -113,6 +114,8 @@ struct Inner {
     exec_tools: OnceLock<ToolRegistry>,
     /// Continuations and unattended approvals: their limits, and merges in progress.
     autonomy: continuation::Autonomy,
+    /// The user's own commands that were running when Vigil last stopped (the panel's lines).
+    lost_processes: Mutex<Vec<vigil_protocol::ProcessSummary>>,
 }
 
 /// One session's lane: at most one turn runs; messages sent meanwhile queue here and
@@ -274,6 +277,7 @@ impl Runtime {
                 exec: OnceLock::new(),
                 exec_tools: OnceLock::new(),
                 autonomy: continuation::Autonomy::default(),
+                lost_processes: Mutex::default(),
             }
         });
         Ok(Self { inner })

@@ -9,6 +9,7 @@ use base64::Engine as _;
 use tokio::sync::mpsc;
 use vigil_protocol::{ErrorKind, Event, NotificationKind, ProcessSummary, Source, WakeReason};
 
+use super::process_table::{stopped_notice, ProcessTable, Running};
 use super::Runtime;
 use crate::exec::{ChannelExecEvents, ExecEvent, ProcessInfo, RegistryConfig, RegistryHandle, SpawnRequest, TermSize};
 use crate::heartbeat;
@@ -61,10 +62,40 @@ impl Runtime {
         let mut tools = ToolRegistry::with_builtins_and_exec(registry);
         crate::routines::tools::register(&mut tools, &self.inner.routines);
         let _ = self.inner.exec_tools.set(tools);
+        let (table, left) = ProcessTable::open(&self.inner.data_dir);
+        self.announce_left(left);
+        // Emptied only now that what the last run left is queued: announced once.
+        table.save();
         let this = self.clone();
         self.inner
             .background
-            .spawn(async move { this.forward_exec_events(rx).await });
+            .spawn(async move { this.forward_exec_events(rx, table).await });
+    }
+
+    /// Commands the last run did not see end (a quit, a crash): each conversation hears of
+    /// its own and may continue; the heartbeat's wait for its next run; the user's own get a
+    /// line in the panel.
+    fn announce_left(&self, left: Vec<Running>) {
+        for r in left {
+            tracing::info!(id = r.id, owner = r.owner, "a command was running when Vigil stopped");
+            if r.owner == USER_OWNER {
+                self.inner
+                    .lost_processes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(lost_summary(&r));
+                continue;
+            }
+            let notice = stopped_notice(&r);
+            if type_from_id(&r.owner) == SessionType::Primary {
+                match self.inner.meta.load(&r.owner) {
+                    Ok(_) => self.continue_after_exit(&r.owner, &notice),
+                    Err(e) => tracing::info!("not announced: {e}"),
+                }
+            } else {
+                self.enqueue_system_event(&r.owner, &notice, SystemEventKind::ExecFinished);
+            }
+        }
     }
 
     /// The tools a turn gets: with `exec`/`process` once the registry runs.
@@ -81,12 +112,19 @@ impl Runtime {
         self.inner.exec.get()
     }
 
-    /// Every process, for the panel.
+    /// Every process, for the panel: the user's own that were running when Vigil last
+    /// stopped, then this run's.
     pub async fn list_processes(&self) -> Vec<ProcessSummary> {
-        match self.processes() {
-            Some(r) => r.list_all().await.iter().map(summary).collect(),
-            None => vec![],
+        let mut all = self
+            .inner
+            .lost_processes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(r) = self.processes() {
+            all.extend(r.list_all().await.iter().map(summary));
         }
+        all
     }
 
     /// The processes still running: what quitting would kill (the quit prompt, the tray).
@@ -110,16 +148,19 @@ impl Runtime {
         Ok(base64::engine::general_purpose::STANDARD.encode(raw))
     }
 
-    async fn forward_exec_events(&self, mut rx: mpsc::UnboundedReceiver<ExecEvent>) {
+    async fn forward_exec_events(&self, mut rx: mpsc::UnboundedReceiver<ExecEvent>, mut table: ProcessTable) {
         let emitter = self.inner.emitter.clone();
         while let Some(event) = rx.recv().await {
             match event {
-                ExecEvent::Started(info) => emitter.emit(
-                    Source::Exec,
-                    Event::ProcessStarted {
-                        process: summary(&info),
-                    },
-                ),
+                ExecEvent::Started(info) => {
+                    table.started(&info);
+                    emitter.emit(
+                        Source::Exec,
+                        Event::ProcessStarted {
+                            process: summary(&info),
+                        },
+                    )
+                }
                 ExecEvent::Output { process_id, raw, .. } => emitter.emit(
                     Source::Exec,
                     Event::ProcessOutput {
@@ -128,6 +169,10 @@ impl Runtime {
                     },
                 ),
                 ExecEvent::Exited { process_id, owner, .. } => {
+                    // Ended by the quit itself: kept, so the next start tells its owner.
+                    if !self.inner.shutdown.is_cancelled() {
+                        table.ended(&process_id);
+                    }
                     if let Some(Ok(info)) = match self.processes() {
                         Some(r) => Some(r.info(&owner, &process_id).await),
                         None => None,
@@ -236,6 +281,24 @@ impl Runtime {
                 this.report(ErrorKind::InvalidOp, message);
             }
         });
+    }
+}
+
+/// The panel's line for a command of the user's that was running when Vigil stopped.
+fn lost_summary(r: &Running) -> ProcessSummary {
+    ProcessSummary {
+        id: r.id.clone(),
+        owner: r.owner.clone(),
+        command: r.command.clone(),
+        cwd: r.cwd.clone(),
+        pid: r.pid,
+        state: crate::exec::ProcessState::Killed.as_str().to_string(),
+        started_at: r.started_at,
+        ended_at: None,
+        exit_code: None,
+        signal: Some("was running when Vigil stopped".into()),
+        background: true,
+        pty: true,
     }
 }
 

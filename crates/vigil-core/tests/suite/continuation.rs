@@ -356,3 +356,76 @@ async fn an_unanswered_continuation_approval_is_denied_after_the_timeout() {
     assert!(!ran, "the unanswered command ran");
     assert!(result.contains("nobody answered within 700 ms"), "{result}");
 }
+
+/// `vigil-headless` on `dir` with commands allowed; `ops` go to its stdin, which stays open
+/// while `keep_open`.
+fn restartable(dir: &std::path::Path, fake: &FakeLlm) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::from(headless(dir, fake, "sk-restart"));
+    cmd.env("VIGIL_APPROVAL_POLICY", "full-auto").kill_on_drop(true);
+    cmd
+}
+
+/// Runs the runner to the end of its work with nothing to say (stdin closed at once).
+async fn start_and_settle(dir: &std::path::Path, fake: &FakeLlm) {
+    let mut child = restartable(dir, fake).spawn().unwrap();
+    drop(child.stdin.take());
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the runner settled in time")
+        .unwrap();
+    assert!(status.success());
+}
+
+fn stopped_notices(dir: &std::path::Path) -> Vec<String> {
+    let (rt, _rx) = runtime(dir, None);
+    rt.messages(None)
+        .into_iter()
+        .filter(|m| m.kind == MessageKind::SystemEvent)
+        .map(|m| m.text())
+        .filter(|t| t.contains("was running when Vigil stopped"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_command_running_when_vigil_is_killed_is_announced_once_at_the_next_start() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let script = Script::steps(vec![
+        background("k1", "sleep 30; echo never-printed"),
+        Step::text("Started the long job."),
+    ])
+    .with_api_key("sk-restart")
+    .with_fallback(Step::text("The long job was cut off when Vigil stopped."));
+    let fake = FakeLlm::start(script).await.unwrap();
+    let mut child = restartable(dir.path(), &fake).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"type\":\"user_message\",\"text\":\"run the long job in the background\"}\n")
+        .await
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("the turn in time")
+            .unwrap()
+            .expect("the runner is alive");
+        if line.contains("\"type\":\"turn_finished\"") {
+            break;
+        }
+    }
+    child.start_kill().unwrap(); // SIGKILL: no shutdown, nothing written on the way out
+    child.wait().await.unwrap();
+    assert_eq!(fake.request_count(), 2);
+
+    start_and_settle(dir.path(), &fake).await;
+    let notices = stopped_notices(dir.path());
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(notices[0].contains("`sleep 30; echo never-printed` was running when Vigil stopped and was ended"));
+    assert_eq!(fake.request_count(), 3, "one continuation tells the user");
+    assert!(sent(fake.requests().last().unwrap()).contains("run the long job in the background"));
+
+    start_and_settle(dir.path(), &fake).await;
+    assert_eq!(stopped_notices(dir.path()).len(), 1, "announced once");
+    assert_eq!(fake.request_count(), 3);
+}
