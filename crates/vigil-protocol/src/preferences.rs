@@ -35,6 +35,7 @@ pub struct DesktopSettings {
     pub continuation_limit: u32,
     /// How long an unattended run (a continuation, a routine, a woken heartbeat) waits for an
     /// approval before it is denied, in seconds.
+    #[ts(type = "number")]
     pub approval_timeout_secs: u64,
     /// Keep the computer from sleeping while a turn, a routine or a background command runs.
     pub keep_awake: bool,
@@ -134,7 +135,7 @@ mod tests {
             json!({
                 "close_to_tray": true, "start_at_login": false, "theme": "system",
                 "notifications": {"processes": true, "routines": true, "heartbeat": true, "approvals": true},
-                "workspace": null
+                "workspace": null, "continuation_limit": 10, "approval_timeout_secs": 3600, "keep_awake": true
             })
         );
         assert!(NotificationKinds::default().allows(NotificationKind::Routine));

@@ -523,7 +523,7 @@ continuation_limit: number,
  * How long an unattended run (a continuation, a routine, a woken heartbeat) waits for an
  * approval before it is denied, in seconds.
  */
-approval_timeout_secs: bigint, 
+approval_timeout_secs: number, 
 /**
  * Keep the computer from sleeping while a turn, a routine or a background command runs.
  */
