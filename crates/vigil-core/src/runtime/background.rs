@@ -78,6 +78,7 @@ impl Runtime {
             return true;
         }
         self.start_processes();
+        self.start_inhibitor();
         // One loop owns all timing: the heartbeat interval and the routines.
         let scheduler = self.inner.routines.clone();
         scheduler.set_wake(wake.clone());
@@ -296,6 +297,7 @@ impl Runtime {
             state.cancel = token;
             state.cancel.clone()
         };
+        self.activity_changed();
         let base = self.inner.client.read().unwrap_or_else(|e| e.into_inner()).clone();
         let client = match (base, model) {
             (Some(c), Some(model)) => {
@@ -347,6 +349,7 @@ impl Runtime {
             state.busy = false;
             state.queue.clear();
         }
+        self.activity_changed();
         let error = tap.last.lock().unwrap_or_else(|e| e.into_inner()).take();
         TurnResult { stop_reason, error }
     }

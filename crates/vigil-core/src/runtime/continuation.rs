@@ -157,6 +157,7 @@ impl Runtime {
             state.scope = Some(Scope::Primary);
             state.cancel = self.inner.shutdown.child_token();
         }
+        self.activity_changed();
         self.spawn_lane(session_id, lane, super::Input::Continuation);
     }
 

@@ -9,6 +9,7 @@
 //!
 //! Must never: block the caller of [`Runtime::submit`]; turns run on spawned tasks.
 
+mod activity;
 mod background;
 mod continuation;
 mod health;
@@ -116,6 +117,13 @@ struct Inner {
     autonomy: continuation::Autonomy,
     /// The user's own commands that were running when Vigil last stopped (the panel's lines).
     lost_processes: Mutex<Vec<vigil_protocol::ProcessSummary>>,
+    /// The `keep_awake` setting, and the inhibitor once background work started.
+    keep_awake: std::sync::atomic::AtomicBool,
+    inhibitor: OnceLock<crate::inhibit::SleepInhibitor>,
+    /// Another bus to find logind on (tests); `None`: the system bus.
+    logind_bus: Mutex<Option<String>>,
+    /// Commands running now (the process table's size).
+    running_commands: std::sync::atomic::AtomicUsize,
 }
 
 /// One session's lane: at most one turn runs; messages sent meanwhile queue here and
@@ -278,6 +286,10 @@ impl Runtime {
                 exec_tools: OnceLock::new(),
                 autonomy: continuation::Autonomy::default(),
                 lost_processes: Mutex::default(),
+                keep_awake: std::sync::atomic::AtomicBool::new(true),
+                inhibitor: OnceLock::new(),
+                logind_bus: Mutex::default(),
+                running_commands: Default::default(),
             }
         });
         Ok(Self { inner })
@@ -481,6 +493,7 @@ impl Runtime {
             state.scope = Some(Scope::Primary);
             state.cancel = self.inner.shutdown.child_token();
         }
+        self.activity_changed();
         self.spawn_lane(session_id, lane, Input::User(text));
     }
 
@@ -512,6 +525,7 @@ impl Runtime {
                 // "working" with every later message queued behind a turn that is gone.
                 next = this.after_turn(&session_id, &lane, went_well);
             }
+            this.activity_changed();
         });
     }
 

@@ -80,6 +80,11 @@ impl ProcessTable {
         )
     }
 
+    /// How many commands run now.
+    pub(super) fn len(&self) -> usize {
+        self.running.len()
+    }
+
     pub(super) fn started(&mut self, p: &ProcessInfo) {
         self.running.insert(p.id.clone(), Running::from(p));
         self.save();

@@ -154,6 +154,7 @@ impl Runtime {
             match event {
                 ExecEvent::Started(info) => {
                     table.started(&info);
+                    self.commands_running(table.len());
                     emitter.emit(
                         Source::Exec,
                         Event::ProcessStarted {
@@ -173,6 +174,7 @@ impl Runtime {
                     if !self.inner.shutdown.is_cancelled() {
                         table.ended(&process_id);
                     }
+                    self.commands_running(table.len());
                     if let Some(Ok(info)) = match self.processes() {
                         Some(r) => Some(r.info(&owner, &process_id).await),
                         None => None,
@@ -232,6 +234,13 @@ impl Runtime {
                 message_ts: None,
             },
         );
+    }
+
+    fn commands_running(&self, n: usize) {
+        self.inner
+            .running_commands
+            .store(n, std::sync::atomic::Ordering::Relaxed);
+        self.activity_changed();
     }
 
     /// The panel's ops: start, type, kill, resize.

@@ -265,3 +265,78 @@ async fn a_refused_lock_is_asked_for_again_only_when_work_starts_anew() {
     logind.expect(inhibit(2, "1 task running")).await;
     logind.quiet().await;
 }
+
+/// Everything the fake reports until it has been quiet for a while.
+async fn all_until_quiet(logind: &mut FakeLogind) -> Vec<Value> {
+    let mut seen = Vec::new();
+    while let Ok(line) = tokio::time::timeout(QUIET, logind.events.next_line()).await {
+        let line = line.expect("read the fake's output").expect("the fake logind exited");
+        seen.push(serde_json::from_str(&line).expect("an event"));
+    }
+    seen
+}
+
+/// Through the whole runtime: a lock while the turn and its background command run (the
+/// command alone keeps it after the turn ended), none once the continuation is over.
+#[tokio::test]
+async fn the_runtime_keeps_the_computer_awake_while_a_background_command_runs() {
+    use vigil_core::protocol::{ApprovalPolicy, Event, ProviderKind};
+    use vigil_fake_llm::{FakeLlm, Script, Step};
+
+    let bus = private_bus().await;
+    let mut logind = FakeLogind::start(&bus, false).await;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let script = Script::steps(vec![
+        Step::tool_call(
+            "k1",
+            "exec",
+            json!({"command": "sleep 1.5; echo awake-done", "background": true}),
+        ),
+        Step::text("Started."),
+    ])
+    .with_fallback(Step::text("It finished."));
+    let fake = FakeLlm::start(script).await.unwrap();
+    let (rt, mut rx) = super::support::runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals().set_policy(ApprovalPolicy::FullAuto);
+    rt.set_logind_bus(&bus.address);
+    assert!(rt.start_background());
+    assert_eq!(rt.keep_awake_status(), InhibitorStatus::Idle);
+    rt.submit(super::support::user("run it in the background"));
+    super::support::until_finished(&mut rx).await;
+    // The turn is over; the command still runs, and keeps the computer awake on its own.
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while rt.keep_awake_status() != (InhibitorStatus::Holding { tasks: 1 }) {
+        assert!(
+            !rt.running_processes().await.is_empty(),
+            "the command ended before the check"
+        );
+        assert!(tokio::time::Instant::now() < deadline, "{:?}", rt.keep_awake_status());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    super::support::next_matching(&mut rx, |e| match e {
+        Event::TurnFinished { .. } => Some(()),
+        _ => None,
+    })
+    .await;
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while rt.keep_awake_status() != InhibitorStatus::Idle {
+        assert!(tokio::time::Instant::now() < deadline, "{:?}", rt.keep_awake_status());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let seen = all_until_quiet(&mut logind).await;
+    let ids = |event: &str| -> Vec<u64> {
+        seen.iter()
+            .filter(|e| e["event"] == event)
+            .map(|e| e["id"].as_u64().unwrap())
+            .collect()
+    };
+    let (taken, let_go) = (ids("inhibit"), ids("released"));
+    assert!(!taken.is_empty(), "no lock was taken: {seen:?}");
+    assert_eq!(taken, let_go, "every lock is let go once nothing runs: {seen:?}");
+    assert!(
+        seen.iter()
+            .all(|e| e["event"] != "inhibit" || (e["who"] == "Vigil" && e["what"] == "sleep")),
+        "{seen:?}"
+    );
+    rt.shutdown().await;
+}
