@@ -350,6 +350,10 @@ impl Runtime {
             state.queue.clear();
         }
         self.activity_changed();
+        // A job's command that ended after its turn's last step: the job continues.
+        if scope == Scope::Job && !self.inner.system_events.peek(session_id).is_empty() {
+            self.continue_after_merge(session_id);
+        }
         let error = tap.last.lock().unwrap_or_else(|e| e.into_inner()).take();
         TurnResult { stop_reason, error }
     }

@@ -21,7 +21,8 @@ use vigil_protocol::{
 };
 
 use super::{Attendance, Lane, Runtime};
-use crate::session::MailboxEvent;
+use crate::session::meta::type_from_id;
+use crate::session::{MailboxEvent, SessionType, PRIMARY_SESSION};
 use crate::system_events::SystemEvent;
 
 /// Exits in one conversation this close together share one continuation (seed 004 §2's
@@ -117,6 +118,11 @@ impl Runtime {
     pub(super) fn continue_after_exit(&self, session_id: &str, text: &str) {
         use crate::system_events::SystemEventKind;
         self.enqueue_system_event(session_id, text, SystemEventKind::ExecFinished);
+        self.continue_after_merge(session_id);
+    }
+
+    /// After the merge window, continues `session_id` with what its queue holds then.
+    pub(super) fn continue_after_merge(&self, session_id: &str) {
         let first = self
             .inner
             .autonomy
@@ -148,6 +154,16 @@ impl Runtime {
             return;
         }
         let lane = self.lane(&session_id);
+        if type_from_id(&session_id) == SessionType::Job {
+            if lane.lock().busy {
+                return;
+            }
+            let this = self.clone();
+            self.inner
+                .tasks
+                .spawn(async move { this.continue_job(&session_id).await });
+            return;
+        }
         {
             let mut state = lane.lock();
             if state.busy {
@@ -259,6 +275,91 @@ impl Runtime {
             self.notify_reply(session_id, &reply);
         }
         true
+    }
+
+    /// A routine's job session continues inside its job: a background turn that may ask and
+    /// wait, whose answer is delivered as the routine's result (the mailbox of the main
+    /// conversation, a card and a notification).
+    async fn continue_job(&self, session_id: &str) {
+        let events = self.inner.system_events.drain(session_id);
+        if events.is_empty() {
+            return;
+        }
+        if !matches!(self.admit(session_id).await, Admission::Go) {
+            return self.announce_exits(session_id, &events);
+        }
+        let before = self.inner.store.load(session_id).map(|l| l.messages.len()).unwrap_or(0);
+        let extras = crate::agent::TurnExtras {
+            message_kind: MessageKind::SystemEvent,
+            source: Some(Source::Background),
+            ..Default::default()
+        };
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let result = self
+            .run_background_turn(
+                session_id,
+                &run_id,
+                continuation_text(&events),
+                extras,
+                None,
+                Scope::Job,
+                self.inner.shutdown.child_token(),
+                Attendance::Away,
+            )
+            .await;
+        if matches!(result.stop_reason, StopReason::Error | StopReason::Cancelled) {
+            return self.announce_exits(session_id, &events);
+        }
+        let reply = self
+            .inner
+            .store
+            .load(session_id)
+            .map(|l| crate::heartbeat::last_reply(l.messages, before))
+            .unwrap_or_default();
+        if !is_silent(&reply) {
+            self.deliver_job_reply(session_id, &run_id, &reply).await;
+        }
+    }
+
+    /// A job continuation's answer, delivered like the job's own result.
+    async fn deliver_job_reply(&self, session_id: &str, run_id: &str, reply: &str) {
+        let summary = first_line(reply);
+        let event = MailboxEvent {
+            event_id: uuid::Uuid::new_v4().to_string(),
+            source: session_id.to_string(),
+            detail: (summary != reply.trim()).then(|| reply.to_string()),
+            summary: summary.clone(),
+            created_at: self.inner.clock.now_ms(),
+            run_id: Some(run_id.to_string()),
+            event_type: "job_completed".into(),
+            priority: 1,
+            ..MailboxEvent::default()
+        };
+        let meta = match self.inner.meta.deposit(PRIMARY_SESSION, event.clone()).await {
+            Ok(meta) => meta,
+            Err(e) => return tracing::warn!("could not deliver a job's continuation: {e}"),
+        };
+        let primary = self.inner.emitter.for_session(PRIMARY_SESSION, Scope::Primary);
+        primary.emit(
+            Source::Background,
+            Event::BackgroundUpdate {
+                update: event.card(),
+                unread: meta.mailbox.len() as u32,
+            },
+        );
+        primary.emit(
+            Source::Background,
+            Event::Notification {
+                kind: NotificationKind::Routine,
+                title: "Vigil: routine finished".into(),
+                body: summary,
+                event_id: Some(event.event_id),
+                process_id: None,
+                approval_id: None,
+                session_id: None,
+                message_ts: None,
+            },
+        );
     }
 
     /// One notification for a continuation's answer: its first line; a click opens the

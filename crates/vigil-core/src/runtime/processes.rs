@@ -210,7 +210,7 @@ impl Runtime {
                 self.request_wake(WakeReason::ExecEvent);
                 return;
             }
-        } else if owner != USER_OWNER && type_from_id(owner) == SessionType::Primary {
+        } else if owner != USER_OWNER && matches!(type_from_id(owner), SessionType::Primary | SessionType::Job) {
             return self.continue_after_exit(owner, text);
         } else if owner != USER_OWNER {
             self.enqueue_system_event(owner, text, SystemEventKind::ExecFinished);

@@ -429,3 +429,48 @@ async fn a_command_running_when_vigil_is_killed_is_announced_once_at_the_next_st
     assert_eq!(stopped_notices(dir.path()).len(), 1, "announced once");
     assert_eq!(fake.request_count(), 3);
 }
+
+#[tokio::test]
+async fn a_routine_jobs_background_command_continues_inside_its_job() {
+    use vigil_core::protocol::{ExecutionMode, NotificationKind, RoutineDraft};
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::steps(vec![
+        background("j1", "sleep 0.3; echo nightly-bg-done"),
+        Step::text("Started the nightly build."),
+        Step::text("The nightly build finished: nightly-bg-done."),
+    ]);
+    let (rt, mut rx, fake) = started(dir.path(), script, false).await;
+    let (routine, _) = rt
+        .add_routine(RoutineDraft {
+            title: Some("Nightly build".into()),
+            description: Some("Start the nightly build in the background".into()),
+            schedule: Some("1d".into()),
+            execution_mode: Some(ExecutionMode::Isolated),
+            ..RoutineDraft::default()
+        })
+        .await
+        .unwrap();
+    rt.run_routine_now(&routine.id).await.unwrap();
+    let mut routine_notes = Vec::new();
+    while routine_notes.len() < 2 {
+        let body = next_matching(&mut rx, |e| match e {
+            Event::Notification {
+                kind: NotificationKind::Routine,
+                body,
+                ..
+            } => Some(body.clone()),
+            _ => None,
+        })
+        .await;
+        routine_notes.push(body);
+    }
+    assert_eq!(routine_notes[0], "Started the nightly build.");
+    assert_eq!(routine_notes[1], "The nightly build finished: nightly-bg-done.");
+    let continuation = sent(&fake.requests()[2]);
+    assert!(continuation.contains("nightly-bg-done"), "{continuation}");
+    assert!(
+        continuation.contains("Start the nightly build in the background"),
+        "the job's own history: {continuation}"
+    );
+    rt.shutdown().await;
+}
