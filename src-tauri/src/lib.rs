@@ -141,21 +141,36 @@ impl WindowSink {
 
 impl EventSink for WindowSink {
     fn emit(&self, envelope: EventEnvelope) {
-        if let Event::Notification {
-            kind,
-            title,
-            body,
-            event_id,
-            process_id,
-        } = &envelope.event
-        {
-            if preferences::notifies(&self.app, *kind) {
-                let target = notify::FocusTarget {
-                    event_id: event_id.clone(),
-                    process_id: process_id.clone(),
-                };
-                notify::show(&self.app, title, body, target);
+        match &envelope.event {
+            Event::Notification {
+                kind,
+                title,
+                body,
+                event_id,
+                process_id,
+                approval_id,
+                session_id,
+                message_ts,
+            } => {
+                if preferences::notifies(&self.app, *kind) {
+                    let target = notify::FocusTarget {
+                        event_id: event_id.clone(),
+                        process_id: process_id.clone(),
+                        approval_id: approval_id.clone(),
+                        session_id: session_id.clone(),
+                        message_ts: *message_ts,
+                    };
+                    notify::show(&self.app, title, body, target);
+                }
             }
+            // The tray's badge shows while any request waits, whether or not the window
+            // runs its scripts (hidden to the tray, it may not).
+            Event::ApprovalRequested { id, .. } => tray::approval_waiting(&self.app, id),
+            Event::ApprovalResolved { id, .. } => {
+                tray::approval_answered(&self.app, id);
+                notify::resolved(&self.app, id);
+            }
+            _ => {}
         }
         if matches!(
             envelope.event,
@@ -240,11 +255,13 @@ pub fn run() {
             let start = vigil_core::settings::load_at_start(&dir, clock.now_ms());
             let sink = Arc::new(WindowSink::new(app.handle().clone()));
             let runtime = Runtime::open(&dir, clock.clone(), sink, &start.desktop)?;
+            preferences::apply_autonomy(&runtime, &start.desktop);
             let mut warnings = start.warnings;
             runtime.apply_settings(start.file.provider, warnings.clone());
             warnings.extend(start.heartbeat_warnings);
             warnings.extend(runtime.set_heartbeat_settings(&start.file.heartbeat.unwrap_or_default()));
             tracing::info!(data_dir = %dir.display(), "Vigil started");
+            app.manage(notify::Waiting::default());
             app.manage(AppState {
                 runtime,
                 settings_path: dir.join(vigil_core::settings::SETTINGS_FILE),

@@ -1,8 +1,9 @@
 //! The desktop preferences (close to tray, start at login, theme, notification kinds,
-//! workspace folder): thin adapters between
-//! the settings pane, the store's `desktop` entry, the login item
-//! (tauri-plugin-autostart) and [`crate::lifecycle`]. Reading a hand-edited entry is
-//! core's job ([`vigil_core::preferences`]); the theme is applied by the window.
+//! workspace folder, continuing on its own, the unattended approval timeout): thin adapters
+//! between the settings pane, the store's `desktop` entry, the login item
+//! (tauri-plugin-autostart), [`crate::lifecycle`] and the runtime's limits of acting alone.
+//! Reading a hand-edited entry is core's job ([`vigil_core::preferences`]); the theme is
+//! applied by the window.
 
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -46,6 +47,15 @@ pub fn restore(app: &AppHandle, view: DesktopSettingsView) {
     app.manage(Preferences(Mutex::new(view)));
 }
 
+/// Hands the limits of acting alone to the runtime: continuations in a row and how long an
+/// unattended approval waits. At start and on every save.
+pub fn apply_autonomy(runtime: &vigil_core::Runtime, settings: &DesktopSettings) {
+    runtime.set_autonomy(
+        settings.continuation_limit,
+        std::time::Duration::from_secs(settings.approval_timeout_secs),
+    );
+}
+
 /// Whether the user wants notifications of `kind` (all kinds until the preferences load).
 pub fn notifies(app: &AppHandle, kind: NotificationKind) -> bool {
     app.try_state::<Preferences>().is_none_or(|prefs| {
@@ -73,7 +83,7 @@ pub async fn get_desktop_settings(
 }
 
 /// Saves and applies at once: the login item first (if the desktop refuses it, nothing is
-/// saved), then the store, then the close behaviour.
+/// saved), then the store, then the close behaviour and the limits of acting alone.
 #[tauri::command]
 pub async fn save_desktop_settings(
     app: AppHandle,
@@ -82,6 +92,15 @@ pub async fn save_desktop_settings(
     settings: DesktopSettings,
 ) -> Result<DesktopSettingsView, CommandError> {
     let mut settings = settings;
+    if settings.approval_timeout_secs == 0 {
+        return Err(CommandError {
+            field: Some("approval_timeout_secs".into()),
+            ..error(
+                "invalid_approval_timeout",
+                "An unanswered approval must wait at least a minute before it is denied.",
+            )
+        });
+    }
     settings.workspace =
         vigil_core::preferences::validate_workspace(settings.workspace.as_deref(), state.runtime.data_dir()).map_err(
             |m| CommandError {
@@ -108,6 +127,7 @@ pub async fn save_desktop_settings(
     app.state::<Lifecycle>()
         .close_to_tray
         .store(settings.close_to_tray, Ordering::SeqCst);
+    apply_autonomy(&state.runtime, &settings);
     *prefs.0.lock().unwrap_or_else(|e| e.into_inner()) = DesktopSettingsView {
         settings,
         warnings: vec![],

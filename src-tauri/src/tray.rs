@@ -1,9 +1,13 @@
 //! The tray icon: what runs, the next routine, pause, open, quit; and the icon's "something
-//! needs you" state (unread background updates or an approval waiting, as the window
-//! reports them). The menu is rebuilt from a [`TrayModel`] whenever processes start or
-//! exit, background activity is paused or resumed, or the attention state changes.
+//! needs you" state: unread background updates or an approval waiting, as the window
+//! reports them, and approvals waiting as the runtime's events say (so the badge shows while
+//! an unattended run waits even when the window is hidden and runs no scripts). The menu is
+//! rebuilt from a [`TrayModel`] whenever processes start or exit, background activity is
+//! paused or resumed, or the attention state changes.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, Menu, MenuEvent, MenuItem, PredefinedMenuItem};
@@ -36,12 +40,20 @@ pub struct TrayModel {
     pub process_lines: Vec<String>,
     pub next_routine: String,
     pub paused: bool,
+    /// The icon shows the badge.
     pub attention: bool,
     pub tooltip: String,
 }
 
 impl TrayModel {
-    pub fn new(running: &[ProcessSummary], next_routine: String, paused: bool, attention: bool) -> Self {
+    /// `attention`: the window's report; `approvals`: requests waiting for an answer.
+    pub fn new(
+        running: &[ProcessSummary],
+        next_routine: String,
+        paused: bool,
+        attention: bool,
+        approvals: usize,
+    ) -> Self {
         let processes = match running.len() {
             0 => "No processes running".to_string(),
             1 => "1 process running".to_string(),
@@ -59,15 +71,18 @@ impl TrayModel {
         if paused {
             tooltip.push_str(", background activity paused");
         }
-        if attention {
-            tooltip.push_str(", something needs you");
+        match approvals {
+            0 if attention => tooltip.push_str(", something needs you"),
+            0 => {}
+            1 => tooltip.push_str(", an approval is waiting for you"),
+            n => tooltip.push_str(&format!(", {n} approvals are waiting for you")),
         }
         Self {
             processes,
             process_lines,
             next_routine,
             paused,
-            attention,
+            attention: attention || approvals > 0,
             tooltip,
         }
     }
@@ -93,6 +108,9 @@ pub struct TrayState {
     icon: TrayIcon<Wry>,
     /// The window's last report: unread background updates or an approval waiting.
     attention: AtomicBool,
+    /// Approval requests not answered yet, from the runtime's events. `std` lock: held to
+    /// insert, remove or count.
+    approvals: Mutex<HashSet<String>>,
     /// A refresh is queued; more changes meanwhile ride along with it.
     refresh_queued: AtomicBool,
 }
@@ -100,7 +118,13 @@ pub struct TrayState {
 /// Creates the tray icon. Where the desktop has no tray (no StatusNotifier host) it is
 /// simply not shown; the window and a second launch still reach the app.
 pub fn create(app: &AppHandle) -> tauri::Result<()> {
-    let model = TrayModel::new(&[], next_routine_line(&app.state::<AppState>().runtime), false, false);
+    let model = TrayModel::new(
+        &[],
+        next_routine_line(&app.state::<AppState>().runtime),
+        false,
+        false,
+        0,
+    );
     let icon = TrayIconBuilder::with_id(TRAY_ID)
         .icon(ICON)
         .tooltip(&model.tooltip)
@@ -111,6 +135,7 @@ pub fn create(app: &AppHandle) -> tauri::Result<()> {
     app.manage(TrayState {
         icon,
         attention: AtomicBool::new(false),
+        approvals: Mutex::default(),
         refresh_queued: AtomicBool::new(false),
     });
     Ok(())
@@ -179,6 +204,31 @@ pub fn set_attention(app: &AppHandle, needed: bool) {
     }
 }
 
+/// An approval request was asked: the badge shows until it is answered.
+pub fn approval_waiting(app: &AppHandle, id: &str) {
+    let Some(state) = app.try_state::<TrayState>() else {
+        return;
+    };
+    if state
+        .approvals
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(id.to_string())
+    {
+        refresh(app);
+    }
+}
+
+/// An approval request was answered (or denied by its timeout or a Stop).
+pub fn approval_answered(app: &AppHandle, id: &str) {
+    let Some(state) = app.try_state::<TrayState>() else {
+        return;
+    };
+    if state.approvals.lock().unwrap_or_else(|e| e.into_inner()).remove(id) {
+        refresh(app);
+    }
+}
+
 /// Rebuilds menu, tooltip and icon from the runtime's state, soon (coalesced: a burst of
 /// process events makes one refresh).
 pub fn refresh(app: &AppHandle) {
@@ -199,6 +249,7 @@ pub fn refresh(app: &AppHandle) {
             next_routine_line(&runtime),
             runtime.is_paused(),
             state.attention.load(Ordering::SeqCst),
+            state.approvals.lock().unwrap_or_else(|e| e.into_inner()).len(),
         );
         if let Err(e) = apply(&app, &state.icon, &model) {
             tracing::warn!("could not update the tray: {e}");
@@ -236,7 +287,7 @@ mod tests {
     #[test]
     fn nothing_running() {
         assert_eq!(
-            TrayModel::new(&[], "No routines".into(), false, false),
+            TrayModel::new(&[], "No routines".into(), false, false, 0),
             TrayModel {
                 processes: "No processes running".into(),
                 process_lines: vec![],
@@ -250,7 +301,7 @@ mod tests {
 
     #[test]
     fn running_processes_are_counted_and_named_and_long_lists_cut() {
-        let one = TrayModel::new(&[process("cargo build")], "No routines".into(), true, true);
+        let one = TrayModel::new(&[process("cargo build")], "No routines".into(), true, true, 0);
         assert_eq!(one.processes, "1 process running");
         assert_eq!(one.process_lines, ["  cargo build"]);
         assert_eq!(
@@ -259,10 +310,26 @@ mod tests {
         );
         let long = "x".repeat(100);
         let many: Vec<ProcessSummary> = ["a", "b", "c", "d", &long, "f", "g"].into_iter().map(process).collect();
-        let model = TrayModel::new(&many, "No routines".into(), false, false);
+        let model = TrayModel::new(&many, "No routines".into(), false, false, 0);
         assert_eq!(model.processes, "7 processes running");
         assert_eq!(model.process_lines.len(), 6);
         assert_eq!(model.process_lines[4], format!("  {}…", "x".repeat(39)));
         assert_eq!(model.process_lines[5], "  …and 2 more");
+    }
+
+    #[test]
+    fn a_waiting_approval_shows_the_badge_even_when_the_window_reports_nothing() {
+        let one = TrayModel::new(&[], "No routines".into(), false, false, 1);
+        assert!(one.attention);
+        assert_eq!(
+            one.tooltip,
+            "Vigil — no processes running, an approval is waiting for you"
+        );
+        let two = TrayModel::new(&[], "No routines".into(), false, true, 2);
+        assert!(two.attention);
+        assert_eq!(
+            two.tooltip,
+            "Vigil — no processes running, 2 approvals are waiting for you"
+        );
     }
 }
