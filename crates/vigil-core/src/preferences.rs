@@ -19,6 +19,12 @@ use crate::settings::SETTINGS_FILE;
 /// The key under which the desktop preferences sit in the store.
 pub const DESKTOP_KEY: &str = "desktop";
 
+/// Bounds of the settings for working alone: a chain of continuations, and how long an
+/// unattended approval may wait (10 s to a week).
+pub const MAX_CONTINUATION_LIMIT: u32 = 1000;
+pub const MIN_APPROVAL_TIMEOUT_SECS: u64 = 10;
+pub const MAX_APPROVAL_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
+
 /// The `desktop` entry of `<data_dir>/settings.json`; missing (or an unreadable file, which
 /// [`crate::settings::load_file`] already reports) means defaults.
 pub fn load(data_dir: &Path) -> DesktopSettingsView {
@@ -73,6 +79,31 @@ pub fn from_value(entry: Option<&Value>) -> DesktopSettingsView {
         "theme",
         &mut |v| serde_json::from_value(v.clone()).map(|t| settings.theme = t).is_ok(),
         "\"system\", \"light\" or \"dark\"",
+    );
+    field(
+        "continuation_limit",
+        &mut |v| {
+            v.as_u64()
+                .filter(|n| *n <= MAX_CONTINUATION_LIMIT as u64)
+                .map(|n| settings.continuation_limit = n as u32)
+                .is_some()
+        },
+        "a whole number from 0 (never continue on its own) to 1000",
+    );
+    field(
+        "approval_timeout_secs",
+        &mut |v| {
+            v.as_u64()
+                .filter(|n| (MIN_APPROVAL_TIMEOUT_SECS..=MAX_APPROVAL_TIMEOUT_SECS).contains(n))
+                .map(|n| settings.approval_timeout_secs = n)
+                .is_some()
+        },
+        "a number of seconds from 10 to 604800 (a week)",
+    );
+    field(
+        "keep_awake",
+        &mut |v| v.as_bool().map(|b| settings.keep_awake = b).is_some(),
+        "true or false",
     );
     if let Some(kinds) = fields.get("notifications") {
         match kinds.as_object() {
@@ -260,6 +291,28 @@ mod tests {
         let view = from_value(Some(&json!([1, 2])));
         assert_eq!(view.settings, DesktopSettings::default());
         assert!(view.warnings[0].contains("not an object"));
+    }
+
+    #[test]
+    fn the_settings_for_working_alone_are_read_and_bounded() {
+        let view = from_value(Some(
+            &json!({"continuation_limit": 3, "approval_timeout_secs": 600, "keep_awake": false}),
+        ));
+        assert_eq!(
+            (
+                view.settings.continuation_limit,
+                view.settings.approval_timeout_secs,
+                view.settings.keep_awake
+            ),
+            (3, 600, false)
+        );
+        assert!(view.warnings.is_empty(), "{:?}", view.warnings);
+        let view = from_value(Some(
+            &json!({"continuation_limit": -1, "approval_timeout_secs": 1, "keep_awake": "yes"}),
+        ));
+        assert_eq!(view.settings, DesktopSettings::default());
+        assert_eq!(view.warnings.len(), 3, "{:?}", view.warnings);
+        assert!(view.warnings[1].contains("from 10 to 604800"), "{:?}", view.warnings);
     }
 
     #[test]

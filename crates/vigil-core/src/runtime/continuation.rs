@@ -58,6 +58,13 @@ impl Default for Autonomy {
     }
 }
 
+impl Autonomy {
+    /// Continuations in a row without a user message; 0: never.
+    pub(super) fn limit(&self) -> u32 {
+        self.limit.load(Ordering::Relaxed)
+    }
+}
+
 /// Whether a conversation may continue once more.
 enum Admission {
     Go,
@@ -179,7 +186,7 @@ impl Runtime {
 
     /// Counts one more continuation, or says why not (one atomic metadata update).
     async fn admit(&self, session_id: &str) -> Admission {
-        let global = self.inner.autonomy.limit.load(Ordering::Relaxed);
+        let global = self.inner.autonomy.limit();
         let admitted = self
             .inner
             .meta

@@ -292,7 +292,20 @@ impl Runtime {
                 running_commands: Default::default(),
             }
         });
-        Ok(Self { inner })
+        let rt = Self { inner };
+        rt.apply_desktop(desktop);
+        Ok(rt)
+    }
+
+    /// Applies what the desktop preferences say about working alone: the continuation
+    /// limit, the unattended approval timeout, keeping the computer awake. At once; the
+    /// desktop shell calls it again when they are saved.
+    pub fn apply_desktop(&self, desktop: &vigil_protocol::DesktopSettings) {
+        self.set_autonomy(
+            desktop.continuation_limit,
+            std::time::Duration::from_secs(desktop.approval_timeout_secs.max(1)),
+        );
+        self.set_keep_awake(desktop.keep_awake);
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -910,6 +923,25 @@ mod tests {
             events.iter().any(|e| matches!(e, Event::TurnStarted { .. })),
             "{events:?}"
         );
+    }
+
+    #[test]
+    fn the_saved_desktop_preferences_set_how_vigil_works_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("settings.json"),
+            r#"{"desktop": {"continuation_limit": 0, "approval_timeout_secs": 90, "keep_awake": false}}"#,
+        )
+        .unwrap();
+        let rt = Runtime::new(
+            dir.path(),
+            Arc::new(ManualClock::new(1_700_000_000_000)),
+            Arc::new(CollectingSink::default()),
+        )
+        .unwrap();
+        assert_eq!(rt.approval_timeout(), std::time::Duration::from_secs(90));
+        assert_eq!(rt.inner.autonomy.limit(), 0, "continuing on its own is off");
+        assert_eq!(rt.keep_awake_status(), crate::inhibit::InhibitorStatus::Off);
     }
 
     #[tokio::test(start_paused = true)]
