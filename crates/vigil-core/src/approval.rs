@@ -567,7 +567,7 @@ impl Approvals {
                 env: request.env.iter().map(|e| shell::visible(e)).collect(),
                 parts,
                 unprovable,
-                exec_run: request.exec_run.clone(),
+                exec_run: request.exec_run,
                 expires_at,
             },
         );

@@ -158,7 +158,7 @@ impl Turn<'_> {
 
     async fn run_inner(&self, user_text: String, usage: &mut Usage) -> Finish {
         let mut user = Message::user_text(user_text.clone(), self.clock.now_ms());
-        user.kind = self.extras.message_kind.clone();
+        user.kind = self.extras.message_kind;
         user.content.insert(
             0,
             ContentBlock::Context {

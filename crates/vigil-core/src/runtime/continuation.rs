@@ -276,8 +276,7 @@ impl Runtime {
             .map(|l| l.messages.into_iter().skip(before).collect::<Vec<_>>())
             .unwrap_or_default()
             .into_iter()
-            .filter(|m| m.role == Role::Assistant && !m.text().trim().is_empty())
-            .last();
+            .rfind(|m| m.role == Role::Assistant && !m.text().trim().is_empty());
         if let Some(reply) = reply.filter(|m| !is_silent(&m.text())) {
             self.notify_reply(session_id, &reply);
         }
