@@ -612,10 +612,16 @@ impl Runtime {
         attendance: Attendance,
     ) -> Turn<'a> {
         let interactive = attendance == Attendance::User;
+        // The heartbeat's and the jobs' sessions have no place in the window: their questions
+        // go to the main conversation, which the routines and the heartbeat report to.
+        let asks_in = match crate::session::meta::type_from_id(session_id) {
+            SessionType::Primary => emitter.clone(),
+            _ => emitter.for_session(PRIMARY_SESSION, Scope::Primary),
+        };
         let gate = crate::approval::TurnGate {
             approvals: self.inner.approvals.clone(),
             workspace: self.workspace().to_path_buf(),
-            emitter: emitter.clone(),
+            emitter: asks_in,
             cancel: cancel.clone(),
             interactive,
             away: (attendance == Attendance::Away).then(|| self.approval_timeout()),

@@ -474,3 +474,65 @@ async fn a_routine_jobs_background_command_continues_inside_its_job() {
     );
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_routine_job_asks_in_the_main_conversation_and_waits_for_the_answer() {
+    use vigil_core::protocol::{ExecutionMode, RoutineDraft};
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let marker = dir.path().join("workspace/job-approved-marker");
+    let script = Script::steps(vec![
+        Step::tool_call("q1", "exec", json!({"command": format!("touch {}", marker.display())})),
+        Step::text("Touched it."),
+    ]);
+    let (rt, mut rx, _fake) = started(dir.path(), script, false).await;
+    rt.approvals().set_policy(ApprovalPolicy::Ask);
+    let (routine, _) = rt
+        .add_routine(RoutineDraft {
+            title: Some("Touch the marker".into()),
+            schedule: Some("1d".into()),
+            execution_mode: Some(ExecutionMode::Isolated),
+            ..RoutineDraft::default()
+        })
+        .await
+        .unwrap();
+    rt.run_routine_now(&routine.id).await.unwrap();
+    let (id, asked_in) = next_matching_envelope(&mut rx, |env| match &env.event {
+        Event::ApprovalRequested { id, expires_at, .. } => {
+            assert!(expires_at.is_some());
+            Some((id.clone(), env.session_id.clone()))
+        }
+        _ => None,
+    })
+    .await;
+    assert_eq!(
+        asked_in.as_deref(),
+        Some(vigil_core::session::PRIMARY_SESSION),
+        "the card is where the user looks"
+    );
+    assert!(!marker.exists());
+    rt.submit(Op::Approval {
+        id,
+        decision: ApprovalDecision::Approve,
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !marker.exists() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the approved command did not run"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    rt.shutdown().await;
+}
+
+async fn next_matching_envelope<T>(rx: &mut Events, mut f: impl FnMut(&EventEnvelope) -> Option<T>) -> T {
+    loop {
+        let env = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .expect("in time")
+            .expect("alive");
+        if let Some(t) = f(&env) {
+            return t;
+        }
+    }
+}
