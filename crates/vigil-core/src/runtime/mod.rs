@@ -13,6 +13,7 @@ mod activity;
 mod background;
 mod continuation;
 mod health;
+mod lanes;
 mod process_table;
 mod processes;
 mod routines;
@@ -20,19 +21,20 @@ mod routines;
 pub use continuation::{is_silent, CONTINUATION_PROMPT, MERGE_WINDOW};
 pub use processes::USER_OWNER;
 
+use lanes::{Attendance, Input, Lane};
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use futures_util::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use vigil_protocol::{
-    ApprovalPolicy, ConnectionVerdict, ErrorKind, Event, Message, NotificationKind, Op, ProviderSettings, Scope,
-    SessionSummary, SettingsView, Source, StopReason,
+    ApprovalPolicy, ConnectionVerdict, ErrorKind, Event, Message, NotificationKind, Op, ProviderSettings,
+    SessionSummary, SettingsView, Source,
 };
 
-use crate::agent::{AgentConfig, SteerQueue, Turn};
+use crate::agent::AgentConfig;
 use crate::approval::Approvals;
 use crate::clock::Clock;
 use crate::events::{Emitter, EventSink};
@@ -124,66 +126,6 @@ struct Inner {
     logind_bus: Mutex<Option<String>>,
     /// Commands running now (the process table's size).
     running_commands: std::sync::atomic::AtomicUsize,
-}
-
-/// One session's lane: at most one turn runs; messages sent meanwhile queue here and
-/// reach the running turn at its next step (steering), as do the session's notices (a
-/// background command ended).
-struct Lane {
-    /// `std` lock: held only to flip `busy` or move the queue, never across an await.
-    state: Mutex<LaneState>,
-    session_id: String,
-    notices: SystemEvents,
-}
-
-/// Who can answer a turn's approval questions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Attendance {
-    /// The user, at the screen: ask and wait.
-    User,
-    /// Nobody watches, but the run may ask (card, tray, notification) and wait up to the
-    /// approval timeout: continuations, routine jobs, woken heartbeats.
-    Away,
-    /// Nobody, and nobody is asked: the heartbeat's interval polls.
-    Nobody,
-}
-
-/// What starts a turn in a conversation's lane.
-enum Input {
-    /// A message from the user.
-    User(String),
-    /// Notices of background commands that ended.
-    Continuation,
-}
-
-#[derive(Default)]
-struct LaneState {
-    busy: bool,
-    /// What kind of session runs the turn, for the health check; set with `busy`.
-    scope: Option<Scope>,
-    queue: Vec<String>,
-    /// The running turn's token, for Stop.
-    cancel: CancellationToken,
-}
-
-impl Lane {
-    fn lock(&self) -> std::sync::MutexGuard<'_, LaneState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl SteerQueue for Lane {
-    fn drain(&self) -> Vec<String> {
-        std::mem::take(&mut self.lock().queue)
-    }
-
-    fn drain_notices(&self) -> Vec<String> {
-        self.notices
-            .drain(&self.session_id)
-            .into_iter()
-            .map(|e| e.text)
-            .collect()
-    }
 }
 
 impl Runtime {
@@ -430,268 +372,6 @@ impl Runtime {
         );
     }
 
-    fn lane_if_exists(&self, session_id: &str) -> Option<Arc<Lane>> {
-        self.inner
-            .lanes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(session_id)
-            .cloned()
-    }
-
-    fn lane(&self, session_id: &str) -> Arc<Lane> {
-        self.inner
-            .lanes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(session_id.to_string())
-            .or_insert_with(|| {
-                Arc::new(Lane {
-                    state: Mutex::default(),
-                    session_id: session_id.to_string(),
-                    notices: self.inner.system_events.clone(),
-                })
-            })
-            .clone()
-    }
-
-    /// Whether a turn is running in `session_id` (the heartbeat waits for a free lane).
-    pub fn is_busy(&self, session_id: &str) -> bool {
-        self.lane_if_exists(session_id).is_some_and(|l| l.lock().busy)
-    }
-
-    fn start_turn(&self, session_id: String, text: String) {
-        if self.inner.shutdown.is_cancelled() {
-            return self.report(
-                ErrorKind::InvalidOp,
-                "Vigil is shutting down; the message was not sent.",
-            );
-        }
-        match self.inner.meta.load(&session_id) {
-            Err(e) => return self.report(ErrorKind::Session, e.to_string()),
-            Ok(loaded) => {
-                // A metadata file that fell back to its backup says so.
-                for warning in loaded.warnings {
-                    self.report(ErrorKind::Storage, warning);
-                }
-                // The user spoke: a new chain of continuations may begin.
-                if loaded.meta.continuations > 0 || loaded.meta.stopped_at_limit {
-                    let done = self
-                        .inner
-                        .meta
-                        .update_atomic(&session_id, |m| {
-                            m.continuations = 0;
-                            m.stopped_at_limit = false;
-                        })
-                        .map(|_| ());
-                    self.sessions_changed(done);
-                }
-                // A conversation is named after its first message until the user names it.
-                if DEFAULT_TITLES.contains(&loaded.meta.title.as_str()) {
-                    let done = self.inner.meta.rename(&session_id, &title_from(&text)).map(|_| ());
-                    self.sessions_changed(done);
-                }
-            }
-        }
-        let lane = self.lane(&session_id);
-        {
-            let mut state = lane.lock();
-            if state.busy {
-                state.queue.push(text.clone());
-                drop(state);
-                let emitter = self.inner.emitter.for_session(&session_id, Scope::Primary);
-                return emitter.emit(Source::User, Event::MessageQueued { text });
-            }
-            state.busy = true;
-            state.scope = Some(Scope::Primary);
-            state.cancel = self.inner.shutdown.child_token();
-        }
-        self.activity_changed();
-        self.spawn_lane(session_id, lane, Input::User(text));
-    }
-
-    /// Runs `first` in `lane` (already marked busy), then whatever queued meanwhile: the
-    /// user's messages, or a continuation when notices wait.
-    fn spawn_lane(&self, session_id: String, lane: Arc<Lane>, first: Input) {
-        let this = self.clone();
-        self.inner.tasks.spawn(async move {
-            let mut next = Some(first);
-            while let Some(input) = next.take() {
-                let run_id = uuid::Uuid::new_v4().to_string();
-                let turn = async {
-                    match input {
-                        Input::User(text) => {
-                            let stop = this.run_turn(&session_id, &lane, &run_id, text).await;
-                            !matches!(stop, StopReason::Error | StopReason::Cancelled)
-                        }
-                        Input::Continuation => this.run_continuation(&session_id, &lane, &run_id).await,
-                    }
-                };
-                let went_well = match std::panic::AssertUnwindSafe(turn).catch_unwind().await {
-                    Ok(went_well) => went_well,
-                    Err(panic) => {
-                        this.turn_panicked(&session_id, &run_id, panic.as_ref());
-                        false
-                    }
-                };
-                // Also after a panic: the lane is freed, so the conversation is not stuck
-                // "working" with every later message queued behind a turn that is gone.
-                next = this.after_turn(&session_id, &lane, went_well);
-            }
-            this.activity_changed();
-        });
-    }
-
-    /// A bug ended a turn by panicking: the user is told (and the window stops showing it
-    /// as running); every message it saved is on disk, since each is appended as it ends.
-    fn turn_panicked(&self, session_id: &str, run_id: &str, panic: &(dyn std::any::Any + Send)) {
-        let why = crate::tools::panic_text(panic);
-        tracing::error!(session = session_id, "a turn panicked: {why}");
-        let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, run_id);
-        emitter.emit(
-            Source::System,
-            Event::Error {
-                kind: ErrorKind::Internal,
-                message: format!(
-                    "Vigil hit an internal error and stopped this reply ({why}). What was said so far is kept; send your message again to carry on."
-                ),
-            },
-        );
-        emitter.emit(
-            Source::Agent,
-            Event::TurnFinished {
-                stop_reason: StopReason::Error,
-                usage: Default::default(),
-                detail: None,
-            },
-        );
-    }
-
-    async fn run_turn(&self, session_id: &str, lane: &Arc<Lane>, run_id: &str, text: String) -> StopReason {
-        #[cfg(test)]
-        if text == tests::PLANTED_BUG {
-            panic!("a planted bug");
-        }
-        let cancel = lane.lock().cancel.clone();
-        let client = self.inner.client.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let config = self
-            .inner
-            .agent_config
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let background = self.take_background_context(session_id).await;
-        let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, run_id);
-        let turn = self.turn(
-            session_id,
-            lane.as_ref(),
-            client,
-            emitter,
-            cancel,
-            config,
-            background.extras(),
-            Attendance::User,
-        );
-        let stop = turn.run(text).await;
-        self.finish_background_context(session_id, stop, background).await;
-        stop
-    }
-
-    /// A turn of `session_id` with this runtime's stores, tools, workspace and approval
-    /// policy; `attendance` says who can answer its questions.
-    #[allow(clippy::too_many_arguments)]
-    fn turn<'a>(
-        &'a self,
-        session_id: &'a str,
-        steer: &'a dyn SteerQueue,
-        client: Option<ModelClient>,
-        emitter: Emitter,
-        cancel: CancellationToken,
-        config: AgentConfig,
-        extras: crate::agent::TurnExtras,
-        attendance: Attendance,
-    ) -> Turn<'a> {
-        let interactive = attendance == Attendance::User;
-        // The heartbeat's and the jobs' sessions have no place in the window: their questions
-        // go to the main conversation, which the routines and the heartbeat report to.
-        let asks_in = match crate::session::meta::type_from_id(session_id) {
-            SessionType::Primary => emitter.clone(),
-            _ => emitter.for_session(PRIMARY_SESSION, Scope::Primary),
-        };
-        let gate = crate::approval::TurnGate {
-            approvals: self.inner.approvals.clone(),
-            workspace: self.workspace().to_path_buf(),
-            emitter: asks_in,
-            cancel: cancel.clone(),
-            interactive,
-            away: (attendance == Attendance::Away).then(|| self.approval_timeout()),
-            now_ms: self.inner.clock.now_ms(),
-        };
-        Turn {
-            session_id,
-            process_owner: processes::process_owner(session_id),
-            store: &self.inner.store,
-            client,
-            tools: self.tools(),
-            gate: Some(Arc::new(gate)),
-            data_dir: Some(self.inner.data_dir.clone()),
-            started: Default::default(),
-            sandbox: Some(crate::sandbox::TurnSandbox {
-                sandbox: self.inner.approvals.sandbox(),
-                settings: self.inner.approvals.sandbox_settings(),
-                data_dir: self.inner.data_dir.clone(),
-                attended: interactive,
-            }),
-            workspace: self.inner.workspace.clone(),
-            emitter,
-            clock: self.inner.clock.clone(),
-            cancel,
-            steer,
-            config,
-            extras,
-        }
-    }
-
-    /// Decides what follows a turn: messages that arrived too late for it start the next
-    /// turn, unless the user pressed Stop: then they are saved (never lost) but not answered.
-    /// Without messages, notices that arrived too late start a continuation, if the turn
-    /// `went_well` (a failing provider must not be retried in a loop).
-    fn after_turn(&self, session_id: &str, lane: &Lane, went_well: bool) -> Option<Input> {
-        let mut state = lane.lock();
-        let queued = std::mem::take(&mut state.queue);
-        if queued.is_empty() {
-            let notices = !self.inner.system_events.peek(session_id).is_empty();
-            if went_well && notices && !state.cancel.is_cancelled() && !self.inner.shutdown.is_cancelled() {
-                state.cancel = self.inner.shutdown.child_token();
-                return Some(Input::Continuation);
-            }
-            state.busy = false;
-            return None;
-        }
-        if !state.cancel.is_cancelled() {
-            state.cancel = self.inner.shutdown.child_token();
-            return Some(Input::User(queued.join("\n\n")));
-        }
-        // Saved while the lane is still busy, so no new turn can interleave with them.
-        let emitter = self.inner.emitter.for_session(session_id, Scope::Primary);
-        for text in &queued {
-            let message = Message::user_text(text.clone(), self.inner.clock.now_ms());
-            match self.inner.store.append(session_id, &message) {
-                Ok(()) => emitter.emit(Source::User, Event::MessageAppended { message }),
-                Err(e) => self.report(ErrorKind::Storage, format!("Could not save a queued message: {e}")),
-            }
-        }
-        state.busy = false;
-        drop(state);
-        emitter.emit(
-            Source::User,
-            Event::QueueConsumed {
-                count: queued.len() as u32,
-            },
-        );
-        None
-    }
-
     /// The conversations, most recent first.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>, SessionError> {
         self.inner.meta.load(PRIMARY_SESSION)?;
@@ -878,6 +558,7 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::events::CollectingSink;
+    use vigil_protocol::StopReason;
 
     /// A message that makes its turn panic (see `run_turn`).
     pub(super) const PLANTED_BUG: &str = "<panic in this turn>";
