@@ -89,7 +89,7 @@ describe('background updates', () => {
   });
 
   it('forgets updates of a deleted conversation', () => {
-    const sessions = (ids: string[]): SessionSummary[] => ids.map((id) => ({ id, title: id, created_at: 0, updated_at: 0 }));
+    const sessions = (ids: string[]): SessionSummary[] => ids.map((id) => ({ id, title: id, created_at: 0, updated_at: 0, continuations: 0 }));
     let s = fold([arrived(update('a', 10)), arrived(update('b', 20), 's-gone')]);
     s = applyUpdateEvent(s, ev({ type: 'sessions_changed', sessions: sessions(['main']) }, null, null));
     expect(s.updates.map((u) => u.event_id)).toEqual(['a']);

@@ -202,19 +202,19 @@ export interface MockSession {
 }
 
 export function sampleSessions(now: number, empty: boolean): MockSession[] {
-  if (empty) return [{ summary: { id: 'main', title: '', created_at: now, updated_at: now }, messages: [] }];
+  if (empty) return [{ summary: { id: 'main', title: '', created_at: now, updated_at: now, continuations: 0 }, messages: [] }];
   const main = mainHistory(now);
   return [
     {
-      summary: { id: 'main', title: 'Fix the config typo', created_at: now - 3 * HOUR, updated_at: main.at(-1)!.ts },
+      summary: { id: 'main', title: 'Fix the config typo', created_at: now - 3 * HOUR, updated_at: main.at(-1)!.ts, continuations: 0 },
       messages: main,
     },
     {
-      summary: { id: 's-trip', title: 'Weekend trip ideas', created_at: now - DAY - 2 * HOUR, updated_at: now - DAY - 2 * HOUR + 2500 },
+      summary: { id: 's-trip', title: 'Weekend trip ideas', created_at: now - DAY - 2 * HOUR, updated_at: now - DAY - 2 * HOUR + 2500, continuations: 0 },
       messages: tripHistory(now),
     },
     {
-      summary: { id: 's-letter', title: 'Cover letter opening', created_at: now - 9 * DAY, updated_at: now - 9 * DAY + 5000 },
+      summary: { id: 's-letter', title: 'Cover letter opening', created_at: now - 9 * DAY, updated_at: now - 9 * DAY + 5000, continuations: 0 },
       messages: letterHistory(now),
     },
   ];

@@ -60,6 +60,9 @@ export function createMockBackend(variant: string): Backend {
     theme: 'system',
     notifications: { processes: true, routines: true, heartbeat: true, approvals: true },
     workspace: null,
+    continuation_limit: 10,
+    approval_timeout_secs: 3600,
+    keep_awake: true,
   };
   const defaultWorkspace = '/home/you/.local/share/dev.vigil.desktop/workspace';
 
@@ -418,6 +421,7 @@ export function createMockBackend(variant: string): Backend {
     title?: string;
     id?: string;
     decision?: ApprovalDecision;
+    limit?: number;
     command?: string;
     process_id?: string;
     data?: string;
@@ -450,7 +454,7 @@ export function createMockBackend(variant: string): Backend {
           const now = Date.now();
           const sid = `s-new-${++created}`;
           const title = op.title?.trim() || 'New conversation';
-          sessions.set(sid, { summary: { id: sid, title, created_at: now, updated_at: now }, messages: [] });
+          sessions.set(sid, { summary: { id: sid, title, created_at: now, updated_at: now, continuations: 0 }, messages: [] });
           sessionsChanged();
           break;
         }
@@ -461,6 +465,15 @@ export function createMockBackend(variant: string): Backend {
             break;
           }
           s.summary = { ...s.summary, title: op.title.trim() };
+          sessionsChanged();
+          break;
+        }
+        case 'set_continuation_limit': {
+          const s = sessions.get(id);
+          if (s) {
+            s.summary = { ...s.summary, continuation_limit: op.limit };
+            if (op.limit === undefined) delete s.summary.continuation_limit;
+          }
           sessionsChanged();
           break;
         }

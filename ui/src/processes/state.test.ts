@@ -71,8 +71,8 @@ describe('the process list', () => {
 
 describe('what a row shows', () => {
   const sessions: SessionSummary[] = [
-    { id: 'main', title: '', created_at: 0, updated_at: 0 },
-    { id: 's-trip', title: 'Trip planning', created_at: 0, updated_at: 0 },
+    { id: 'main', title: '', created_at: 0, updated_at: 0, continuations: 0 },
+    { id: 's-trip', title: 'Trip planning', created_at: 0, updated_at: 0, continuations: 0 },
   ];
 
   it('names the owner', () => {

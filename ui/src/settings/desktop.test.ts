@@ -33,6 +33,9 @@ describe('desktop preferences', () => {
       theme: 'dark',
       notifications: { processes: true, routines: true, heartbeat: true, approvals: true },
       workspace: null,
+      continuation_limit: 10,
+      approval_timeout_secs: 3600,
+      keep_awake: true,
     };
   });
 
