@@ -24,6 +24,9 @@ import {
  */
 const FLUSH_BACKSTOP_MS = 120;
 
+/** What a clicked notification leads to in the conversation: a message (by time) or an approval's card. */
+export type Reveal = { ts: number } | { approvalId: string };
+
 export class ChatStore {
   /** Replaced wholesale by the reducer, so `raw` (no deep proxies) is enough. */
   state = $state.raw<ChatState>(initialState(PRIMARY_SESSION));
@@ -31,6 +34,8 @@ export class ChatStore {
   /** The session shown and the one ops go to. */
   sessionId = $derived(this.state.sessionId ?? PRIMARY_SESSION);
   loaded = $state(false);
+  /** An item to bring into view once it is on screen (a clicked notification's); the view clears it. */
+  reveal = $state<Reveal | null>(null);
 
   #queue: EventEnvelope[] = [];
   #frame: number | null = null;

@@ -33,14 +33,65 @@ export function isSummary(message: Message): boolean {
   return message.kind === undefined && message.role === 'user' && rawText(message.content).startsWith(SUMMARY_HEADING);
 }
 
+/**
+ * A line of what happened while nobody typed (a background command's exit notice, which
+ * started a turn on its own, or why Vigil stopped continuing): sent to the model as a user
+ * message, shown as a line of its own.
+ */
+export function isSystemEvent(message: Message): boolean {
+  return message.kind?.type === 'system_event';
+}
+
 export function isInterrupt(message: Message): boolean {
   if (message.kind?.type === 'interrupt') return true;
   return message.kind === undefined && message.role === 'user' && rawText(message.content).startsWith(INTERRUPT_PREFIX);
 }
 
-/** A user message that starts a turn (not a steer, not a summary). */
+/**
+ * A user message that starts a turn (not a steer, not a summary). A system event starts one
+ * when it opens a continuation (it carries the turn's context); a notice taken in by a
+ * running turn, or the note that Vigil stopped continuing, does not.
+ */
 export function startsTurn(message: Message): boolean {
+  if (isSystemEvent(message)) return hasContext(message);
   return message.role === 'user' && !isInterrupt(message) && !isSummary(message);
+}
+
+/** How the core asks the model after the notices (vigil-core `CONTINUATION_PROMPT`'s opening). */
+const CONTINUATION_PROMPT_START = 'A background command you started in this conversation has ended';
+
+/** A system event as the user reads it. */
+export interface SystemView {
+  /** Each `System: …` notice on its line without the prefix; the question for the model left out. */
+  lines: string[];
+  /** It started a turn: Vigil carried on by itself. */
+  continued: boolean;
+}
+
+export function systemView(text: string): SystemView {
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const prompt = lines.findIndex((l) => l.startsWith(CONTINUATION_PROMPT_START));
+  const kept = prompt < 0 ? lines : lines.slice(0, prompt);
+  return { lines: kept.map((l) => (l.startsWith('System: ') ? l.slice('System: '.length) : l)), continued: prompt >= 0 };
+}
+
+/** Replies that mean "nothing to tell" (vigil-core `continuation::SILENT_REPLIES`). */
+const SILENT_REPLIES = ['NO_REPLY', 'HEARTBEAT_OK'];
+
+function bare(text: string): string {
+  return text.trim().replace(/^[*`.]+|[*`.]+$/g, '');
+}
+
+/** Whether a reply only says there is nothing to tell (vigil-core `is_silent`). */
+export function isSilentReply(text: string): boolean {
+  const reply = bare(text);
+  return reply === '' || SILENT_REPLIES.some((s) => reply.toUpperCase() === s);
+}
+
+/** Whether text still streaming may become such a reply (`NO_REP…`): not shown meanwhile. */
+export function maybeSilentReply(text: string): boolean {
+  const soFar = text.trim().replace(/^[*`]+/, '').toUpperCase();
+  return isSilentReply(text) || SILENT_REPLIES.some((s) => s.startsWith(soFar));
 }
 
 /** The text the user sees: what they typed, or the summary without its heading. */

@@ -18,7 +18,10 @@ import {
   hasContext,
   isEmptyUsage,
   isInterrupt,
+  isSilentReply,
   isSummary,
+  isSystemEvent,
+  maybeSilentReply,
   mergeCards,
   startsTurn,
   thinkingText,
@@ -38,12 +41,14 @@ export interface Compaction {
 /**
  * One rendered row. `message` rows are user and assistant messages (tool results fold into
  * their call's card); `summary` is a compaction summary (or only the note that one
- * happened); `notice` is a turn-policy stop.
+ * happened); `notice` is a turn-policy stop; `system` is what happened while nobody typed
+ * (a background command's exit notice, which starts a turn on its own, or why Vigil stopped
+ * continuing), a user-role message shown as a line of its own.
  */
 export interface ChatItem {
   /** Stable across streamed → saved replacement so the element is not re-created. */
   key: string;
-  kind: 'message' | 'summary' | 'notice';
+  kind: 'message' | 'summary' | 'notice' | 'system';
   role: Role;
   text: string;
   thinking: string;
@@ -136,7 +141,7 @@ function blank(key: string, role: Role, ts: number, runId: string | null): ChatI
 function itemFromMessage(message: Message, key: string, runId: string | null, toolStatus: ToolStatus): ChatItem {
   return {
     ...blank(key, message.role, message.ts, runId),
-    kind: isSummary(message) ? 'summary' : 'message',
+    kind: isSummary(message) ? 'summary' : isSystemEvent(message) ? 'system' : 'message',
     text: displayText(message),
     thinking: thinkingText(message.content),
     tools: cardsFrom(message.content, toolStatus),
@@ -234,7 +239,7 @@ export function withHistory(state: ChatState, history: History, running = false)
   }
   loaded = withTurnUsage(loaded, history.messages, running);
   if (running) {
-    const turnStart = loaded.findLastIndex((i) => i.kind === 'message' && i.role === 'user' && !i.interrupt);
+    const turnStart = loaded.findLastIndex((i) => (i.kind === 'message' && i.role === 'user' && !i.interrupt) || i.kind === 'system');
     loaded = loaded.map((item, i) =>
       i > turnStart && item.tools.some((c) => c.status === 'interrupted')
         ? { ...item, tools: item.tools.map((c) => (c.status === 'interrupted' ? { ...c, status: 'running' as const } : c)) }
@@ -312,7 +317,7 @@ function appendSaved(state: ChatState, message: Message, runId: string | null): 
     }
   }
 
-  if (message.role === 'user' && !isSummary(message)) {
+  if (message.role === 'user' && !isSummary(message) && !isSystemEvent(message)) {
     const matched = matchPending(items, displayText(message));
     if (matched.length > 0) {
       const [first, ...rest] = matched;
@@ -334,13 +339,14 @@ function appendSaved(state: ChatState, message: Message, runId: string | null): 
   return { ...next, items: insertConfirmed(items, itemFromMessage(message, key, runId, status)) };
 }
 
-function turnStarted(state: ChatState, runId: string | null, userText: string, ts: number): ChatState {
+/** `background`: Vigil started the turn on its own (a continuation); it opens with a system line. */
+function turnStarted(state: ChatState, runId: string | null, userText: string, ts: number, background: boolean): ChatState {
   let next = state;
   let items = state.items;
   const confirmed = items.some((i) => i.role === 'user' && !i.pending && runId !== null && i.runId === runId);
   if (!confirmed) {
-    const pending = matchPending(items, userText);
-    const lastUser = items.findLastIndex((i) => i.kind === 'message' && i.role === 'user' && !i.pending);
+    const pending = background ? [] : matchPending(items, userText);
+    const lastUser = items.findLastIndex((i) => (i.kind === 'message' || i.kind === 'system') && i.role === 'user' && !i.pending);
     if (pending.length > 0) {
       const [first, ...rest] = pending;
       items = updateAt(items, first, { pending: false, queued: false, acked: false, runId, text: userText })
@@ -352,7 +358,7 @@ function turnStarted(state: ChatState, runId: string | null, userText: string, t
     } else {
       let key: string;
       [next, key] = withKey(next);
-      items = insertConfirmed(items, { ...blank(key, 'user', ts, runId), text: userText });
+      items = insertConfirmed(items, { ...blank(key, 'user', ts, runId), kind: background ? 'system' : 'message', text: userText });
     }
   }
   let key: string;
@@ -517,7 +523,7 @@ export function applyEvent(state: ChatState, event: EventEnvelope): ChatState {
     case 'message_appended':
       return appendSaved(s, event.message, event.run_id);
     case 'turn_started':
-      return turnStarted(s, event.run_id, event.user_text, event.ts);
+      return turnStarted(s, event.run_id, event.user_text, event.ts, event.source === 'background');
     case 'text_delta': {
       const [next, at] = streamingTarget(s, event.run_id, event.ts);
       const item = next.items[at];
@@ -588,9 +594,33 @@ export function retryText(retry: RetryNote): string {
   return `Provider busy — retrying in ${shown} s (attempt ${retry.attempt})`;
 }
 
-/** Whether the item closes its run of assistant messages (the meta line goes there). */
-export function endsTurn(items: ChatItem[], index: number): boolean {
+/**
+ * Keys of the replies a continuation gave only to say there is nothing to tell
+ * (`NO_REPLY`, `HEARTBEAT_OK`; vigil-core sends no notification for them either): not shown,
+ * nor is one still streaming that may become one. Only after a system line: the user's own
+ * turns show every reply.
+ */
+export function silentReplies(items: ChatItem[]): ReadonlySet<string> {
+  const silent = new Set<string>();
+  let unattended = false;
+  for (const item of items) {
+    if (item.kind === 'system') unattended = true;
+    else if (item.kind === 'message' && item.role === 'user' && !item.interrupt) unattended = false;
+    else if (unattended && item.kind === 'message' && item.role === 'assistant' && item.tools.length === 0) {
+      if (item.streaming ? item.text !== '' && maybeSilentReply(item.text) : isSilentReply(item.text)) silent.add(item.key);
+    }
+  }
+  return silent;
+}
+
+/**
+ * Whether the item closes its run of assistant messages (the meta line goes there); items
+ * in `hidden` are not on screen, so the one before them may close the run.
+ */
+export function endsTurn(items: ChatItem[], index: number, hidden: ReadonlySet<string> = new Set()): boolean {
   const item = items[index];
-  const next = items[index + 1];
+  let at = index + 1;
+  while (at < items.length && hidden.has(items[at].key)) at++;
+  const next = items[at];
   return item.role === 'assistant' && !(next && next.kind === 'message' && next.role === 'assistant');
 }

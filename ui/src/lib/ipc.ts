@@ -453,6 +453,12 @@ export interface FocusTarget {
   event_id: string | null;
   /** The process whose exit it announced. */
   process_id: string | null;
+  /** The approval request an unattended run waits for: its card (Open, or a click). */
+  approval_id?: string | null;
+  /** The conversation to open (a continuation's answer, or where it stopped)… */
+  session_id?: string | null;
+  /** …at this message (its timestamp). */
+  message_ts?: number | null;
 }
 
 /** The event the shell emits when the user clicks a notification. */
