@@ -1,17 +1,19 @@
-// The conversations for the sidebar: the list, the one shown, and which have a turn
-// running. Listens to the event stream itself (sessions_changed, turn start/finish) and
+// The conversations for the sidebar: the list, the one shown, which have a turn running
+// and which of those Vigil started on its own. Listens to the event stream itself (sessions_changed, turn start/finish) and
 // asks the owner to show another session through `onOpen`.
 
 import * as ipc from '../lib/ipc';
 import { PRIMARY_SESSION } from '../lib/ipc';
 import type { EventEnvelope, Op, SessionSummary } from '../lib/protocol';
-import { onSessionsChanged, renamed, trackActivity } from './state';
+import { continuationOp, onSessionsChanged, renamed, trackActivity, trackUnattended } from './state';
 
 export class SessionsStore {
   list = $state.raw<SessionSummary[]>([]);
   active = $state(PRIMARY_SESSION);
   /** Sessions with a turn running (the activity dot). */
   running = $state.raw<ReadonlySet<string>>(new Set());
+  /** Sessions where a turn Vigil started on its own runs (a background command ended). */
+  unattended = $state.raw<ReadonlySet<string>>(new Set());
   error = $state<string | null>(null);
 
   /** The ids there were when "New conversation" was pressed; null otherwise. */
@@ -54,6 +56,11 @@ export class SessionsStore {
     }
   }
 
+  /** Turns continuing on its own here off (limit 0) or back to the global setting; the list follows `sessions_changed`. */
+  async setContinuing(sessionId: string, on: boolean): Promise<void> {
+    await this.#submit(continuationOp(sessionId, on));
+  }
+
   async remove(sessionId: string): Promise<void> {
     if (sessionId === PRIMARY_SESSION) return;
     await this.#submit({ type: 'delete_session', session_id: sessionId });
@@ -72,6 +79,7 @@ export class SessionsStore {
 
   #onEvent(event: EventEnvelope): void {
     this.running = trackActivity(this.running, event);
+    this.unattended = trackUnattended(this.unattended, event);
     if (event.type !== 'sessions_changed') return;
     const change = onSessionsChanged(event.sessions, this.active, this.#creating);
     this.list = change.list;

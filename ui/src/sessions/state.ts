@@ -1,10 +1,11 @@
-// The sidebar's rules, pure: which conversations have a turn running, which one to show
-// after the list changes (a new one just created, the shown one deleted), and how old an
-// entry looks. `sessions.svelte.ts` holds the state and does the IPC.
+// The sidebar's rules, pure: which conversations have a turn running (and which of those
+// Vigil started on its own), which one to show after the list changes (a new one just
+// created, the shown one deleted), how old an entry looks, and how many turns it took on
+// its own. `sessions.svelte.ts` holds the state and does the IPC.
 
 import { shortDate } from '../lib/time';
 import { PRIMARY_SESSION } from '../lib/ipc';
-import type { EventEnvelope, SessionSummary } from '../lib/protocol';
+import type { EventEnvelope, Op, SessionSummary } from '../lib/protocol';
 
 /** Sessions with a turn running, after `event`; the same set when nothing changed. */
 export function trackActivity(running: ReadonlySet<string>, event: EventEnvelope): ReadonlySet<string> {
@@ -17,6 +18,53 @@ export function trackActivity(running: ReadonlySet<string>, event: EventEnvelope
     return next;
   }
   return running;
+}
+
+/**
+ * Sessions where a turn Vigil started on its own runs (a background command it started there
+ * ended: a continuation), after `event`; the same set when nothing changed.
+ */
+export function trackUnattended(working: ReadonlySet<string>, event: EventEnvelope): ReadonlySet<string> {
+  const id = event.session_id;
+  if (id === null) return working;
+  if (event.type === 'turn_started' && event.source === 'background' && !working.has(id)) return new Set(working).add(id);
+  if (event.type === 'turn_finished' && working.has(id)) {
+    const next = new Set(working);
+    next.delete(id);
+    return next;
+  }
+  return working;
+}
+
+/** This conversation's limit on turns on its own in a row: its own, else the global one (`null`: not known yet). */
+export function limitOf(session: SessionSummary, global: number | null): number | null {
+  return session.continuation_limit ?? global;
+}
+
+/** Whether Vigil carries on here by itself when a background command ends. */
+export function continuesOnItsOwn(session: SessionSummary, global: number | null): boolean {
+  return limitOf(session, global) !== 0;
+}
+
+/** The sidebar's count of turns on its own: "3", or "3/10" when the limit is known; null when none ran. */
+export function continuationCount(session: SessionSummary, global: number | null): string | null {
+  if (session.continuations === 0) return null;
+  const limit = limitOf(session, global);
+  return limit === null || limit === 0 ? `${session.continuations}` : `${session.continuations}/${limit}`;
+}
+
+/** The count's tooltip. */
+export function continuationTitle(session: SessionSummary, global: number | null): string {
+  const n = session.continuations;
+  const times = n === 1 ? 'once' : `${n} times`;
+  const limit = limitOf(session, global);
+  const stop = limit !== null && limit > 0 ? ` It stops after ${limit} in a row.` : '';
+  return `Vigil carried on here by itself ${times} since your last message (background commands ended).${stop}`;
+}
+
+/** The set_continuation_limit op: `on` goes back to the global limit, off is 0 here. */
+export function continuationOp(sessionId: string, on: boolean): Op {
+  return on ? { type: 'set_continuation_limit', session_id: sessionId } : { type: 'set_continuation_limit', session_id: sessionId, limit: 0 };
 }
 
 export interface ListChange {
