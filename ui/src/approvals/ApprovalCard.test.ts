@@ -27,6 +27,8 @@ const base: Approval = {
   unprovable: null,
   outsideSandbox: false,
   execRun: null,
+  expiresAt: null,
+  timedOut: false,
   ts: 1,
   state: 'pending',
   error: null,
@@ -143,5 +145,13 @@ describe('the approval card', () => {
     (q(card, 'approval-always') as HTMLButtonElement).click();
     (q(card, 'approval-deny') as HTMLButtonElement).click();
     expect(onAnswer.mock.calls).toEqual([['always'], ['deny']]);
+  });
+
+  it('says a request from a run nobody watches was asked while the user was away, and when it is denied', () => {
+    const card = show({ expiresAt: Date.now() + 30 * 60_000 });
+    expect(q(card, 'approval-away')?.textContent).toMatch(
+      /^Asked while you were away, by work Vigil carries on by itself\. Unanswered, it is denied at .+ \(in (30|31) min\)\.$/,
+    );
+    expect(q(show({}), 'approval-away')).toBeNull();
   });
 });

@@ -5,6 +5,7 @@ import type { EventEnvelope } from '../lib/protocol';
 import {
   alwaysHint,
   answerFailed,
+  awayText,
   answerLocally,
   applyApprovalEvent,
   approvalOp,
@@ -18,6 +19,7 @@ import {
   placeApprovals,
   recordText,
   requestTitle,
+  timeLeftText,
   unprovableText,
   waitingSessions,
   type Approval,
@@ -53,6 +55,8 @@ describe('approval requests', () => {
         unprovable: null,
         outsideSandbox: false,
         execRun: null,
+        expiresAt: null,
+        timedOut: false,
         ts: requested.ts,
         state: 'pending',
         error: null,
@@ -102,7 +106,7 @@ describe('approval requests', () => {
     let s = foldApprovals([build('a1', 'main', 'r1'), build('a2', 'main', 'r2'), build('a3', 's-old', 'r3')]);
     s = applyApprovalEvent(s, ev({ type: 'turn_finished', stop_reason: 'cancelled', usage: { input_tokens: 0, output_tokens: 0 } }, 'r1'));
     expect(s.approvals.map((a) => a.state)).toEqual(['denied', 'pending', 'pending']);
-    s = applyApprovalEvent(s, ev({ type: 'sessions_changed', sessions: [{ id: 'main', title: '', created_at: 0, updated_at: 0 }] }, null, null));
+    s = applyApprovalEvent(s, ev({ type: 'sessions_changed', sessions: [{ id: 'main', title: '', created_at: 0, updated_at: 0, continuations: 0 }] }, null, null));
     expect(s.approvals.map((a) => a.id)).toEqual(['a1', 'a2']);
   });
 
@@ -204,6 +208,35 @@ describe('approval requests', () => {
     expect(codeSpans('<b>x</b>')).toEqual([{ text: '<b>x</b>', code: false }]);
   });
 
+  it('keeps when a request asked by a run nobody watches is denied, and says so on the card and its record', () => {
+    const asked = ev(
+      { type: 'approval_requested', id: 'u1', kind: 'exec', command: 'touch /tmp/marker', prefix: 'touch', outside_sandbox: false, env: [], parts: [], expires_at: 5_000_000 },
+      'r1',
+      's-b',
+    );
+    let s = foldApprovals([asked]);
+    expect(s.approvals[0]).toMatchObject({ sessionId: 's-b', expiresAt: 5_000_000, timedOut: false });
+    const at = (ms: number) => `@${ms}`;
+    expect(awayText(5_000_000, 5_000_000 - 58 * 60_000 - 30_000, at)).toBe(
+      'Asked while you were away, by work Vigil carries on by itself. Unanswered, it is denied at @5000000 (in 59 min).',
+    );
+    expect(awayText(5_000_000, 5_000_000, at)).toMatch(/Nobody answered in time/);
+    // Denied by its timeout: the record says why.
+    s = applyApprovalEvent(s, { ...ev({ type: 'approval_resolved', id: 'u1', decision: 'deny' }, 'r1', 's-b'), ts: 5_000_001 });
+    expect(recordText(s.approvals[0])).toBe('Denied: nobody answered in time');
+    // Denied by the user before then: a plain denial.
+    let t = foldApprovals([asked]);
+    t = applyApprovalEvent(t, { ...ev({ type: 'approval_resolved', id: 'u1', decision: 'deny' }, 'r1', 's-b'), ts: 4_000_000 });
+    expect(recordText(t.approvals[0])).toBe('Denied');
+  });
+
+  it('says the time left in minutes, then hours', () => {
+    expect(timeLeftText(30_000)).toBe('in less than a minute');
+    expect(timeLeftText(90_000)).toBe('in 2 min');
+    expect(timeLeftText(3_600_000)).toBe('in 1 h');
+    expect(timeLeftText(3_900_000)).toBe('in 1 h 5 min');
+  });
+
   it('answers with the approval op', () => {
     expect(approvalOp('a1', 'approve')).toEqual({ type: 'approval', id: 'a1', decision: 'approve' });
     expect(approvalOp('a2', 'always')).toEqual({ type: 'approval', id: 'a2', decision: 'always' });
@@ -220,7 +253,7 @@ describe('approval requests', () => {
 describe('placing approval cards', () => {
   const at = (ts: number, id = `a${ts}`): Approval => ({
     id, sessionId: 'main', runId: 'r1', kind: 'exec', command: 'make', prefix: 'make', cwd: null, env: [], parts: [], unprovable: null,
-    outsideSandbox: false, execRun: null, ts, state: 'pending', error: null,
+    outsideSandbox: false, execRun: null, expiresAt: null, timedOut: false, ts, state: 'pending', error: null,
   });
 
   it('puts a card under the message whose call waits: before later rounds and unsent messages', () => {

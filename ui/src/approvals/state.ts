@@ -34,6 +34,13 @@ export interface Approval {
   outsideSandbox: boolean;
   /** A command: whether it starts in the background and when it is stopped; null otherwise. */
   execRun: ExecRun | null;
+  /**
+   * Asked by a run nobody watches (a continuation, a routine): when it is denied if nobody
+   * answers (ms since the epoch); null when the user was at the screen.
+   */
+  expiresAt: number | null;
+  /** Denied because nobody answered by `expiresAt`. */
+  timedOut: boolean;
   /** When it was asked; places the card among the chat's items. */
   ts: number;
   state: ApprovalState;
@@ -94,15 +101,20 @@ export function applyApprovalEvent(state: ApprovalsState, event: EventEnvelope):
         unprovable: event.unprovable ?? null,
         outsideSandbox: event.outside_sandbox === true,
         execRun: event.exec_run ?? null,
+        expiresAt: event.expires_at ?? null,
+        timedOut: false,
         ts: event.ts,
         state: 'pending',
         error: null,
       };
       return { approvals: bounded([...state.approvals, approval]) };
     }
-    case 'approval_resolved':
+    case 'approval_resolved': {
       // The core's word wins over an answer given here (Stop may have denied first).
-      return update(state, event.id, { state: STATE_OF[event.decision], error: null });
+      const asked = state.approvals.find((a) => a.id === event.id);
+      const timedOut = event.decision === 'deny' && asked?.expiresAt != null && event.ts >= asked.expiresAt;
+      return update(state, event.id, { state: STATE_OF[event.decision], error: null, timedOut });
+    }
     case 'turn_finished': {
       // The core resolves every request before its turn can end; should that event be
       // lost, a card must not keep asking about a tool that is no longer waiting.
@@ -185,7 +197,7 @@ export function recordText(approval: Approval): string {
     case 'always':
       return `Always allowed ${approval.prefix}`;
     case 'denied':
-      return 'Denied';
+      return approval.timedOut ? 'Denied: nobody answered in time' : 'Denied';
     case 'pending':
       return 'Waiting for your answer';
   }
@@ -242,6 +254,26 @@ export function execRunText(run: ExecRun): string {
   const limit = run.timeout_ms === null ? 'until killed' : `stops after ${durationText(run.timeout_ms)}`;
   if (run.background) return `runs in the background · ${limit}`;
   return run.timeout_ms === null ? 'runs until killed' : limit;
+}
+
+/** "in 59 min", "in 1 h 5 min", "in less than a minute": time left before an unattended request is denied. */
+export function timeLeftText(ms: number): string {
+  if (ms < 60_000) return 'in less than a minute';
+  const minutes = Math.ceil(ms / 60_000);
+  if (minutes < 60) return `in ${minutes} min`;
+  const h = Math.floor(minutes / 60);
+  const rest = minutes % 60;
+  return rest === 0 ? `in ${h} h` : `in ${h} h ${rest} min`;
+}
+
+/**
+ * The card's line for a request a run nobody watches is waiting for: that it was asked
+ * while the user was away, and when it is denied if unanswered (`at` formats the time).
+ */
+export function awayText(expiresAt: number, now: number, at: (ms: number) => string): string {
+  const left = expiresAt - now;
+  if (left <= 0) return 'Asked while you were away. Nobody answered in time, so it is being denied.';
+  return `Asked while you were away, by work Vigil carries on by itself. Unanswered, it is denied at ${at(expiresAt)} (${timeLeftText(left)}).`;
 }
 
 /** The card's warning when the command would leave the sandbox. */
