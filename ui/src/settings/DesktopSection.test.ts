@@ -1,0 +1,91 @@
+// Settings → Desktop → Working on its own: continuing after a background command (on/off and
+// how many turns in a row), how long an unattended approval waits, and keeping the computer
+// awake, each saved as it changes.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { flushSync, mount, unmount } from 'svelte';
+import type { DesktopSettings, DesktopSettingsView } from '../lib/protocol';
+import DesktopSection from './DesktopSection.svelte';
+import type { DesktopStore } from './desktop.svelte';
+
+let mounted: Record<string, unknown>[] = [];
+
+afterEach(() => {
+  for (const m of mounted) unmount(m);
+  mounted = [];
+  document.body.innerHTML = '';
+});
+
+const settings: DesktopSettings = {
+  close_to_tray: true,
+  start_at_login: false,
+  theme: 'system',
+  notifications: { processes: true, routines: true, heartbeat: true, approvals: true },
+  workspace: null,
+  continuation_limit: 10,
+  approval_timeout_secs: 3600,
+  keep_awake: true,
+};
+
+function show(patch: Partial<DesktopSettings> = {}) {
+  const view: DesktopSettingsView = { settings: { ...settings, ...patch }, warnings: [], workspace_in_use: '/data/workspace' };
+  const change = vi.fn(async () => {});
+  const store = { view, loadError: null, change, load: async () => {} } as unknown as DesktopStore;
+  const target = document.createElement('div');
+  document.body.append(target);
+  mounted.push(mount(DesktopSection, { target, props: { store } }));
+  flushSync();
+  const el = <T extends HTMLElement>(id: string) => target.querySelector<T>(`[data-testid="${id}"]`);
+  return { target, change, el };
+}
+
+function setNumber(input: HTMLInputElement, value: string): void {
+  input.value = value;
+  input.dispatchEvent(new Event('change', { bubbles: true }));
+  flushSync();
+}
+
+/** The save resolved and the controls are enabled again. */
+async function saved(): Promise<void> {
+  await new Promise((r) => setTimeout(r, 0));
+  flushSync();
+}
+
+describe('working on its own, in Settings', () => {
+  it('shows what is in force: on, 10 turns, 60 minutes, keep awake', () => {
+    const { el } = show();
+    expect(el<HTMLInputElement>('settings-continue')!.checked).toBe(true);
+    expect(el<HTMLInputElement>('settings-continuation-limit')!.value).toBe('10');
+    expect(el<HTMLInputElement>('settings-approval-timeout')!.value).toBe('60');
+    expect(el<HTMLInputElement>('settings-keep-awake')!.checked).toBe(true);
+    expect(el('settings-autonomy')!.textContent).toMatch(/Keep the computer awake while Vigil works/);
+  });
+
+  it('turns continuing off (limit 0) and saves a new limit and timeout', async () => {
+    const { el, change } = show();
+    setNumber(el<HTMLInputElement>('settings-continuation-limit')!, '5');
+    expect(change).toHaveBeenLastCalledWith('continuation_limit', 5);
+    await saved();
+    setNumber(el<HTMLInputElement>('settings-approval-timeout')!, '30');
+    expect(change).toHaveBeenLastCalledWith('approval_timeout_secs', 1800);
+    await saved();
+    el<HTMLInputElement>('settings-continue')!.click();
+    expect(change).toHaveBeenLastCalledWith('continuation_limit', 0);
+    await saved();
+    el<HTMLInputElement>('settings-keep-awake')!.click();
+    expect(change).toHaveBeenLastCalledWith('keep_awake', false);
+  });
+
+  it('turned on again, it goes back to the last limit; off, the limit field is gone', () => {
+    const { el, change } = show({ continuation_limit: 0 });
+    expect(el('settings-continuation-limit')).toBeNull();
+    el<HTMLInputElement>('settings-continue')!.click();
+    expect(change).toHaveBeenLastCalledWith('continuation_limit', 10);
+  });
+
+  it('refuses a timeout of 0 minutes and says why, saving nothing', () => {
+    const { el, change } = show();
+    setNumber(el<HTMLInputElement>('settings-approval-timeout')!, '0');
+    expect(change).not.toHaveBeenCalled();
+    expect(el('settings-approval-timeout-error')!.textContent).toMatch(/from 1 to 1440/);
+  });
+});
