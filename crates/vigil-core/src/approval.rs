@@ -506,7 +506,16 @@ impl Approvals {
             }
         };
         let covered = self.covered(&request);
+        // Outside the sandbox with nobody at the screen (bubblewrap cannot start): no policy
+        // lets that through on its own. The user is asked if the run may ask, else refused.
+        let unwatched_outside = request.outside_sandbox && !request.interactive;
         match policy {
+            ApprovalPolicy::FullAuto | ApprovalPolicy::Ask if unwatched_outside => {}
+            ApprovalPolicy::ReadOnly | ApprovalPolicy::Allowlist if unwatched_outside => {
+                return Verdict::Denied(format!(
+                    "Denied: {what}: nobody is at the screen, and this approval policy never asks."
+                ))
+            }
             ApprovalPolicy::FullAuto => return Verdict::Allowed,
             ApprovalPolicy::ReadOnly if request.kind == ApprovalKind::Exec => {
                 return match self.read_only_command(&request) {

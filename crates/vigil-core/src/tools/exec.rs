@@ -123,13 +123,19 @@ impl Tool for ExecTool {
             Err(msg) => return ToolOutput::error(msg),
         };
         let layout = ctx.sandbox.as_ref().map(|sb| sandbox_layout(sb, ctx, &req));
+        // Why an unattended command would run outside (bubblewrap cannot start): said with a refusal.
+        let mut missing_sandbox = None;
         let outside = match (&ctx.sandbox, &layout) {
             (Some(sb), Some(layout)) => match place(sb, layout, wants_out) {
-                Ok(Some(args)) => {
+                Ok(Place::Inside(args)) => {
                     req.sandbox = Some(args);
                     false
                 }
-                Ok(None) => true,
+                Ok(Place::Outside) => true,
+                Ok(Place::NoSandbox(why)) => {
+                    missing_sandbox = Some(why);
+                    true
+                }
                 Err(why) => return ToolOutput::error(why),
             },
             _ => false,
@@ -151,7 +157,12 @@ impl Tool for ExecTool {
                 )
                 .await
             {
-                return ToolOutput::error(why);
+                return ToolOutput::error(match missing_sandbox {
+                    Some(missing) => format!(
+                        "{why} The sandbox is not available ({missing}), so this unattended command would run outside it; Settings → Approvals shows why."
+                    ),
+                    None => why,
+                });
             }
         }
         let layout = layout.filter(|_| !outside);
@@ -227,20 +238,29 @@ fn sandbox_layout(sb: &TurnSandbox, ctx: &ToolContext, req: &SpawnRequest) -> La
     }
 }
 
-/// Where a command runs: `Some(bwrap arguments)` in the sandbox; `None` outside it, which
-/// only an attended turn may ask for (or fall back to when bubblewrap is missing), and which
-/// the approval gate then asks about. A run nobody watches is never unsandboxed.
-fn place(sb: &TurnSandbox, layout: &Layout, wants_out: bool) -> Result<Option<Vec<std::ffi::OsString>>, String> {
+/// Where a command runs.
+enum Place {
+    /// In the sandbox, with these bwrap arguments.
+    Inside(Vec<std::ffi::OsString>),
+    /// Outside it: an attended turn asked to leave it (or has no bubblewrap); the approval
+    /// gate asks about it.
+    Outside,
+    /// Outside it because bubblewrap cannot start (why), in a run nobody watches: the gate
+    /// never lets that through on its own — it asks the user (a continuation, a routine) or
+    /// refuses (an interval heartbeat). Never silently unsandboxed.
+    NoSandbox(String),
+}
+
+/// Where a command runs; a run nobody watches never asks to leave the sandbox.
+fn place(sb: &TurnSandbox, layout: &Layout, wants_out: bool) -> Result<Place, String> {
     match (sb.attended, wants_out, sb.sandbox.wrap(layout)) {
         (false, true, _) => Err(
             "Commands in runs nobody watches (heartbeat, routines) always run in the sandbox; run it without `sandbox: false`, or ask the user in the conversation."
                 .into(),
         ),
-        (false, false, Err(why)) => Err(format!(
-            "This run has nobody at the screen and the sandbox is not available ({why}), so it runs no commands. Tell the user: Settings → Approvals shows why."
-        )),
-        (_, false, Ok(args)) => Ok(Some(args)),
-        (true, _, _) => Ok(None),
+        (false, false, Err(why)) => Ok(Place::NoSandbox(why)),
+        (_, false, Ok(args)) => Ok(Place::Inside(args)),
+        (true, _, _) => Ok(Place::Outside),
     }
 }
 

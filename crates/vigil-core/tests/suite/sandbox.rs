@@ -2,7 +2,8 @@
 //! (full-auto, so nothing is asked and only the sandbox stands in the way) write the
 //! workspace and nothing else, cannot see Vigil's data folder, lose the network when the
 //! user switches it off, and still behave as terminals: size, input, killing the whole
-//! group, exit notices. Unattended runs never leave it; without bubblewrap they run nothing.
+//! group, exit notices. Unattended runs never leave it on their own; without bubblewrap they
+//! ask the user (or, in an interval heartbeat, run nothing).
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -293,15 +294,84 @@ async fn unattended_commands_run_sandboxed_or_not_at_all() {
         Step::tool_call("h3", "exec", json!({ "command": touch })),
         Step::text("HEARTBEAT_OK"),
     ]);
-    let seen = tool_results(&mut rx, 1).await;
+    // An interval poll may not ask: even under full-auto it is refused, and the user is told.
+    let mut told = None;
+    let seen = next_matching(&mut rx, |e| match e {
+        Event::Notification { body, .. } if body.contains("outside the sandbox") => {
+            told = Some(body.clone());
+            None
+        }
+        Event::ToolCallFinished { content, .. } => Some(content.clone()),
+        _ => None,
+    })
+    .await;
     assert!(
-        seen[0].contains("sandbox is not available") && seen[0].contains("bubblewrap (bwrap) is not installed"),
-        "{}",
-        seen[0]
+        seen.contains("nobody to ask")
+            && seen.contains("sandbox is not available")
+            && seen.contains("bubblewrap (bwrap) is not installed"),
+        "{seen}"
     );
+    assert!(told.is_some(), "the user is told by a notification");
     assert!(!marker.exists(), "ran unsandboxed");
     let view = rt.approvals().view().sandbox;
     assert!(!view.available && view.problem.unwrap().contains("not installed"));
+    rt.shutdown().await;
+}
+
+/// Without bubblewrap, a run that may ask (a continuation) asks before a command runs
+/// outside the sandbox, even under full-auto; allowed, it runs; never silently.
+#[tokio::test]
+async fn without_bubblewrap_an_unattended_command_asks_before_it_runs_outside() {
+    let dir = outside_tmp();
+    let marker = dir.path().join("workspace/continued-outside");
+    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    rt.approvals()
+        .set_sandbox(Sandbox::unavailable("bubblewrap (bwrap) is not installed"));
+    fake.set_script(Script::steps(vec![
+        // The user's turn (attended, full-auto) starts a background command, unsandboxed as
+        // the user's policy allows where bubblewrap is missing.
+        Step::tool_call(
+            "b1",
+            "exec",
+            json!({"command": "sleep 0.2; echo first-done", "background": true}),
+        ),
+        Step::text("Started."),
+        // Its continuation nobody watches: asks before running outside the sandbox.
+        Step::tool_call("b2", "exec", json!({"command": format!("touch {}", marker.display())})),
+        Step::text("Done."),
+    ]));
+    rt.submit(user("start it, then touch the marker"));
+    until_finished(&mut rx).await;
+    let (id, outside) = next_matching(&mut rx, |e| match e {
+        Event::ApprovalRequested {
+            id,
+            outside_sandbox,
+            expires_at,
+            ..
+        } => {
+            assert!(expires_at.is_some(), "asked while nobody watches");
+            Some((id.clone(), *outside_sandbox))
+        }
+        Event::ToolCallFinished { content, .. } if content.contains("continued-outside") => {
+            panic!("ran without asking: {content}")
+        }
+        _ => None,
+    })
+    .await;
+    assert!(outside, "the card says it runs outside the sandbox");
+    assert!(!marker.exists());
+    rt.submit(Op::Approval {
+        id,
+        decision: ApprovalDecision::Approve,
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !marker.exists() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the allowed command did not run"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     rt.shutdown().await;
 }
 
