@@ -173,7 +173,13 @@ async fn turn_costs() -> TurnCosts {
     });
     let rt = vigil_core::Runtime::new(dir.path(), Arc::new(SystemClock), ends.clone()).unwrap();
     rt.set_client(Some(client));
-    let submit = |text: String| rt.submit(Op::UserMessage { text, session_id: None });
+    let submit = |text: String| {
+        rt.submit(Op::UserMessage {
+            text,
+            session_id: None,
+            attachments: vec![],
+        })
+    };
 
     // Warm-up, untimed. The first turn creates the session and names it (two metadata
     // commits before the turn starts); the second is a steady-state turn, watched on disk:

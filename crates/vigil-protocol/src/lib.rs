@@ -15,6 +15,7 @@
 //! - [`routines`] — the routine list, drafts, run history and schedule previews.
 //! - [`health`] — the health check: what runs now, lock waits, mailbox and delivery counters.
 //! - [`preferences`] — the desktop app's own preferences (close to tray, start at login, theme).
+//! - [`images`] — images sent with a message: the attachment op field and the limits.
 //!
 //! Rules: plain string ids, integer millisecond `ts`/`*_at` timestamps, no logic. TypeScript
 //! types are generated from these with ts-rs into `ui/src/lib/protocol.ts`; the test in
@@ -22,6 +23,7 @@
 
 pub mod health;
 pub mod heartbeat;
+pub mod images;
 pub mod preferences;
 pub mod routines;
 pub mod settings;
@@ -34,6 +36,7 @@ pub use heartbeat::{
     ActiveHours, BackgroundUpdate, HeartbeatSettings, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView,
     WakeReason,
 };
+pub use images::{image_extension, Attachment, IMAGE_MIME_TYPES, MAX_ATTACHMENT_BYTES, MAX_IMAGE_SIDE};
 pub use preferences::{
     DesktopSettings, DesktopSettingsView, NotificationKind, NotificationKinds, Theme, DEFAULT_APPROVAL_TIMEOUT_SECS,
     DEFAULT_CONTINUATION_LIMIT,
@@ -57,6 +60,12 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[ts(optional)]
         session_id: Option<String>,
+        /// Images sent with the text (`[{"path": "/abs/shot.png"}]`): each is read, checked,
+        /// downscaled and stored with the conversation before the message is saved; one that
+        /// cannot be read is an error and nothing is sent.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[ts(as = "Option<Vec<Attachment>>", optional)]
+        attachments: Vec<Attachment>,
     },
     /// Stop the running turn of `session_id` (default: the primary session), keeping what was said.
     Interrupt {
@@ -560,6 +569,15 @@ pub enum ContentBlock {
     Context {
         text: String,
     },
+    /// An image, stored once per conversation as `sessions/<id>.blobs/<sha256>.<ext>` and
+    /// named here by its hash: a transcript never holds the image itself. In a `tool_result`
+    /// message it belongs to the `tool_result` block before it.
+    Image {
+        /// Lowercase hex SHA-256 of the stored bytes.
+        sha256: String,
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        mime: String,
+    },
 }
 
 /// The Processes panel's view of one process.
@@ -633,6 +651,7 @@ pub fn typescript_bindings() -> String {
     let cfg = ts_rs::Config::default();
     let decls = [
         Op::decl(&cfg),
+        Attachment::decl(&cfg),
         Scope::decl(&cfg),
         Source::decl(&cfg),
         EventEnvelope::decl(&cfg),
@@ -718,7 +737,8 @@ mod tests {
             op,
             Op::UserMessage {
                 text: "hi".into(),
-                session_id: None
+                session_id: None,
+                attachments: vec![],
             }
         );
         let env = EventEnvelope {

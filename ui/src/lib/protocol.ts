@@ -3,7 +3,20 @@
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
 
-export type Op = { "type": "user_message", text: string, session_id?: string, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, };
+export type Op = { "type": "user_message", text: string, session_id?: string, 
+/**
+ * Images sent with the text (`[{"path": "/abs/shot.png"}]`): each is read, checked,
+ * downscaled and stored with the conversation before the message is saved; one that
+ * cannot be read is an error and nothing is sent.
+ */
+attachments?: Array<Attachment>, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, };
+
+export type Attachment = { 
+/**
+ * An absolute path the runtime can read (the desktop app writes pasted images to a file
+ * under the data folder first).
+ */
+path: string, };
 
 export type Scope = "primary" | "heartbeat" | "job" | "app";
 
@@ -145,7 +158,15 @@ ts: number, model?: string, usage?: Usage, stop_reason?: StopReason,
  */
 kind?: MessageKind, };
 
-export type ContentBlock = { "type": "text", text: string, } | { "type": "thinking", thinking: string, signature?: string, } | { "type": "tool_use", id: string, name: string, input: JsonValue, } | { "type": "tool_result", tool_use_id: string, content: string, is_error: boolean, } | { "type": "context", text: string, };
+export type ContentBlock = { "type": "text", text: string, } | { "type": "thinking", thinking: string, signature?: string, } | { "type": "tool_use", id: string, name: string, input: JsonValue, } | { "type": "tool_result", tool_use_id: string, content: string, is_error: boolean, } | { "type": "context", text: string, } | { "type": "image", 
+/**
+ * Lowercase hex SHA-256 of the stored bytes.
+ */
+sha256: string, 
+/**
+ * `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+ */
+mime: string, };
 
 export type MessageKind = { "type": "plain" } | { "type": "interrupt" } | { "type": "summary", replaces_before: number, } | { "type": "system_event" };
 

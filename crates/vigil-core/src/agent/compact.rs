@@ -22,10 +22,15 @@ pub fn estimate_message(m: &Message) -> u64 {
             ContentBlock::Thinking { thinking, .. } => thinking.len(),
             ContentBlock::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
             ContentBlock::ToolResult { content, .. } => content.len(),
+            ContentBlock::Image { .. } => IMAGE_TOKENS as usize * 4,
         })
         .sum();
     chars as u64 / 4 + 8
 }
+
+/// What an image costs at most once downscaled to 1568 px on its long side (Anthropic bills
+/// about width × height / 750 and scales anything bigger down to ~1,600 tokens).
+const IMAGE_TOKENS: u64 = 1_600;
 
 pub fn estimate(system: &str, messages: &[Message]) -> u64 {
     system.len() as u64 / 4 + messages.iter().map(estimate_message).sum::<u64>()
@@ -117,6 +122,8 @@ fn render(messages: &[Message]) -> String {
                         short
                     }
                 }
+                // The summariser reads text only: an old image becomes a line saying one was there.
+                ContentBlock::Image { mime, .. } => format!("[an image ({mime}) was shown here]"),
                 ContentBlock::Thinking { .. } | ContentBlock::Context { .. } => continue,
             };
             out.push_str(&format!("{who}: {line}\n\n"));

@@ -55,6 +55,8 @@ fn message(m: &Message) -> Option<Value> {
                 signature: Some(sig),
             } => Some(json!({"type": "thinking", "thinking": thinking, "signature": sig})),
             ContentBlock::Thinking { .. } => None,
+            // Sent once the request carries the blobs' bytes.
+            ContentBlock::Image { .. } => None,
             ContentBlock::ToolUse { id, name, input } => {
                 Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
             }

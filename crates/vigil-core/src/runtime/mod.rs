@@ -261,8 +261,18 @@ impl Runtime {
     /// Takes one op; returns at once.
     pub fn submit(&self, op: Op) {
         match op {
-            Op::UserMessage { text, session_id } => {
+            Op::UserMessage {
+                text,
+                session_id,
+                attachments,
+            } => {
                 let session_id = session_id.unwrap_or_else(|| PRIMARY_SESSION.to_string());
+                if !attachments.is_empty() {
+                    return self.report(
+                        ErrorKind::InvalidOp,
+                        "This version of Vigil cannot send images yet; the message was not sent.",
+                    );
+                }
                 self.start_turn(session_id, text);
             }
             Op::Interrupt { session_id } => {
@@ -576,6 +586,7 @@ mod tests {
         let say = |text: &str| Op::UserMessage {
             text: text.into(),
             session_id: None,
+            attachments: vec![],
         };
         rt.submit(say(PLANTED_BUG));
         rt.idle().await;

@@ -11,6 +11,7 @@ fn user(text: &str) -> Op {
     Op::UserMessage {
         text: text.into(),
         session_id: None,
+        attachments: vec![],
     }
 }
 

@@ -47,6 +47,7 @@ fn say(session: &str, text: &str) -> Op {
     Op::UserMessage {
         text: text.into(),
         session_id: Some(session.into()),
+        attachments: vec![],
     }
 }
 

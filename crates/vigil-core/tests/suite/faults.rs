@@ -146,6 +146,7 @@ async fn each_provider_fault_is_a_retry_or_a_clear_error_and_the_session_stays_v
             rt.submit(Op::UserMessage {
                 text: "question".into(),
                 session_id: None,
+                attachments: vec![],
             });
             let events = until_finished(&mut rx).await;
             let shown: String = events
@@ -206,6 +207,7 @@ async fn each_provider_fault_is_a_retry_or_a_clear_error_and_the_session_stays_v
             rt.submit(Op::UserMessage {
                 text: "again".into(),
                 session_id: None,
+                attachments: vec![],
             });
             let events = until_finished(&mut rx).await;
             assert!(

@@ -91,6 +91,7 @@ impl Rig {
         self.rt.submit(Op::UserMessage {
             text: text.into(),
             session_id: None,
+            attachments: vec![],
         });
         until_finished(&mut self.rx).await
     }
@@ -463,6 +464,7 @@ async fn a_busy_conversation_makes_the_heartbeat_wait() {
     r.rt.submit(Op::UserMessage {
         text: "tell me a story".into(),
         session_id: None,
+        attachments: vec![],
     });
     loop {
         let e = r.rx.recv().await.unwrap();
@@ -577,6 +579,7 @@ async fn the_system_prompt_stays_byte_identical_around_a_background_update() {
         let say = |text: &str| Op::UserMessage {
             text: text.into(),
             session_id: None,
+            attachments: vec![],
         };
         rt.submit(say("hello there"));
         until_finished(&mut rx).await;
@@ -766,6 +769,7 @@ async fn the_health_check_shows_the_running_turn_and_counts_deliveries_and_drain
     r.rt.submit(Op::UserMessage {
         text: "tell me a story".into(),
         session_id: None,
+        attachments: vec![],
     });
     loop {
         if matches!(r.rx.recv().await.unwrap().event, Event::TurnStarted { .. }) {

@@ -84,6 +84,7 @@ async fn a_routine_registered_in_chat_fires_and_its_result_reaches_the_notificat
     rt.submit(Op::UserMessage {
         text: "remind me to stretch in 3 seconds".into(),
         session_id: None,
+        attachments: vec![],
     });
     let events = until_finished(&mut rx).await;
     let added = events.iter().any(|e| {
@@ -141,6 +142,7 @@ async fn a_routine_registered_in_chat_fires_and_its_result_reaches_the_notificat
     rt.submit(Op::UserMessage {
         text: "did I miss anything?".into(),
         session_id: None,
+        attachments: vec![],
     });
     until_finished(&mut rx).await;
     assert!(request_text(&fake, 3).contains("Time to stand up and stretch!"));
@@ -278,6 +280,7 @@ async fn a_user_turn_a_heartbeat_and_a_job_run_at_the_same_time() {
     rt.submit(Op::UserMessage {
         text: "hello while you work".into(),
         session_id: None,
+        attachments: vec![],
     });
     events.extend(
         until(&mut rx, |seen| {
@@ -321,6 +324,7 @@ async fn the_agent_removes_a_routine_softly_and_the_user_can_restore_it_or_delet
     rt.submit(Op::UserMessage {
         text: "stop the water reminder".into(),
         session_id: None,
+        attachments: vec![],
     });
     let events = until_finished(&mut rx).await;
     let results: Vec<String> = events
@@ -467,6 +471,7 @@ async fn a_routine_the_agent_adds_in_a_heartbeat_is_vigils_and_announced_exactly
     rt.submit(Op::UserMessage {
         text: "which routines do I have?".into(),
         session_id: None,
+        attachments: vec![],
     });
     let results = tool_results(&until_finished(&mut rx).await);
     assert_eq!(results.len(), 1);
@@ -523,6 +528,7 @@ async fn the_agent_repairs_a_corrupted_task_block_with_routine_restore() {
     rt.submit(Op::UserMessage {
         text: "yes, please restore them".into(),
         session_id: None,
+        attachments: vec![],
     });
     let results = tool_results(&until_finished(&mut rx).await);
     assert_eq!(results.len(), 2, "{results:?}");

@@ -28,6 +28,7 @@ fn user(text: &str) -> Op {
     Op::UserMessage {
         text: text.into(),
         session_id: None,
+        attachments: vec![],
     }
 }
 
@@ -226,6 +227,7 @@ async fn conversations_can_be_created_named_renamed_and_deleted() {
     rt.submit(Op::UserMessage {
         text: "Plan the garden\nwith details".into(),
         session_id: Some(created.id.clone()),
+        attachments: vec![],
     });
     until_finished(&mut rx).await;
     assert_eq!(

@@ -134,6 +134,7 @@ pub fn user(text: &str) -> vigil_core::protocol::Op {
     vigil_core::protocol::Op::UserMessage {
         text: text.into(),
         session_id: None,
+        attachments: vec![],
     }
 }
 

@@ -150,6 +150,7 @@ async fn every_bypass_is_refused_from_a_user_turn_a_heartbeat_and_a_routine_job(
     rt.submit(Op::UserMessage {
         text: "summarise this web page".into(),
         session_id: None,
+        attachments: vec![],
     });
     assert_nothing_ran(&mut rx, &markers, n, "user turn").await;
     until_finished(&mut rx).await;
@@ -189,6 +190,7 @@ async fn the_covered_command_runs() {
     rt.submit(Op::UserMessage {
         text: "status?".into(),
         session_id: None,
+        attachments: vec![],
     });
     let (content, is_error) = tool_results(&mut rx, 1).await.remove(0);
     assert!(!is_error && content.contains("On branch"), "{content}");
@@ -228,6 +230,7 @@ async fn the_file_tools_cannot_slip_a_routine_into_heartbeat_md() {
     rt.submit(Op::UserMessage {
         text: "add a routine".into(),
         session_id: None,
+        attachments: vec![],
     });
     let results = tool_results(&mut rx, 3).await;
     for (content, is_error) in &results[..2] {
