@@ -277,6 +277,7 @@ pub fn run() {
                     settings: start.desktop,
                     warnings: start.desktop_warnings,
                     workspace_in_use: String::new(),
+                    keep_awake_problem: None,
                 },
             );
             if let Err(e) = tray::create(app.handle()) {

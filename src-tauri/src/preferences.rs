@@ -47,13 +47,11 @@ pub fn restore(app: &AppHandle, view: DesktopSettingsView) {
     app.manage(Preferences(Mutex::new(view)));
 }
 
-/// Hands the limits of acting alone to the runtime: continuations in a row and how long an
-/// unattended approval waits. At start and on every save.
+/// Hands what the preferences say about acting alone to the runtime: continuations in a
+/// row, how long an unattended approval waits, keeping the computer awake. At start and on
+/// every save.
 pub fn apply_autonomy(runtime: &vigil_core::Runtime, settings: &DesktopSettings) {
-    runtime.set_autonomy(
-        settings.continuation_limit,
-        std::time::Duration::from_secs(settings.approval_timeout_secs),
-    );
+    runtime.apply_desktop(settings);
 }
 
 /// Whether the user wants notifications of `kind` (all kinds until the preferences load).
@@ -66,7 +64,12 @@ pub fn notifies(app: &AppHandle, kind: NotificationKind) -> bool {
 
 fn current(app: &AppHandle, prefs: &Preferences) -> DesktopSettingsView {
     let mut view = prefs.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    view.workspace_in_use = app.state::<AppState>().runtime.workspace().display().to_string();
+    let runtime = &app.state::<AppState>().runtime;
+    view.workspace_in_use = runtime.workspace().display().to_string();
+    view.keep_awake_problem = match runtime.keep_awake_status() {
+        vigil_core::inhibit::InhibitorStatus::Unavailable { reason } => Some(reason),
+        _ => None,
+    };
     // The login item is the truth: the user may have removed it elsewhere.
     if let Ok(enabled) = app.autolaunch().is_enabled() {
         view.settings.start_at_login = enabled;
@@ -132,6 +135,7 @@ pub async fn save_desktop_settings(
         settings,
         warnings: vec![],
         workspace_in_use: String::new(),
+        keep_awake_problem: None,
     };
     Ok(current(&app, &prefs))
 }

@@ -44,6 +44,7 @@ pub fn from_value(entry: Option<&Value>) -> DesktopSettingsView {
             settings,
             warnings,
             workspace_in_use: String::new(),
+            keep_awake_problem: None,
         };
     };
     let Some(fields) = entry.as_object() else {
@@ -54,6 +55,7 @@ pub fn from_value(entry: Option<&Value>) -> DesktopSettingsView {
             settings,
             warnings,
             workspace_in_use: String::new(),
+            keep_awake_problem: None,
         };
     };
     let mut field = |name: &str, read: &mut dyn FnMut(&Value) -> bool, expected: &str| {
@@ -140,6 +142,7 @@ pub fn from_value(entry: Option<&Value>) -> DesktopSettingsView {
         settings,
         warnings,
         workspace_in_use: String::new(),
+        keep_awake_problem: None,
     }
 }
 
@@ -240,6 +243,7 @@ mod tests {
                 settings: DesktopSettings::default(),
                 warnings: vec![],
                 workspace_in_use: String::new(),
+                keep_awake_problem: None,
             }
         );
         let dir = tempfile::tempdir().unwrap();
@@ -267,6 +271,7 @@ mod tests {
                 },
                 warnings: vec![],
                 workspace_in_use: String::new(),
+                keep_awake_problem: None,
             }
         );
     }

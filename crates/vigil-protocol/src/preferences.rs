@@ -121,6 +121,11 @@ pub struct DesktopSettingsView {
     /// missing one falls back to the default). Empty where no runtime answers.
     #[serde(default)]
     pub workspace_in_use: String,
+    /// Why the computer cannot be kept awake while Vigil works (no systemd-logind on the
+    /// system bus…); absent when it can, or when keeping awake is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub keep_awake_problem: Option<String>,
 }
 
 #[cfg(test)]

@@ -559,7 +559,12 @@ warnings: Array<string>,
  * The workspace folder this run uses (the chosen one applies from the next start; a
  * missing one falls back to the default). Empty where no runtime answers.
  */
-workspace_in_use: string, };
+workspace_in_use: string, 
+/**
+ * Why the computer cannot be kept awake while Vigil works (no systemd-logind on the
+ * system bus…); absent when it can, or when keeping awake is off.
+ */
+keep_awake_problem?: string, };
 
 export type HealthStatus = "healthy" | "shutting_down";
 

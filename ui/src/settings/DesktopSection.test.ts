@@ -26,8 +26,13 @@ const settings: DesktopSettings = {
   keep_awake: true,
 };
 
-function show(patch: Partial<DesktopSettings> = {}) {
-  const view: DesktopSettingsView = { settings: { ...settings, ...patch }, warnings: [], workspace_in_use: '/data/workspace' };
+function show(patch: Partial<DesktopSettings> = {}, problem?: string) {
+  const view: DesktopSettingsView = {
+    settings: { ...settings, ...patch },
+    warnings: [],
+    workspace_in_use: '/data/workspace',
+    keep_awake_problem: problem,
+  };
   const change = vi.fn(async () => {});
   const store = { view, loadError: null, change, load: async () => {} } as unknown as DesktopStore;
   const target = document.createElement('div');
@@ -80,6 +85,14 @@ describe('working on its own, in Settings', () => {
     expect(el('settings-continuation-limit')).toBeNull();
     el<HTMLInputElement>('settings-continue')!.click();
     expect(change).toHaveBeenLastCalledWith('continuation_limit', 10);
+  });
+
+  it('says why the computer cannot be kept awake, while keeping awake is on', () => {
+    const why = 'The system bus has no systemd-logind (org.freedesktop.login1), so Vigil cannot keep the computer awake while work runs.';
+    expect(show({}, why).el('settings-keep-awake-problem')!.textContent).toBe(why);
+    document.body.innerHTML = '';
+    expect(show({ keep_awake: false }, why).el('settings-keep-awake-problem')).toBeNull();
+    expect(show().el('settings-keep-awake-problem')).toBeNull();
   });
 
   it('refuses a timeout of 0 minutes and says why, saving nothing', () => {
