@@ -16,6 +16,7 @@
 //!   workspace file tools `read`, `write` and `edit`, and `exec`/`process` over [`exec`].
 //! - [`exec`] — real terminals: the process registry actor (PTY or pipes, process groups,
 //!   bounded output, kill, exit notices, shutdown with no orphans).
+//! - [`images`] — an attached or tool-made image checked, downscaled to 1 568 px and re-encoded.
 //! - [`provider`] — streaming clients for the Anthropic and OpenAI-compatible APIs, retries.
 //! - [`session`] — everything a session keeps on disk, safe across tasks, processes and crashes:
 //!   - [`session::transcript`] — JSONL transcripts, appended whole under the lock, torn tails cut.
@@ -47,6 +48,7 @@ pub mod durable;
 pub mod events;
 pub mod exec;
 pub mod heartbeat;
+pub mod images;
 pub mod inhibit;
 pub mod leftovers;
 pub mod preferences;

@@ -345,6 +345,12 @@ impl MetaStore {
             }
         }
         self.remove_temp_files(id);
+        let blobs = self.file(id, suffix::BLOBS);
+        match fs::remove_dir_all(&blobs) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io("remove", &blobs)(e)),
+        }
         guard.remove_lock_file()?;
         if existed {
             Ok(())

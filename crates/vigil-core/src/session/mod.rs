@@ -6,6 +6,8 @@
 //! - `<id>.meta.json` — title, type, revision and the mailbox ([`meta`]), rewritten whole by
 //!   [`MetaStore::update_atomic`] only, with the previous good copy kept as `.bak`.
 //! - `<id>.lock` — the session lock ([`lock`]) every write takes, across tasks and processes.
+//! - `<id>.blobs/<sha256>.<ext>` — the session's images ([`blobs`]), written once each and
+//!   named from the transcript by hash.
 //!
 //! and [`drain`], which keeps a mailbox event with one turn between showing and acknowledging
 //! it, and [`repair`], which makes a loaded history safe to send to a provider.
@@ -13,6 +15,7 @@
 //! Must never: write a session file without holding its lock; overwrite a file it could not
 //! read without keeping a copy; drop a whole session because one part of it is bad.
 
+pub mod blobs;
 pub mod drain;
 pub mod lock;
 pub mod meta;
@@ -109,4 +112,6 @@ pub(crate) mod suffix {
     pub const META_CORRUPT: &str = ".meta.json.corrupt";
     pub const META_BAK_CORRUPT: &str = ".meta.json.bak.corrupt";
     pub const LOCK: &str = ".lock";
+    /// A folder, not a file: the session's images.
+    pub const BLOBS: &str = ".blobs";
 }

@@ -110,6 +110,7 @@ impl SessionStore {
         let parsed = parse_lines(&bytes[..complete_len], &path);
         loaded.messages = parsed.messages;
         loaded.warnings.extend(parsed.warnings);
+        self.mark_missing_images(id, &mut loaded);
         for w in &loaded.warnings {
             tracing::warn!("{w}");
         }
