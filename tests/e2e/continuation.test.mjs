@@ -6,7 +6,7 @@
 // Then a continuation needs an approval nobody is there to give at once: the card says it
 // was asked while the user was away, and the notification offers Allow once / Deny / Open.
 // Allow once, picked from dunst's menu of the notification's actions, lets the command run
-// (its marker file appears); Deny does not.
+// (its marker file appears); Deny does not; Open brings the window to the card.
 //
 // dunst 1.9 shows a notification's actions in its context menu, through the program its
 // `dmenu` setting names. This test runs its own dunst whose "dmenu" is a small script: it
@@ -48,6 +48,11 @@ const SCRIPT = {
     { kind: 'text', text: 'Waiting for step two.' },
     exec('call_touch_denied', `touch ${DENIED}`),
     { kind: 'text', text: 'The second marker was denied; I left it.' },
+    // A third, answered on the card that the notification's Open leads to.
+    exec('call_step3', 'sleep 1; echo step-three', true),
+    { kind: 'text', text: 'Waiting for step three.' },
+    exec('call_touch_opened', 'touch e2e-marker-opened'),
+    { kind: 'text', text: 'Left the third marker.' },
   ],
   fallback: { kind: 'text', text: 'HEARTBEAT_OK' },
 };
@@ -231,4 +236,25 @@ test('Deny from the notification does not run the command, and the run goes on w
   assert.match(last, /The user denied/);
   await sleep(500);
   assert.ok(!fs.existsSync(path.join(WORKSPACE, DENIED)), 'the denied command did not run');
+});
+
+test('Open on the notification shows the waiting card in its conversation, from wherever the user is', async () => {
+  try {
+    execFileSync('dunstctl', ['close-all']);
+  } catch {}
+  const from = h.notificationLog().length;
+  await send(driver, 'when step three is done, make the third marker');
+  await approveCard();
+  await waitFor('the agent waiting', async () => (await messages(driver)).some((m) => m.text === 'Waiting for step three.'), 15000);
+  await css(item('main')).click();
+  await waitFor('main shown', async () => (await activeSession()) === 'main', 5000);
+  await approvalNotification(from);
+  await pickAction('open');
+  await waitFor('the conversation opened at its card', async () => (await activeSession()) === conversation, 10000);
+  await waitFor('the card holding the focus', async () =>
+    driver.executeScript('return document.activeElement?.closest(\'[data-testid="approval-card"]\')?.dataset.state === "pending"'), 10000);
+  // Opening answers nothing: the card still asks; here the user denies it.
+  await css('[data-testid="approval-card"][data-state="pending"] [data-testid="approval-deny"]').click();
+  await waitFor('the continuation going on', async () => (await messages(driver)).some((m) => m.text === 'Left the third marker.'), 15000);
+  assert.ok(!fs.existsSync(path.join(WORKSPACE, 'e2e-marker-opened')));
 });
