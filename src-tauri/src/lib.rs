@@ -151,17 +151,15 @@ impl EventSink for WindowSink {
                 approval_id,
                 session_id,
                 message_ts,
-            } => {
-                if preferences::notifies(&self.app, *kind) {
-                    let target = notify::FocusTarget {
-                        event_id: event_id.clone(),
-                        process_id: process_id.clone(),
-                        approval_id: approval_id.clone(),
-                        session_id: session_id.clone(),
-                        message_ts: *message_ts,
-                    };
-                    notify::show(&self.app, title, body, target);
-                }
+            } if preferences::notifies(&self.app, *kind) => {
+                let target = notify::FocusTarget {
+                    event_id: event_id.clone(),
+                    process_id: process_id.clone(),
+                    approval_id: approval_id.clone(),
+                    session_id: session_id.clone(),
+                    message_ts: *message_ts,
+                };
+                notify::show(&self.app, title, body, target);
             }
             // The tray's badge shows while any request waits, whether or not the window
             // runs its scripts (hidden to the tray, it may not).
