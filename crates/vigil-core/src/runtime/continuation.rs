@@ -160,6 +160,12 @@ impl Runtime {
         if self.inner.shutdown.is_cancelled() || self.inner.system_events.peek(&session_id).is_empty() {
             return;
         }
+        // Deleted meanwhile (or a job session retention removed): no turn may bring it back.
+        if let Err(e) = self.inner.meta.load(&session_id) {
+            tracing::info!("not continuing {session_id}: {e}");
+            let events = self.inner.system_events.drain(&session_id);
+            return self.announce_exits(&session_id, &events);
+        }
         let lane = self.lane(&session_id);
         if type_from_id(&session_id) == SessionType::Job {
             if lane.lock().busy {

@@ -537,3 +537,33 @@ async fn next_matching_envelope<T>(rx: &mut Events, mut f: impl FnMut(&EventEnve
         }
     }
 }
+
+#[tokio::test]
+async fn a_deleted_conversation_is_not_brought_back_by_its_commands_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Script::steps(vec![
+        background("d1", "sleep 0.4; echo orphan-done"),
+        Step::text("Started."),
+    ])
+    .with_fallback(Step::text("should not be asked"));
+    let (rt, mut rx, fake) = started(dir.path(), script, false).await;
+    let side = conversation(&rt, &mut rx, "Short-lived").await;
+    rt.submit(say(&side, "start it"));
+    until_finished(&mut rx).await;
+    rt.submit(Op::DeleteSession {
+        session_id: side.clone(),
+    });
+    let body = next_matching(&mut rx, |e| match e {
+        Event::Notification { body, .. } => Some(body.clone()),
+        _ => None,
+    })
+    .await;
+    assert!(body.contains("orphan-done"), "the exit is still announced: {body}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(fake.request_count(), 2, "no continuation of a deleted conversation");
+    assert!(
+        rt.sessions().unwrap().iter().all(|s| s.id != side),
+        "the deleted conversation came back"
+    );
+    rt.shutdown().await;
+}
