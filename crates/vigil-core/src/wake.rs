@@ -4,7 +4,9 @@
 //! [`Wake::request_wake`]; requests within [`WakeConfig::coalesce`] (250 ms) merge into one
 //! run; each target keeps one pending wake, the higher priority winning (retry > interval >
 //! default > action) and the latest winning at equal priority; one run at a time; a run that
-//! finds the conversation busy ([`WakeOutcome::Busy`]) is retried after 1 s. Event-driven
+//! finds the conversation busy ([`WakeOutcome::Busy`]) is retried after 1 s, then 2 s, 4 s …
+//! up to 60 s while it stays busy, and a run that failed in a way a later try may fix
+//! ([`WakeOutcome::Failed`]) after 30 s, then 60 s (the handler decides how often). Event-driven
 //! wakes (`exec-event`, `manual`) keep a minimum spacing per target so a burst of command
 //! exits cannot flood the model (OpenClaw #17797): they wait, they are never dropped.
 //!
@@ -36,8 +38,15 @@ use crate::clock::Clock;
 pub struct WakeConfig {
     /// Requests closer together than this become one run.
     pub coalesce: Duration,
-    /// How long a run that found the conversation busy waits before trying again.
+    /// How long a run that found the conversation busy waits before trying again; doubled
+    /// for each busy run in a row, up to [`Self::max_retry_delay`].
     pub retry_delay: Duration,
+    /// The longest wait before a retry.
+    pub max_retry_delay: Duration,
+    /// How long a failed run waits before its first retry; doubled for each further one, up
+    /// to [`Self::max_retry_delay`]. Longer than the busy wait: the provider client has
+    /// already retried quickly inside the run.
+    pub failure_retry_delay: Duration,
     /// Least time between two event-driven runs (`exec-event`, `manual`) of one target.
     pub min_event_spacing: Duration,
     /// Where pending wakes survive a restart; `None` keeps them in memory only.
@@ -49,6 +58,8 @@ impl Default for WakeConfig {
         Self {
             coalesce: Duration::from_millis(250),
             retry_delay: Duration::from_secs(1),
+            max_retry_delay: Duration::from_secs(60),
+            failure_retry_delay: Duration::from_secs(30),
             min_event_spacing: Duration::from_secs(30),
             persist_path: None,
         }
@@ -67,9 +78,32 @@ pub struct PendingWake {
     pub target: String,
     /// Wall-clock milliseconds, from the injected clock.
     pub requested_at: i64,
+    /// Busy runs in a row before this retry; sets how long it waited.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub busy_retries: u32,
+    /// Failed tries before this retry ([`WakeOutcome::Failed`]); the handler gives up after
+    /// as many as it allows.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failures: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl PendingWake {
+    /// A new request (not a retry).
+    pub fn new(reason: WakeReason, target: &str, requested_at: i64) -> Self {
+        Self {
+            reason,
+            retry_of: None,
+            target: target.to_string(),
+            requested_at,
+            busy_retries: 0,
+            failures: 0,
+        }
+    }
+
     /// The reason the run is really for: a retry stands for what it retries.
     pub fn effective_reason(&self) -> WakeReason {
         self.retry_of.unwrap_or(self.reason)
@@ -81,8 +115,13 @@ impl PendingWake {
 pub enum WakeOutcome {
     /// The run happened, or was skipped for a reason a retry would not fix.
     Done,
-    /// The conversation is busy (`requests-in-flight`): try again after the retry delay.
+    /// The conversation is busy (`requests-in-flight`) or the run's lock was taken: try
+    /// again after the retry delay, longer each time in a row.
     Busy,
+    /// The run failed in a way a later try may fix (a provider error): try again after the
+    /// failure delay. The handler returns it only while it wants more tries
+    /// ([`PendingWake::failures`] counts them).
+    Failed,
 }
 
 /// Runs one wake. Called by one task, one call at a time.
@@ -92,15 +131,19 @@ pub trait WakeHandler: Send + Sync + 'static {
 }
 
 /// Counters since start.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WakeStats {
     pub requested: u64,
+    /// Requests by reason.
+    pub by_reason: BTreeMap<WakeReason, u64>,
     /// Requests merged into a wake already pending for the same target.
     pub coalesced: u64,
     /// Handler calls.
     pub handled: u64,
     /// Busy (or panicked) runs queued again as `retry`.
     pub retried: u64,
+    /// Failed runs queued again as `retry`.
+    pub retried_failed: u64,
 }
 
 /// OpenClaw's order: lower runs first and replaces higher.
@@ -148,6 +191,9 @@ struct State {
     /// A batch is being run.
     firing: bool,
     stats: WakeStats,
+    /// Per target: requests not yet served by a run that ended (merged ones included), so a
+    /// heartbeat held back for long shows as a backlog although one wake is pending.
+    unserved: HashMap<String, u32>,
 }
 
 impl State {
@@ -183,6 +229,24 @@ impl State {
     fn snapshot(&self) -> Vec<PendingWake> {
         self.in_flight.iter().chain(self.pending.values()).cloned().collect()
     }
+
+    /// Queues `wake` again as a `retry` due after `delay`.
+    fn retry(&mut self, wake: &PendingWake, now_ms: i64, delay: Duration, busy: bool) {
+        self.queue(PendingWake {
+            reason: WakeReason::Retry,
+            retry_of: Some(wake.effective_reason()),
+            target: wake.target.clone(),
+            requested_at: now_ms,
+            busy_retries: if busy { wake.busy_retries + 1 } else { 0 },
+            failures: wake.failures + u32::from(!busy),
+        });
+        self.schedule_at(Instant::now() + delay, TimerKind::Retry);
+    }
+}
+
+/// `base` doubled `n` times, at most `max`.
+fn doubled(base: Duration, n: u32, max: Duration) -> Duration {
+    base.saturating_mul(1u32 << n.min(16)).min(max)
 }
 
 struct Shared {
@@ -242,6 +306,7 @@ impl Wake {
     pub fn start(config: WakeConfig, clock: Arc<dyn Clock>, shutdown: CancellationToken, tasks: &TaskTracker) -> Self {
         let mut state = State::default();
         for wake in restore(config.persist_path.as_ref()) {
+            *state.unserved.entry(wake.target.clone()).or_default() += 1;
             state.queue(wake);
         }
         state.dirty = false;
@@ -259,14 +324,11 @@ impl Wake {
     /// Asks for a heartbeat run of `target`. Cheap and non-blocking; call it from anywhere.
     pub fn request_wake(&self, reason: WakeReason, target: &str) {
         let now = Instant::now();
-        let next = PendingWake {
-            reason,
-            retry_of: None,
-            target: target.to_string(),
-            requested_at: self.shared.clock.now_ms(),
-        };
+        let next = PendingWake::new(reason, target, self.shared.clock.now_ms());
         let mut state = self.shared.lock();
         state.stats.requested += 1;
+        *state.stats.by_reason.entry(reason).or_default() += 1;
+        *state.unserved.entry(target.to_string()).or_default() += 1;
         if !state.queue(next) {
             state.stats.coalesced += 1;
         }
@@ -305,7 +367,14 @@ impl Wake {
     }
 
     pub fn stats(&self) -> WakeStats {
-        self.shared.lock().stats
+        self.shared.lock().stats.clone()
+    }
+
+    /// Requests that no finished run has served yet, merged ones included: what the
+    /// "heartbeat falling behind" health alert counts (one wake per target is pending at
+    /// most, so pending wakes alone could never show a backlog).
+    pub fn requests_waiting(&self) -> u32 {
+        self.shared.lock().unserved.values().sum()
     }
 
     /// Waits until nothing is pending or running (wakes with no handler to run them do not
@@ -396,6 +465,8 @@ async fn fire(shared: &Arc<Shared>) {
     persist(shared);
     for wake in batch {
         let started = Instant::now();
+        // What this run serves: the requests so far; later ones wait for the next run.
+        let serving = shared.lock().unserved.get(&wake.target).copied().unwrap_or(0);
         let outcome = tokio::spawn({
             let handler = handler.clone();
             let wake = wake.clone();
@@ -408,20 +479,24 @@ async fn fire(shared: &Arc<Shared>) {
             tracing::error!("a heartbeat run panicked: {e}; retrying");
             WakeOutcome::Busy
         });
+        let now_ms = shared.clock.now_ms();
         match outcome {
             WakeOutcome::Busy => {
                 state.stats.retried += 1;
-                state.queue(PendingWake {
-                    reason: WakeReason::Retry,
-                    retry_of: Some(wake.effective_reason()),
-                    target: wake.target.clone(),
-                    requested_at: shared.clock.now_ms(),
-                });
-                state.schedule_at(Instant::now() + config.retry_delay, TimerKind::Retry);
+                let delay = doubled(config.retry_delay, wake.busy_retries, config.max_retry_delay);
+                state.retry(&wake, now_ms, delay, true);
+            }
+            WakeOutcome::Failed => {
+                state.stats.retried_failed += 1;
+                let delay = doubled(config.failure_retry_delay, wake.failures, config.max_retry_delay);
+                state.retry(&wake, now_ms, delay, false);
             }
             WakeOutcome::Done => {
                 if spaced(wake.effective_reason()) {
                     state.last_event_run.insert(wake.target.clone(), started);
+                }
+                if let Some(n) = state.unserved.get_mut(&wake.target) {
+                    *n = n.saturating_sub(serving);
                 }
             }
         }

@@ -99,7 +99,7 @@ async fn higher_priority_replaces_and_equal_priority_latest_wins() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_busy_lane_is_retried_after_one_second() {
+async fn a_busy_lane_is_retried_after_one_second_then_two() {
     let (wake, _stop, _tasks) = start(WakeConfig::default());
     let rec = Arc::new(Recorder::default());
     rec.answers
@@ -115,11 +115,80 @@ async fn a_busy_lane_is_retried_after_one_second() {
     let calls = rec.calls.lock().unwrap().clone();
     assert_eq!(calls.len(), 3, "{calls:?}");
     assert_eq!(calls[1].1 - calls[0].1, Duration::from_secs(1));
-    assert_eq!(calls[2].1 - calls[1].1, Duration::from_secs(1));
+    assert_eq!(calls[2].1 - calls[1].1, Duration::from_secs(2));
     assert_eq!(calls[1].0.reason, WakeReason::Retry);
     assert_eq!(calls[1].0.retry_of, Some(WakeReason::ExecEvent));
     assert_eq!(calls[2].0.effective_reason(), WakeReason::ExecEvent);
     assert_eq!(wake.stats().retried, 2);
+}
+
+/// Issue 20 item 7: a conversation busy for a whole minute costs six tries, not sixty, and
+/// the retries settle at one a minute.
+#[tokio::test(start_paused = true)]
+async fn busy_retries_back_off_to_one_a_minute() {
+    let (wake, _stop, _tasks) = start(WakeConfig::default());
+    let rec = Arc::new(Recorder::default());
+    rec.answers.lock().unwrap().extend([WakeOutcome::Busy; 200]);
+    let _reg = wake.set_handler(rec.clone());
+    wake.request_wake(WakeReason::Interval, "main");
+    settle(Duration::from_millis(300)).await;
+    let first = rec.calls.lock().unwrap()[0].1;
+    settle(Duration::from_secs(60)).await;
+    let gaps = |calls: &[(PendingWake, Instant)]| -> Vec<u64> {
+        calls.windows(2).map(|w| (w[1].1 - w[0].1).as_secs()).collect()
+    };
+    let calls = rec.calls.lock().unwrap().clone();
+    assert_eq!(calls[0].1, first);
+    assert_eq!(gaps(&calls), [1, 2, 4, 8, 16], "in the first minute");
+    assert_eq!(calls.len(), 6);
+    settle(Duration::from_secs(10 * 60)).await;
+    let calls = rec.calls.lock().unwrap().clone();
+    let later = gaps(&calls);
+    assert_eq!(later[5], 32);
+    assert!(
+        later.len() > 12 && later[6..].iter().all(|&g| g == 60),
+        "capped at 60 s: {later:?}"
+    );
+    assert_eq!(calls.last().unwrap().0.busy_retries as usize, calls.len() - 1);
+    assert_eq!(wake.requests_waiting(), 1, "the interval request is still owed");
+    // A run that goes through ends the back-off: the next busy run waits 1 s again.
+    rec.answers.lock().unwrap().clear();
+    settle(Duration::from_secs(61)).await;
+    assert_eq!(wake.requests_waiting(), 0);
+    rec.answers.lock().unwrap().extend([WakeOutcome::Busy]);
+    let before = rec.calls.lock().unwrap().len();
+    wake.request_wake(WakeReason::Manual, "main");
+    settle(Duration::from_millis(300)).await;
+    settle(Duration::from_secs(1)).await;
+    let calls = rec.calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), before + 2);
+    assert_eq!(calls[before + 1].1 - calls[before].1, Duration::from_secs(1));
+}
+
+/// Issue 20 item 7: a failed run is tried again 30 s, then 60 s later, as long as the
+/// handler asks; each retry knows how many tries failed before it.
+#[tokio::test(start_paused = true)]
+async fn failed_runs_are_retried_with_back_off_while_the_handler_asks() {
+    let (wake, _stop, _tasks) = start(WakeConfig::default());
+    let rec = Arc::new(Recorder::default());
+    rec.answers.lock().unwrap().extend([
+        WakeOutcome::Failed,
+        WakeOutcome::Busy,
+        WakeOutcome::Failed,
+        WakeOutcome::Failed,
+    ]);
+    let _reg = wake.set_handler(rec.clone());
+    wake.request_wake(WakeReason::Manual, "main");
+    settle(Duration::from_secs(10 * 60)).await;
+    let calls = rec.calls.lock().unwrap().clone();
+    let at: Vec<u64> = calls.iter().map(|c| (c.1 - calls[0].1).as_secs()).collect();
+    assert_eq!(at, [0, 30, 31, 91, 151], "30 s, busy 1 s, then 60 s and 60 s");
+    let failures: Vec<u32> = calls.iter().map(|c| c.0.failures).collect();
+    assert_eq!(failures, [0, 1, 1, 2, 3]);
+    assert!(calls[1..].iter().all(|c| c.0.effective_reason() == WakeReason::Manual));
+    let stats = wake.stats();
+    assert_eq!((stats.retried, stats.retried_failed), (1, 3));
+    assert_eq!(stats.by_reason, [(WakeReason::Manual, 1)].into_iter().collect());
 }
 
 #[tokio::test(start_paused = true)]

@@ -53,20 +53,45 @@ pub struct LockHealth {
 }
 
 /// The heartbeat's wake side and its delivery decisions (`heartbeat_deliver_count`,
-/// `heartbeat_suppress_count`, `heartbeat_skipped_due_to_lock`).
+/// `heartbeat_suppress_count`, `heartbeat_skipped_due_to_lock`; seed 004 §7.2's
+/// `heartbeat_wakes_total` by reason and `heartbeat_wake_duration_ms`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct HeartbeatHealth {
     /// The wake loop runs with the heartbeat registered to handle its wakes.
     pub handler_registered: bool,
     /// A heartbeat turn is running now.
     pub running: bool,
-    /// Wakes waiting to run (coalesced, or queued for a retry).
+    /// Wakes waiting to run (coalesced, or queued for a retry): one per agent at most.
     pub pending_wakes: u32,
+    /// Wake requests no finished run has served yet, merged ones included: the backlog the
+    /// "falling behind" alert counts.
+    pub requests_waiting: u32,
+    /// Wake requests since start by reason (`interval`, `exec-event`, `cron`, `manual`, …).
+    #[ts(type = "Record<string, number>")]
+    pub wakes_by_reason: std::collections::BTreeMap<String, u64>,
+    /// Runs tried again because a conversation was busy or the lock was taken.
+    #[ts(type = "number")]
+    pub retried_busy: u64,
+    /// Runs tried again after a provider error.
+    #[ts(type = "number")]
+    pub retried_failed: u64,
+    /// Runs skipped because the heartbeat's lock was taken.
+    #[ts(type = "number")]
+    pub skipped_lock: u64,
+    /// Heartbeat turns (model runs) since start and how long they took.
+    #[ts(type = "number")]
+    pub run_count: u64,
+    #[ts(type = "number")]
+    pub run_ms_total: u64,
+    #[ts(type = "number")]
+    pub run_ms_max: u64,
+    #[ts(type = "number")]
+    pub run_ms_last: u64,
     #[ts(type = "number")]
     pub delivered: u64,
     #[ts(type = "number")]
     pub suppressed: u64,
-    /// Runs put off because a conversation turn held the primary session.
+    /// Runs put off because a turn was running in a conversation.
     #[ts(type = "number")]
     pub skipped_busy: u64,
 }

@@ -63,7 +63,8 @@ pub enum HeartbeatStatus {
     Sent,
     /// The run did not reach the user; `skip_reason` says why.
     Skipped,
-    /// The model call failed; `detail` says how. The next wake tries again.
+    /// The model call failed; `detail` says how. A provider error is tried again (up to 3
+    /// times, 30 s then 60 s apart) before the run counts as failed.
     Failed,
 }
 
@@ -75,7 +76,7 @@ pub enum HeartbeatSkip {
     Disabled,
     /// Outside the active hours.
     QuietHours,
-    /// A turn is running in the conversation; retried in a second.
+    /// A turn is running in a conversation; retried after 1 s, 2 s, 4 s … up to 60 s.
     RequestsInFlight,
     /// `HEARTBEAT.md` holds no task (only headings, comments, blank lines): no model call.
     EmptyHeartbeatFile,
@@ -87,6 +88,9 @@ pub enum HeartbeatSkip {
     NoProvider,
     /// The user paused background activity (the tray's "Pause background activity").
     Paused,
+    /// The heartbeat's lock was taken (another heartbeat run, here or in another Vigil
+    /// process on the same data folder): not a failure; retried like a busy conversation.
+    Lock,
 }
 
 impl HeartbeatSkip {
@@ -100,6 +104,7 @@ impl HeartbeatSkip {
             HeartbeatSkip::Duplicate => "duplicate",
             HeartbeatSkip::NoProvider => "no-provider",
             HeartbeatSkip::Paused => "paused",
+            HeartbeatSkip::Lock => "lock",
         }
     }
 }

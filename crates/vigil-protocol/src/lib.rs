@@ -371,6 +371,11 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[ts(optional)]
         detail: Option<String>,
+        /// The run will be tried again (a busy conversation, a taken lock, a provider error
+        /// with tries left): this is not its final word.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        #[ts(optional, as = "Option<bool>")]
+        retrying: bool,
     },
     /// A background result reached a session's mailbox: the chat shows it as a card and
     /// counts it as unread until a turn has read it.
@@ -786,6 +791,7 @@ mod tests {
             status: HeartbeatStatus::Skipped,
             skip_reason: Some(HeartbeatSkip::RequestsInFlight),
             detail: None,
+            retrying: false,
         };
         assert_eq!(
             serde_json::to_value(&event).unwrap(),
@@ -796,6 +802,7 @@ mod tests {
             status: HeartbeatStatus::OkToken,
             skip_reason: None,
             detail: None,
+            retrying: false,
         };
         assert_eq!(
             serde_json::to_value(&ok).unwrap(),

@@ -188,7 +188,11 @@ pub struct RoutineDraft {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum RunOutcome {
+    /// It ran and its result reached the user.
     Ok,
+    /// It ran in a heartbeat turn and the model acknowledged (`HEARTBEAT_OK`): nothing to
+    /// report this time.
+    Acknowledged,
     Failed,
     TimedOut,
     /// Vigil stopped (crashed, was killed) while it ran; the rules decide retry or failure.

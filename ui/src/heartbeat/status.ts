@@ -25,18 +25,20 @@ export const SKIP_SHORT: Record<HeartbeatSkip, string> = {
   duplicate: 'duplicate',
   'no-provider': 'no provider',
   paused: 'paused',
+  lock: 'another run',
 };
 
 /** Longer, for the details. */
 export const SKIP_LONG: Record<HeartbeatSkip, string> = {
   disabled: 'the heartbeat is turned off',
   'quiet-hours': 'outside the active hours',
-  'requests-in-flight': 'a conversation turn was running (it retries shortly)',
+  'requests-in-flight': 'a conversation turn was running (it retries after 1 s, 2 s, 4 s … up to a minute)',
   'empty-heartbeat-file': 'HEARTBEAT.md has no checks in it',
   'heartbeat-file-error': 'HEARTBEAT.md could not be read',
   duplicate: 'the same text was delivered within the last 24 hours',
   'no-provider': 'no provider is configured',
   paused: 'background activity is paused (tray menu)',
+  lock: 'another heartbeat run held its lock (it retries shortly)',
 };
 
 export const REASON_LABEL: Record<WakeReason, string> = {

@@ -121,30 +121,59 @@ export function createMockHeartbeat(variant: string, emit: Emit, primaryBusy: ()
     if (settings.notifications) emit(PRIMARY, null, { type: 'notification', kind: 'heartbeat', title: 'Vigil needs your attention', body: update.summary, event_id });
   }
 
-  function report(reason: WakeReason, status: HeartbeatStatus, skip: HeartbeatSkip | null = null, detail: string | null = null): void {
+  function report(
+    reason: WakeReason,
+    status: HeartbeatStatus,
+    skip: HeartbeatSkip | null = null,
+    detail: string | null = null,
+    retrying = false,
+  ): void {
     last = { at: Date.now(), reason, status, skip, detail };
-    emit(HEARTBEAT_SESSION, null, { type: 'heartbeat', reason, status, ...(skip ? { skip_reason: skip } : {}), ...(detail ? { detail } : {}) });
+    emit(HEARTBEAT_SESSION, null, {
+      type: 'heartbeat',
+      reason,
+      status,
+      ...(skip ? { skip_reason: skip } : {}),
+      ...(detail ? { detail } : {}),
+      ...(retrying ? { retrying } : {}),
+    });
   }
 
   function tick(): void {
     nextAt = Date.now() + TICK_MS;
+    run('interval');
+  }
+
+  /** One run for `reason`: the interval's, or a wake's (Check now). A busy conversation
+   *  holds a wake back and retries it, as the core's wake loop does. */
+  function run(reason: WakeReason): void {
     stats.wakes_requested += 1;
-    if (!settings.enabled) return;
+    if (!settings.enabled) {
+      if (reason !== 'interval') report(reason, 'skipped', 'disabled');
+      return;
+    }
     if (primaryBusy()) {
       stats.skipped['requests-in-flight'] = (stats.skipped['requests-in-flight'] ?? 0) + 1;
-      return report('interval', 'skipped', 'requests-in-flight');
+      const retrying = reason !== 'interval';
+      if (retrying) setTimeout(() => run('retry'), 1000);
+      return report(reason, 'skipped', 'requests-in-flight', null, retrying);
     }
     runs += 1;
     stats.runs += 1;
     if (runs % 2 === 1) {
       stats.suppressed += 1;
-      return report('interval', 'ok-token');
+      return report(reason, 'ok-token');
     }
     // The preview's mailbox already holds the first alert.
     const alert = ALERTS[(runs / 2 - 1 + (preview ? 1 : 0)) % ALERTS.length];
     stats.sent += 1;
     deposit({ event_type: 'heartbeat_result', source: HEARTBEAT_SESSION, priority: 1, created_at: Date.now(), ...alert });
-    report('interval', 'sent');
+    report(reason, 'sent');
+  }
+
+  /** A `wake` op: runs after the core's 250 ms coalescing window. */
+  function wake(reason: WakeReason): void {
+    setTimeout(() => run(reason), 250);
   }
 
   /** The first listener is there: start the clock (and, for the preview, fill the mailbox). */
@@ -194,5 +223,5 @@ export function createMockHeartbeat(variant: string, emit: Emit, primaryBusy: ()
     emit(PRIMARY, null, { type: 'background_updates_read', event_ids: ids });
   }
 
-  return { view, save, start, snapshot, acknowledge };
+  return { view, save, start, snapshot, acknowledge, wake };
 }

@@ -30,6 +30,7 @@ import type {
   ProviderSettings,
   SettingsView,
   Usage,
+  WakeReason,
 } from './protocol';
 
 const INTERRUPT_PREFIX = '[INTERRUPT] New message from user: ';
@@ -116,6 +117,15 @@ export function createMockBackend(variant: string): Backend {
         handler_registered: true,
         running: false,
         pending_wakes: 0,
+        requests_waiting: 0,
+        wakes_by_reason: { interval: stats.wakes_requested },
+        retried_busy: stats.skipped['requests-in-flight'] ?? 0,
+        retried_failed: 0,
+        skipped_lock: 0,
+        run_count: stats.runs,
+        run_ms_total: stats.runs * 1800,
+        run_ms_max: stats.runs > 0 ? 2400 : 0,
+        run_ms_last: stats.runs > 0 ? 1800 : 0,
         delivered: stats.sent,
         suppressed: stats.suppressed,
         skipped_busy: stats.skipped['requests-in-flight'] ?? 0,
@@ -427,6 +437,7 @@ export function createMockBackend(variant: string): Backend {
     data?: string;
     cols?: number;
     rows?: number;
+    reason?: WakeReason;
   };
 
   const commands: Record<string, (args: Record<string, unknown>) => unknown> = {
@@ -496,6 +507,9 @@ export function createMockBackend(variant: string): Backend {
           break;
         case 'process_resize':
           processes.resize(op.process_id ?? '', op.cols ?? 80, op.rows ?? 24);
+          break;
+        case 'wake':
+          heartbeat.wake(op.reason ?? 'manual');
           break;
       }
     },

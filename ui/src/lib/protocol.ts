@@ -85,7 +85,12 @@ session_id?: string, message_ts?: number, } | { "type": "heartbeat", reason: Wak
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
-detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, });
+detail?: string, 
+/**
+ * The run will be tried again (a busy conversation, a taken lock, a provider error
+ * with tries left): this is not its final word.
+ */
+retrying?: boolean, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, });
 
 export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", id: string, kind: ApprovalKind, 
 /**
@@ -138,7 +143,12 @@ session_id?: string, message_ts?: number, } | { "type": "heartbeat", reason: Wak
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
-detail?: string, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, };
+detail?: string, 
+/**
+ * The run will be tried again (a busy conversation, a taken lock, a provider error
+ * with tries left): this is not its final word.
+ */
+retrying?: boolean, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, };
 
 export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "policy" | "error";
 
@@ -324,7 +334,7 @@ export type WakeReason = "interval" | "exec-event" | "cron" | "wake" | "hook" | 
 
 export type HeartbeatStatus = "ok-token" | "ok-empty" | "sent" | "skipped" | "failed";
 
-export type HeartbeatSkip = "disabled" | "quiet-hours" | "requests-in-flight" | "empty-heartbeat-file" | "heartbeat-file-error" | "duplicate" | "no-provider" | "paused";
+export type HeartbeatSkip = "disabled" | "quiet-hours" | "requests-in-flight" | "empty-heartbeat-file" | "heartbeat-file-error" | "duplicate" | "no-provider" | "paused" | "lock";
 
 export type BackgroundUpdate = { event_id: string, 
 /**
@@ -474,7 +484,7 @@ next_run_at?: number, timezone?: string, execution_mode?: ExecutionMode, wake_mo
  */
 allow_duplicate?: boolean, };
 
-export type RunOutcome = "ok" | "failed" | "timed_out" | "interrupted" | "skipped" | "missed";
+export type RunOutcome = "ok" | "acknowledged" | "failed" | "timed_out" | "interrupted" | "skipped" | "missed";
 
 export type RoutineRun = { run_id: string, routine_id: string, mode: ExecutionMode, 
 /**
@@ -610,11 +620,36 @@ handler_registered: boolean,
  */
 running: boolean, 
 /**
- * Wakes waiting to run (coalesced, or queued for a retry).
+ * Wakes waiting to run (coalesced, or queued for a retry): one per agent at most.
  */
-pending_wakes: number, delivered: number, suppressed: number, 
+pending_wakes: number, 
 /**
- * Runs put off because a conversation turn held the primary session.
+ * Wake requests no finished run has served yet, merged ones included: the backlog the
+ * "falling behind" alert counts.
+ */
+requests_waiting: number, 
+/**
+ * Wake requests since start by reason (`interval`, `exec-event`, `cron`, `manual`, …).
+ */
+wakes_by_reason: Record<string, number>, 
+/**
+ * Runs tried again because a conversation was busy or the lock was taken.
+ */
+retried_busy: number, 
+/**
+ * Runs tried again after a provider error.
+ */
+retried_failed: number, 
+/**
+ * Runs skipped because the heartbeat's lock was taken.
+ */
+skipped_lock: number, 
+/**
+ * Heartbeat turns (model runs) since start and how long they took.
+ */
+run_count: number, run_ms_total: number, run_ms_max: number, run_ms_last: number, delivered: number, suppressed: number, 
+/**
+ * Runs put off because a turn was running in a conversation.
  */
 skipped_busy: number, };
 

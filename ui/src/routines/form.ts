@@ -182,6 +182,7 @@ export function lastRunLabel(r: RoutineView): string {
 
 export const OUTCOME_WORDS: Record<RoutineRun['outcome'], string> = {
   ok: 'Done',
+  acknowledged: 'Nothing to report',
   failed: 'Failed',
   timed_out: 'Timed out',
   interrupted: 'Interrupted',

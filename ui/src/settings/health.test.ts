@@ -2,6 +2,19 @@ import { describe, expect, it } from 'vitest';
 import type { HealthView } from '../lib/protocol';
 import { healthSummary } from './health';
 
+/** The heartbeat's wake counters and run times, which these rows do not show. */
+const wakes = {
+  requests_waiting: 0,
+  wakes_by_reason: {},
+  retried_busy: 0,
+  retried_failed: 0,
+  skipped_lock: 0,
+  run_count: 0,
+  run_ms_total: 0,
+  run_ms_max: 0,
+  run_ms_last: 0,
+};
+
 function health(patch: Partial<HealthView> = {}): HealthView {
   return {
     status: 'healthy',
@@ -10,7 +23,7 @@ function health(patch: Partial<HealthView> = {}): HealthView {
     paused: false,
     lanes: [],
     locks: { held: 0, acquired: 40, waited: 0, wait_ms_total: 0, wait_ms_max: 0, timeouts: 0, reclaimed: 0 },
-    heartbeat: { handler_registered: true, running: false, pending_wakes: 0, delivered: 2, suppressed: 9, skipped_busy: 0 },
+    heartbeat: { ...wakes, handler_registered: true, running: false, pending_wakes: 0, delivered: 2, suppressed: 9, skipped_busy: 0 },
     mailbox: { waiting: 1, deposited: 3, drained: 2 },
     routines: { scheduled: 4, running: 0, job_sessions_created: 1 },
     processes_running: 0,
@@ -55,7 +68,7 @@ describe('the health section', () => {
     expect(value(h, 'mailbox').value).toBe('1 waiting to be read · 3 arrived · 2 read by the agent');
     expect(value(h, 'routines').value).toBe('4 scheduled · 0 running · 1 job run');
     const busy = health({
-      heartbeat: { handler_registered: true, running: true, pending_wakes: 1, delivered: 0, suppressed: 0, skipped_busy: 3 },
+      heartbeat: { ...wakes, handler_registered: true, running: true, pending_wakes: 1, delivered: 0, suppressed: 0, skipped_busy: 3 },
     });
     expect(value(busy, 'heartbeat').value).toBe(
       'running now · 0 delivered · 0 nothing to report · 3 put off while a turn ran · 1 wake waiting',

@@ -1,7 +1,8 @@
 //! # heartbeat
 //!
 //! Owns the heartbeat (seed 002, seed 003 §6): every `every` (30 minutes) within the active
-//! hours, and whenever something asks through [`crate::wake`], the agent reads
+//! hours (they govern this interval poll only), and whenever something asks through
+//! [`crate::wake`] (a routine due, Check now, a finished command), the agent reads
 //! `HEARTBEAT.md` in its own session `heartbeat_session_<agent>` and either acknowledges
 //! (`HEARTBEAT_OK`, suppressed, its transcript taken back) or says something the user
 //! should know: that text is deposited in the conversation's mailbox, shown as a card, and
@@ -11,18 +12,21 @@
 //! - [`file`] — reading `HEARTBEAT.md` and the effectively-empty rule.
 //! - [`prompts`] — the poll, exec-event and cron prompts, the system-prompt section.
 //! - [`reply`] — `HEARTBEAT_OK` stripping and the suppress/deliver decision.
-//! - `runner` — one run: preflight, the turn, the reply, delivery.
+//! - [`run_lock`] — the lock a run holds, so two never overlap (across processes too).
+//! - `runner` — one run: preflight, the run lock, the turn, the reply, delivery, retries.
 //! - [`Heartbeat`] (here) — the clonable handle: settings, status. The interval's timing is
 //!   owned by the one scheduler loop ([`crate::routines::Scheduler::run`]).
 //!
 //! Must never: read or write the conversation's transcript (results cross over only through
-//! the mailbox); run while a turn runs in the conversation; stop silently (every run or skip
-//! emits a `heartbeat` event, every problem a message).
+//! the mailbox); run while a turn runs in any conversation; run twice at once (in this
+//! process or another on the same data folder); stop silently (every run or skip emits a
+//! `heartbeat` event, every problem a message).
 
 pub mod config;
 pub mod file;
 pub mod prompts;
 pub mod reply;
+pub mod run_lock;
 mod runner;
 
 pub(crate) use runner::last_reply;
@@ -33,7 +37,9 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use vigil_protocol::{HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView, StopReason, WakeReason};
+use vigil_protocol::{
+    ErrorKind, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView, StopReason, WakeReason,
+};
 
 pub use config::HeartbeatConfig;
 pub use reply::HEARTBEAT_TOKEN;
@@ -53,11 +59,17 @@ pub fn session_id(agent: &str) -> String {
     format!("heartbeat_session_{agent}")
 }
 
+/// How many times a run that failed on a provider error is tried again (30 s, then 60 s
+/// apart, by the wake loop) before it is recorded failed.
+pub const PROVIDER_RETRIES: u32 = 3;
+
 /// What the runtime does for the heartbeat: the parts that need its lanes and clients.
 #[async_trait::async_trait]
 pub trait HeartbeatHost: Send + Sync + 'static {
-    /// Whether a turn runs in the conversation now.
-    fn primary_busy(&self) -> bool;
+    /// Whether a turn runs in any conversation now (the user's turn or a continuation; not
+    /// a routine's job). The heartbeat waits for all of them: they share the provider and
+    /// the user's attention.
+    fn conversation_busy(&self) -> bool;
     /// Whether a provider is configured (else a run is skipped with a clear reason).
     fn has_provider(&self) -> bool;
     /// Runs one turn in the heartbeat session.
@@ -86,6 +98,22 @@ pub struct TurnResult {
     pub stop_reason: StopReason,
     /// The last error the turn reported, for the `heartbeat` event's detail.
     pub error: Option<String>,
+    /// That error's kind: a provider error a later try may fix is retried.
+    pub error_kind: Option<ErrorKind>,
+    /// The heartbeat session's lane was taken (a turn already runs there): nothing ran.
+    pub locked: bool,
+}
+
+impl TurnResult {
+    /// A turn that ended with `stop_reason` and no error.
+    pub fn ended(stop_reason: StopReason) -> Self {
+        Self {
+            stop_reason,
+            error: None,
+            error_kind: None,
+            locked: false,
+        }
+    }
 }
 
 /// A routine due now, merged into the heartbeat turn as `## Due Tasks`.
@@ -99,7 +127,11 @@ pub struct DueTask {
 /// How the heartbeat run that took due tasks ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DueOutcome {
-    /// The turn ran (its reply was delivered, suppressed or a duplicate).
+    /// The turn ran and its reply reached the user; the summary.
+    Delivered(String),
+    /// The turn ran and the model acknowledged (`HEARTBEAT_OK` or nothing): no report.
+    Acknowledged,
+    /// The turn ran (its reply was a duplicate, or the run's end is not one of the above).
     Done(String),
     /// The turn failed; the routines' retry rules apply.
     Failed(String),
@@ -115,6 +147,11 @@ pub trait DueTasks: Send + Sync + 'static {
     fn due(&self, now_ms: i64) -> Vec<DueTask>;
     /// How the run that took `tasks` ended.
     fn finished(&self, _tasks: &[DueTask], _outcome: DueOutcome) {}
+    /// The run that took `tasks` failed and will be tried again: they wait for that try.
+    fn give_back(&self, _tasks: &[DueTask]) {}
+    /// The heartbeat will not take the routines waiting for it now (an interval run in
+    /// quiet hours): they run another way (as jobs), at their time.
+    fn hand_off(&self) {}
     /// Problems to put in the run's context (a corrupted task block); `Some` makes an
     /// interval run happen even when `HEARTBEAT.md` is otherwise empty (seed 003 §11.4).
     fn context(&self) -> Option<String> {
@@ -168,6 +205,25 @@ struct RunState {
     last_detail: Option<String>,
     next_due: Option<Instant>,
     stats: HeartbeatStats,
+    durations: RunDurations,
+}
+
+/// How long the heartbeat's turns took, for the health check.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunDurations {
+    pub count: u64,
+    pub total_ms: u64,
+    pub max_ms: u64,
+    pub last_ms: u64,
+}
+
+impl RunDurations {
+    fn add(&mut self, ms: u64) {
+        self.count += 1;
+        self.total_ms += ms;
+        self.max_ms = self.max_ms.max(ms);
+        self.last_ms = ms;
+    }
 }
 
 impl Heartbeat {
@@ -241,6 +297,11 @@ impl Heartbeat {
             stats,
             paused: self.is_paused(),
         }
+    }
+
+    /// How long the heartbeat's turns took since start.
+    pub fn durations(&self) -> RunDurations {
+        self.state().durations
     }
 
     /// The interval in force: `None` when disabled or interval runs are off.

@@ -39,7 +39,8 @@ If something needs attention, do NOT include \"HEARTBEAT_OK\"; reply with the al
 }
 
 /// Which prompt a run sends, decided by what is queued for it: finished commands first
-/// (the user is waiting for them), then reminders, else the poll.
+/// (the user is waiting for them), then reminders and routines due now (the cron prompt),
+/// else the poll.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptKind {
     ExecEvent,
@@ -48,7 +49,8 @@ pub enum PromptKind {
 }
 
 impl PromptKind {
-    pub fn choose(events: &[SystemEvent]) -> Self {
+    /// `due`: the routines due now, one line each.
+    pub fn choose(events: &[SystemEvent], due: &[String]) -> Self {
         if events.iter().any(|e| e.kind == SystemEventKind::ExecFinished) {
             return PromptKind::ExecEvent;
         }
@@ -56,6 +58,7 @@ impl PromptKind {
             .iter()
             .filter(|e| e.kind == SystemEventKind::Cron)
             .map(|e| e.text.as_str())
+            .chain(due.iter().map(String::as_str))
             .collect();
         if reminders.is_empty() {
             PromptKind::Poll
@@ -101,15 +104,20 @@ mod tests {
     #[test]
     fn exec_events_pick_their_prompt_then_reminders_then_the_poll() {
         use SystemEventKind::*;
-        assert_eq!(PromptKind::choose(&[]), PromptKind::Poll);
-        assert_eq!(PromptKind::choose(&[event(Other, "x")]), PromptKind::Poll);
+        assert_eq!(PromptKind::choose(&[], &[]), PromptKind::Poll);
+        assert_eq!(PromptKind::choose(&[event(Other, "x")], &[]), PromptKind::Poll);
         assert_eq!(
-            PromptKind::choose(&[event(Cron, "water"), event(Cron, "stretch")]),
+            PromptKind::choose(&[event(Cron, "water"), event(Cron, "stretch")], &[]),
             PromptKind::Cron("water\nstretch".into())
         );
         assert_eq!(
-            PromptKind::choose(&[event(Cron, "water"), event(ExecFinished, "done")]),
+            PromptKind::choose(&[event(Cron, "water"), event(ExecFinished, "done")], &[]),
             PromptKind::ExecEvent
+        );
+        // Routines due now are reminders too.
+        assert_eq!(
+            PromptKind::choose(&[], &["Drink water".into(), "Stretch: stand up".into()]),
+            PromptKind::Cron("Drink water\nStretch: stand up".into())
         );
     }
 }

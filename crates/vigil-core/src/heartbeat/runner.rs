@@ -1,6 +1,15 @@
-//! One heartbeat run: preflight in OpenClaw's order (enabled → paused (Vigil's) → active hours → conversation
-//! busy → `HEARTBEAT.md` effectively empty or missing, which skips `interval` runs only), the turn in the
-//! heartbeat session, the reply decision, and delivery: mailbox deposit, card, notification.
+//! One heartbeat run: preflight in OpenClaw's order (enabled → paused (Vigil's) → active hours, which
+//! hold back `interval` runs only → any conversation busy → the run lock (Vigil's) → `HEARTBEAT.md`
+//! effectively empty or missing, which skips `interval` runs only), the turn in the heartbeat session,
+//! the reply decision, and delivery: mailbox deposit, card, notification.
+//!
+//! Routines due now (`## Due Tasks`) make the run a cron run: seed 002's cron prompt, and the reply is
+//! the routines' result, delivered however short (the `ackMaxChars` rule is for the poll); a bare
+//! `HEARTBEAT_OK` is recorded in their run history as acknowledged.
+//!
+//! Retries: a busy conversation or a taken lock is a skip the wake loop retries with back-off; a
+//! provider error is retried up to [`super::PROVIDER_RETRIES`] times (the routines it took wait for
+//! the retry), then recorded failed.
 
 use vigil_protocol::{
     ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, NotificationKind, Role, Scope, Source, StopReason,
@@ -8,9 +17,9 @@ use vigil_protocol::{
 };
 
 use super::file::{self, HeartbeatFile};
-use super::prompts::{system_section, PromptKind};
+use super::prompts::{heartbeat_prompt, system_section, PromptKind};
 use super::reply::{self, ReplyDecision};
-use super::{session_id, Heartbeat, HeartbeatTurn, AGENT};
+use super::{run_lock, session_id, DueTask, Heartbeat, HeartbeatTurn, AGENT, PROVIDER_RETRIES};
 use crate::agent::TurnExtras;
 use crate::session::{MailboxEvent, PRIMARY_SESSION};
 use crate::system_events;
@@ -31,14 +40,21 @@ struct Outcome {
     status: HeartbeatStatus,
     skip: Option<HeartbeatSkip>,
     detail: Option<String>,
+    /// What the wake loop does next: `Busy` and `Failed` try the run again.
+    next: WakeOutcome,
+    /// What reached the user, for the run history of the routines it carried.
+    delivered: Option<String>,
 }
 
 impl Outcome {
     fn skipped(skip: HeartbeatSkip, detail: Option<String>) -> Self {
+        let retried = matches!(skip, HeartbeatSkip::RequestsInFlight | HeartbeatSkip::Lock);
         Self {
             status: HeartbeatStatus::Skipped,
             skip: Some(skip),
             detail,
+            next: if retried { WakeOutcome::Busy } else { WakeOutcome::Done },
+            delivered: None,
         }
     }
 
@@ -47,7 +63,34 @@ impl Outcome {
             status,
             skip: None,
             detail: None,
+            next: WakeOutcome::Done,
+            delivered: None,
         }
+    }
+
+    fn failed(detail: String) -> Self {
+        Self {
+            detail: Some(detail),
+            ..Self::status(HeartbeatStatus::Failed)
+        }
+    }
+}
+
+/// Provider errors a later try may fix; a rejected key or an unknown model will not be.
+fn worth_retrying(kind: Option<ErrorKind>) -> bool {
+    matches!(
+        kind,
+        Some(ErrorKind::RateLimited | ErrorKind::Server | ErrorKind::Network | ErrorKind::Timeout | ErrorKind::Stream)
+    )
+}
+
+/// A due routine as a line of the cron prompt's reminder content.
+fn reminder_line(t: &DueTask) -> String {
+    let (title, what) = (t.title.trim(), t.description.trim());
+    if what.is_empty() || what == title {
+        title.to_string()
+    } else {
+        format!("{title}: {what}")
     }
 }
 
@@ -58,16 +101,16 @@ impl Heartbeat {
         let outcome = self.preflight_and_run(&wake, &mut taken).await;
         if !taken.is_empty() {
             if let Some(source) = self.due_source() {
-                source.finished(&taken, due_outcome(&outcome));
+                match outcome.next {
+                    // The retry takes them again.
+                    WakeOutcome::Failed | WakeOutcome::Busy => source.give_back(&taken),
+                    WakeOutcome::Done => source.finished(&taken, due_outcome(&outcome)),
+                }
             }
         }
-        let busy = outcome.skip == Some(HeartbeatSkip::RequestsInFlight);
+        let next = outcome.next;
         self.record(wake.reason, outcome);
-        if busy {
-            WakeOutcome::Busy
-        } else {
-            WakeOutcome::Done
-        }
+        next
     }
 
     fn due_source(&self) -> Option<std::sync::Arc<dyn super::DueTasks>> {
@@ -88,12 +131,32 @@ impl Heartbeat {
                 Some("Background activity is paused; resume it from the tray menu.".into()),
             );
         }
-        if !config.is_active_at(now) {
+        let interval = wake.effective_reason() == WakeReason::Interval;
+        // Active hours govern the interval poll only: a routine, Check now or a finished
+        // command is answered at its time.
+        if interval && !config.is_active_at(now) {
+            if let Some(source) = self.due_source() {
+                source.hand_off();
+            }
             return Outcome::skipped(HeartbeatSkip::QuietHours, None);
         }
-        if self.shared.host.primary_busy() {
+        if self.shared.host.conversation_busy() {
             return Outcome::skipped(HeartbeatSkip::RequestsInFlight, None);
         }
+        let session = session_id(AGENT);
+        let _lock = match run_lock::try_take(deps.store.dir(), &session) {
+            Ok(Some(lock)) => Some(lock),
+            Ok(None) => {
+                return Outcome::skipped(
+                    HeartbeatSkip::Lock,
+                    Some("Another heartbeat run holds the heartbeat's lock; this one is tried again shortly.".into()),
+                )
+            }
+            Err(e) => {
+                tracing::warn!("the heartbeat's run lock could not be taken ({e}); running without it");
+                None
+            }
+        };
         let heartbeat_file = file::read(&deps.workspace);
         let queued = deps.events.peek(&session_id(AGENT));
         let source = self.due_source();
@@ -109,7 +172,7 @@ impl Heartbeat {
                 format!("The heartbeat could not use {}: {e}", file::HEARTBEAT_FILE),
             );
         }
-        if wake.effective_reason() == WakeReason::Interval && nothing_else {
+        if interval && nothing_else {
             match &heartbeat_file {
                 // Missing is empty too: a fresh install must not call the model every 30 minutes.
                 Ok(f) if f.is_empty() => {
@@ -127,8 +190,15 @@ impl Heartbeat {
         }
 
         let events = deps.events.drain(&session_id(AGENT));
-        let kind = PromptKind::choose(&events);
-        let text = kind.text(&config.prompt, &config.zone.current_time_line(now));
+        let reminders: Vec<String> = due.iter().map(reminder_line).collect();
+        let kind = PromptKind::choose(&events, &reminders);
+        let time_line = config.zone.current_time_line(now);
+        let mut text = kind.text(&config.prompt, &time_line);
+        let checklist = matches!(heartbeat_file, Ok(HeartbeatFile::Tasks(_)));
+        if interval && checklist && kind != PromptKind::Poll {
+            // The interval poll came with them: its checklist is still asked for.
+            text = format!("{text}\n\n{}", heartbeat_prompt(&config.prompt, &time_line));
+        }
         let mut sections: Vec<String> = system_events::context_section(&events).into_iter().collect();
         if !due.is_empty() {
             let lines: Vec<String> = due
@@ -144,21 +214,16 @@ impl Heartbeat {
             Ok(_) => {}
         }
 
-        let session = session_id(AGENT);
         let before_size = match deps.store.size(&session) {
             Ok(n) => n,
             Err(e) => {
                 deps.events.restore(&session_id(AGENT), events);
-                return Outcome {
-                    status: HeartbeatStatus::Failed,
-                    skip: None,
-                    detail: Some(e.to_string()),
-                };
+                return Outcome::failed(e.to_string());
             }
         };
         let before_count = deps.store.load(&session).map(|l| l.messages.len()).unwrap_or(0);
         let before_updated = deps.meta.load(&session).ok().map(|l| l.meta.updated_at);
-        self.state().stats.runs += 1;
+        let started = tokio::time::Instant::now();
         let result = self
             .shared
             .host
@@ -176,27 +241,46 @@ impl Heartbeat {
                     ..TurnExtras::default()
                 },
                 model: config.model.clone(),
-                may_ask: wake.effective_reason() != WakeReason::Interval,
+                may_ask: !interval,
             })
             .await;
+        if result.locked {
+            // A turn already runs in the heartbeat's session: nothing ran.
+            deps.events.restore(&session_id(AGENT), events);
+            return Outcome::skipped(HeartbeatSkip::Lock, result.error);
+        }
+        {
+            let mut state = self.state();
+            state.stats.runs += 1;
+            state.durations.add(started.elapsed().as_millis() as u64);
+        }
         if matches!(result.stop_reason, StopReason::Error | StopReason::Cancelled) {
             // The model never saw them through: they wait for the next run or turn.
             deps.events.restore(&session_id(AGENT), events);
             self.take_back(&session, before_size, before_updated).await;
-            return Outcome {
-                status: HeartbeatStatus::Failed,
-                skip: None,
-                detail: result
-                    .error
-                    .or_else(|| Some(format!("the turn ended: {:?}", result.stop_reason))),
-            };
+            let detail = result
+                .error
+                .unwrap_or_else(|| format!("the turn ended: {:?}", result.stop_reason));
+            let tries_left = PROVIDER_RETRIES.saturating_sub(wake.failures);
+            if result.stop_reason == StopReason::Error && worth_retrying(result.error_kind) && tries_left > 0 {
+                let retry = wake.failures + 1;
+                return Outcome {
+                    next: WakeOutcome::Failed,
+                    ..Outcome::failed(format!(
+                        "{detail} (trying again shortly: retry {retry} of {PROVIDER_RETRIES})"
+                    ))
+                };
+            }
+            return Outcome::failed(detail);
         }
         let reply_text = last_reply(
             deps.store.load(&session).map(|l| l.messages).unwrap_or_default(),
             before_count,
         );
         let exec = kind == PromptKind::ExecEvent;
-        match reply::decide(&reply_text, config.ack_max_chars, exec) {
+        // A due routine's result is what the user asked for: however short, it is delivered
+        // (the ackMaxChars rule is for the poll's "nothing to report" remarks).
+        match reply::decide(&reply_text, config.ack_max_chars, exec || !due.is_empty()) {
             ReplyDecision::OkEmpty => {
                 self.take_back(&session, before_size, before_updated).await;
                 Outcome::status(HeartbeatStatus::OkEmpty)
@@ -214,12 +298,11 @@ impl Heartbeat {
                     return Outcome::skipped(HeartbeatSkip::Duplicate, None);
                 }
                 match self.deliver(&session, &kind, &text, config.notifications).await {
-                    Ok(()) => Outcome::status(HeartbeatStatus::Sent),
-                    Err(e) => Outcome {
-                        status: HeartbeatStatus::Failed,
-                        skip: None,
-                        detail: Some(format!("could not deliver the heartbeat's message: {e}")),
+                    Ok(()) => Outcome {
+                        delivered: Some(summarize(&text)),
+                        ..Outcome::status(HeartbeatStatus::Sent)
                     },
+                    Err(e) => Outcome::failed(format!("could not deliver the heartbeat's message: {e}")),
                 }
             }
         }
@@ -329,14 +412,16 @@ impl Heartbeat {
     /// Counts the outcome, keeps it for the status view, and emits the `heartbeat` event.
     fn record(&self, reason: WakeReason, outcome: Outcome) {
         let now = self.shared.deps.clock.now_ms();
+        let retrying = outcome.next != WakeOutcome::Done;
         {
             let mut state = self.state();
             let stats = &mut state.stats;
             match outcome.status {
                 HeartbeatStatus::Sent => stats.sent += 1,
                 HeartbeatStatus::OkToken | HeartbeatStatus::OkEmpty => stats.suppressed += 1,
-                HeartbeatStatus::Failed => stats.failed += 1,
-                HeartbeatStatus::Skipped => {}
+                // A try that will be repeated is not yet a failed run.
+                HeartbeatStatus::Failed if !retrying => stats.failed += 1,
+                HeartbeatStatus::Failed | HeartbeatStatus::Skipped => {}
             }
             if let Some(skip) = outcome.skip {
                 *stats.skipped.entry(skip.as_str().to_string()).or_default() += 1;
@@ -354,6 +439,7 @@ impl Heartbeat {
                 status: outcome.status,
                 skip_reason: outcome.skip,
                 detail: outcome.detail,
+                retrying,
             },
         );
     }
@@ -366,13 +452,14 @@ fn due_outcome(outcome: &Outcome) -> super::DueOutcome {
     match (outcome.status, outcome.skip) {
         (HeartbeatStatus::Failed, _) => DueOutcome::Failed(detail()),
         (HeartbeatStatus::Skipped, Some(HeartbeatSkip::Duplicate)) => DueOutcome::Done("duplicate".into()),
-        (HeartbeatStatus::Skipped, Some(HeartbeatSkip::RequestsInFlight)) => {
-            DueOutcome::Failed("the conversation was busy".into())
+        (HeartbeatStatus::Skipped, Some(HeartbeatSkip::RequestsInFlight | HeartbeatSkip::Lock)) => {
+            DueOutcome::Failed("the heartbeat was busy".into())
         }
         (HeartbeatStatus::Skipped, skip) => {
             DueOutcome::Skipped(skip.map_or("skipped".into(), |s| format!("heartbeat {}", s.as_str())))
         }
-        (status, _) => DueOutcome::Done(format!("heartbeat {status:?}")),
+        (HeartbeatStatus::Sent, _) => DueOutcome::Delivered(outcome.delivered.clone().unwrap_or_default()),
+        (HeartbeatStatus::OkToken | HeartbeatStatus::OkEmpty, _) => DueOutcome::Acknowledged,
     }
 }
 

@@ -21,7 +21,7 @@ struct FakeHost {
 
 #[async_trait::async_trait]
 impl HeartbeatHost for FakeHost {
-    fn primary_busy(&self) -> bool {
+    fn conversation_busy(&self) -> bool {
         self.busy.load(Ordering::SeqCst)
     }
     fn has_provider(&self) -> bool {
@@ -29,10 +29,7 @@ impl HeartbeatHost for FakeHost {
     }
     async fn run_turn(&self, turn: HeartbeatTurn) -> TurnResult {
         self.turns.lock().unwrap().push((Instant::now(), turn.text));
-        TurnResult {
-            stop_reason: StopReason::EndTurn,
-            error: None,
-        }
+        TurnResult::ended(StopReason::EndTurn)
     }
 }
 

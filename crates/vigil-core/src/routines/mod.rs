@@ -101,6 +101,12 @@ pub trait JobHost: Send + Sync + 'static {
     fn heartbeat_enabled(&self) -> bool {
         true
     }
+    /// Whether `now_ms` is inside the heartbeat's active hours. Outside them an inline
+    /// routine that needs the model runs as a job at its time: active hours govern the
+    /// interval poll, never when a routine runs.
+    fn heartbeat_active(&self, _now_ms: i64) -> bool {
+        true
+    }
 }
 
 /// One job turn, for [`JobHost::run_job`].
@@ -211,6 +217,8 @@ impl DueTasks for Scheduler {
             mine
         };
         let result = match outcome {
+            DueOutcome::Delivered(summary) => RunResult::Ok { summary: Some(summary) },
+            DueOutcome::Acknowledged => RunResult::Acknowledged,
             DueOutcome::Done(summary) => RunResult::Ok { summary: Some(summary) },
             DueOutcome::Failed(error) => RunResult::Failed {
                 outcome: RunOutcome::Failed,
@@ -227,6 +235,19 @@ impl DueTasks for Scheduler {
                 .jobs
                 .spawn(async move { this.finish(&c, result, Some(session), false).await });
         }
+    }
+
+    fn give_back(&self, tasks: &[DueTask]) {
+        let mut q = self.shared.inline.lock().unwrap_or_else(|e| e.into_inner());
+        let (mine, rest): (Vec<Claimed>, Vec<Claimed>) = std::mem::take(&mut q.serving)
+            .into_iter()
+            .partition(|c| tasks.iter().any(|t| t.id == c.routine.id));
+        q.serving = rest;
+        q.waiting.splice(0..0, mine);
+    }
+
+    fn hand_off(&self) {
+        self.run_waiting_as_jobs();
     }
 
     fn context(&self) -> Option<String> {

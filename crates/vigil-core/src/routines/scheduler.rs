@@ -109,9 +109,12 @@ pub struct Claimed {
 /// How a run ended, for [`Scheduler::finish`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunResult {
+    /// It ran and its result reached the user.
     Ok {
         summary: Option<String>,
     },
+    /// It ran in a heartbeat turn whose reply was `HEARTBEAT_OK`: nothing to report.
+    Acknowledged,
     Failed {
         outcome: RunOutcome,
         error: String,
@@ -507,7 +510,7 @@ impl Scheduler {
                 }
                 let spec = Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(&zone));
                 match (&result, spec) {
-                    (RunResult::Ok { .. }, Ok(spec)) => apply_success(r, &spec, now),
+                    (RunResult::Ok { .. } | RunResult::Acknowledged, Ok(spec)) => apply_success(r, &spec, now),
                     (RunResult::Failed { error, .. }, Ok(spec)) => apply_failure(r, &spec, now, error.clone(), backoff),
                     (RunResult::Skipped(why), Ok(spec)) => {
                         release(r);
@@ -540,6 +543,7 @@ impl Scheduler {
         }
         let (outcome, summary, error) = match result {
             RunResult::Ok { summary } => (RunOutcome::Ok, summary, None),
+            RunResult::Acknowledged => (RunOutcome::Acknowledged, None, None),
             RunResult::Failed { outcome, error } => (outcome, None, Some(error)),
             RunResult::Skipped(why) => (RunOutcome::Skipped, None, Some(why)),
         };
@@ -563,7 +567,11 @@ impl Scheduler {
     /// Starts what a tick claimed.
     fn dispatch(&self, claimed: Vec<Claimed>) {
         let mut inline = Vec::new();
-        let heartbeat_on = self.host().is_none_or(|h| h.heartbeat_enabled());
+        let now = self.now();
+        // Off, or outside its active hours: a routine runs at its time all the same, as a job.
+        let heartbeat_on = self
+            .host()
+            .is_none_or(|h| h.heartbeat_enabled() && h.heartbeat_active(now));
         for c in claimed {
             if c.routine.kind.is_some() {
                 let this = self.clone();
@@ -603,6 +611,11 @@ impl Scheduler {
     /// The heartbeat was switched off: inline runs waiting for its turn run as jobs of
     /// their own instead (those a heartbeat turn already took finish there).
     pub fn heartbeat_turned_off(&self) {
+        self.run_waiting_as_jobs();
+    }
+
+    /// Inline runs waiting for a heartbeat turn run as jobs of their own.
+    pub(super) fn run_waiting_as_jobs(&self) {
         let waiting = std::mem::take(&mut self.shared.inline.lock().unwrap_or_else(|e| e.into_inner()).waiting);
         for c in waiting {
             let this = self.clone();

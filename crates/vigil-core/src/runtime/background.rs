@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 use futures_util::FutureExt as _;
 use vigil_protocol::{
-    Event, EventEnvelope, HeartbeatSettings, HeartbeatStats, HeartbeatView, Scope, Source, StopReason, WakeReason,
+    ErrorKind, Event, EventEnvelope, HeartbeatSettings, HeartbeatStats, HeartbeatView, Scope, Source, StopReason,
+    WakeReason,
 };
 
 use super::{Attendance, Inner, Runtime};
@@ -89,16 +90,12 @@ impl Runtime {
         true
     }
 
-    /// Runs one heartbeat now, outside the wake loop (no coalescing, no retry), and says
-    /// whether it found the conversation busy: for tests and diagnostics. It still emits the
+    /// Runs one heartbeat now, outside the wake loop (no coalescing, no retry), and says what
+    /// the wake loop would do next (`Busy`: a conversation or the lock was taken; `Failed`: a
+    /// provider error it would try again): for tests and diagnostics. It still emits the
     /// `heartbeat` event and counts.
     pub async fn heartbeat_once(&self, reason: WakeReason) -> WakeOutcome {
-        let wake = PendingWake {
-            reason,
-            retry_of: None,
-            target: heartbeat::AGENT.to_string(),
-            requested_at: self.inner.clock.now_ms(),
-        };
+        let wake = PendingWake::new(reason, heartbeat::AGENT, self.inner.clock.now_ms());
         self.inner.heartbeat.run_once(wake).await
     }
 
@@ -279,8 +276,9 @@ impl Runtime {
             let mut state = lane.lock();
             if state.busy {
                 return TurnResult {
-                    stop_reason: StopReason::Error,
-                    error: Some(format!("{session_id} is busy")),
+                    error: Some(format!("a turn already runs in {session_id}")),
+                    locked: true,
+                    ..TurnResult::ended(StopReason::Error)
                 };
             }
             state.busy = true;
@@ -311,6 +309,7 @@ impl Runtime {
         let tap = Arc::new(ErrorTap {
             inner: self.inner.emitter.sink(),
             last: Mutex::new(None),
+            last_kind: Mutex::new(None),
         });
         let emitter = self
             .inner
@@ -355,21 +354,40 @@ impl Runtime {
             self.continue_after_merge(session_id);
         }
         let error = tap.last.lock().unwrap_or_else(|e| e.into_inner()).take();
-        TurnResult { stop_reason, error }
+        let error_kind = *tap.last_kind.lock().unwrap_or_else(|e| e.into_inner());
+        TurnResult {
+            error,
+            error_kind,
+            ..TurnResult::ended(stop_reason)
+        }
+    }
+
+    /// Whether a turn runs in any conversation (the user's or a continuation; jobs and the
+    /// heartbeat's own turns are not conversations).
+    fn conversation_busy(&self) -> bool {
+        let lanes = self.inner.lanes.lock().unwrap_or_else(|e| e.into_inner());
+        lanes.values().any(|lane| {
+            let state = lane.lock();
+            state.busy && state.scope == Some(Scope::Primary)
+        })
     }
 }
 
-/// Forwards every event and remembers the last error message (for the heartbeat event).
+/// Forwards every event and remembers the last error (for the heartbeat event, and whether
+/// the heartbeat tries again).
 struct ErrorTap {
     inner: Arc<dyn EventSink>,
     /// `std` lock: set from inside `emit`, read after the turn.
     last: Mutex<Option<String>>,
+    /// `std` lock: the kind of that error.
+    last_kind: Mutex<Option<ErrorKind>>,
 }
 
 impl EventSink for ErrorTap {
     fn emit(&self, event: EventEnvelope) {
-        if let Event::Error { message, .. } = &event.event {
+        if let Event::Error { message, kind } = &event.event {
             *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(message.clone());
+            *self.last_kind.lock().unwrap_or_else(|e| e.into_inner()) = Some(*kind);
         }
         self.inner.emit(event);
     }
@@ -387,9 +405,8 @@ impl Host {
 
 #[async_trait::async_trait]
 impl HeartbeatHost for Host {
-    fn primary_busy(&self) -> bool {
-        self.runtime()
-            .is_some_and(|rt| rt.is_busy(crate::session::PRIMARY_SESSION))
+    fn conversation_busy(&self) -> bool {
+        self.runtime().is_some_and(|rt| rt.conversation_busy())
     }
 
     fn has_provider(&self) -> bool {
@@ -401,8 +418,8 @@ impl HeartbeatHost for Host {
         match self.runtime() {
             Some(rt) => rt.run_heartbeat_turn(turn).await,
             None => TurnResult {
-                stop_reason: StopReason::Cancelled,
                 error: Some("Vigil is shutting down".into()),
+                ..TurnResult::ended(StopReason::Cancelled)
             },
         }
     }
@@ -436,5 +453,10 @@ impl JobHost for Host {
 
     fn heartbeat_enabled(&self) -> bool {
         self.runtime().is_none_or(|rt| rt.inner.heartbeat.config().enabled)
+    }
+
+    fn heartbeat_active(&self, now_ms: i64) -> bool {
+        self.runtime()
+            .is_none_or(|rt| rt.inner.heartbeat.config().is_active_at(now_ms))
     }
 }

@@ -13,6 +13,10 @@ use crate::session::PRIMARY_SESSION;
 /// Seed 004 §7.3 practice 3's alert thresholds: `heartbeat_pending_wakes > 10`,
 /// `command_queue_depth > 100`, `session_locks_held > 50`. Checked when the view is taken
 /// (a desktop app has no alert manager to hold a condition for five minutes).
+///
+/// Vigil keeps one pending wake per agent (requests merge), so "wakes waiting" counts the
+/// wake *requests* no finished run has served yet: a heartbeat held back by a long turn,
+/// or failing, while commands finish and routines fall due, piles them up.
 pub const PENDING_WAKES_ALERT: u32 = 10;
 pub const QUEUE_DEPTH_ALERT: u32 = 100;
 pub const LOCKS_HELD_ALERT: u32 = 50;
@@ -85,10 +89,25 @@ impl Runtime {
     fn heartbeat_health(&self) -> HeartbeatHealth {
         let stats = self.heartbeat_stats();
         let wake = self.inner.wake.get().map(|s| &s.wake);
+        let wake_stats = wake.map(|w| w.stats()).unwrap_or_default();
+        let durations = self.inner.heartbeat.durations();
         HeartbeatHealth {
             handler_registered: wake.is_some_and(|w| w.has_handler()),
             running: self.is_busy(&crate::heartbeat::session_id(crate::heartbeat::AGENT)),
             pending_wakes: wake.map_or(0, |w| w.pending().len() as u32),
+            requests_waiting: wake.map_or(0, |w| w.requests_waiting()),
+            wakes_by_reason: wake_stats
+                .by_reason
+                .iter()
+                .map(|(reason, n)| (reason.as_str().to_string(), *n))
+                .collect(),
+            retried_busy: wake_stats.retried,
+            retried_failed: wake_stats.retried_failed,
+            skipped_lock: stats.skipped.get(HeartbeatSkip::Lock.as_str()).copied().unwrap_or(0),
+            run_count: durations.count,
+            run_ms_total: durations.total_ms,
+            run_ms_max: durations.max_ms,
+            run_ms_last: durations.last_ms,
             delivered: stats.sent,
             suppressed: stats.suppressed,
             skipped_busy: stats
@@ -110,10 +129,10 @@ fn alerts(h: &HealthView) -> Vec<String> {
             l.held
         ));
     }
-    if h.heartbeat.pending_wakes > PENDING_WAKES_ALERT {
+    if h.heartbeat.requests_waiting > PENDING_WAKES_ALERT {
         out.push(format!(
-            "{} heartbeat wakes are waiting (more than {PENDING_WAKES_ALERT}): the heartbeat is falling behind.",
-            h.heartbeat.pending_wakes
+            "{} heartbeat wakes are waiting (more than {PENDING_WAKES_ALERT}): the heartbeat is falling behind, held back by a running turn or failing runs.",
+            h.heartbeat.requests_waiting
         ));
     }
     let queued: u32 = h.lanes.iter().map(|lane| lane.queued).sum();
@@ -170,7 +189,8 @@ mod tests {
     fn alerts_start_past_the_seed_thresholds_and_name_the_numbers() {
         let mut h = calm();
         h.locks.held = LOCKS_HELD_ALERT;
-        h.heartbeat.pending_wakes = PENDING_WAKES_ALERT;
+        h.heartbeat.requests_waiting = PENDING_WAKES_ALERT;
+        h.heartbeat.pending_wakes = 1;
         h.lanes = vec![LaneHealth {
             session_id: "main".into(),
             scope: Scope::Primary,
@@ -179,7 +199,7 @@ mod tests {
         assert!(alerts(&h).is_empty(), "at the thresholds: {:?}", alerts(&h));
 
         h.locks.held += 1;
-        h.heartbeat.pending_wakes += 1;
+        h.heartbeat.requests_waiting += 1;
         h.lanes.push(LaneHealth {
             session_id: "other".into(),
             scope: Scope::Primary,

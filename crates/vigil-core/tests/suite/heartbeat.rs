@@ -336,11 +336,22 @@ async fn preflight_skips_in_order_and_only_interval_runs_skip_an_empty_file() {
     );
     r.clock.advance(Duration::from_secs(3600));
     let quiet = (HeartbeatStatus::Skipped, Some(HeartbeatSkip::QuietHours));
-    assert_eq!(r.beat(WakeReason::ExecEvent).await, quiet, "23:13 UTC is outside");
+    assert_eq!(r.beat(WakeReason::Interval).await, quiet, "23:13 UTC is outside");
     assert_eq!(r.fake.requests().len(), requests + 1);
     let view = r.rt.heartbeat_view();
     assert_eq!(view.last_skip_reason, Some(HeartbeatSkip::QuietHours));
     assert_eq!(view.stats.skipped["empty-heartbeat-file"], 2);
+    // Active hours hold back the interval poll only: a wake (Check now, a finished command,
+    // a routine) is answered at its time.
+    for reason in [WakeReason::Manual, WakeReason::ExecEvent] {
+        r.fake.set_script(Script::steps(vec![Step::text("HEARTBEAT_OK")]));
+        assert_eq!(
+            r.beat(reason).await.0,
+            HeartbeatStatus::OkToken,
+            "{reason:?} in quiet hours"
+        );
+    }
+    assert_eq!(r.fake.requests().len(), requests + 3);
 }
 
 /// Issue 20 item 1: an idle fresh install with a provider set up costs nothing. The real

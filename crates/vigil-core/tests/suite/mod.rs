@@ -6,6 +6,8 @@ mod exec_runtime;
 mod faults;
 mod headless;
 mod heartbeat;
+mod heartbeat_retries;
+mod heartbeat_routines;
 mod hostile;
 mod inhibit;
 mod provider;
