@@ -1,9 +1,11 @@
 // The heartbeat's view (settings, last run, next run, counters) for the status indicator
 // and the settings section. Loaded on start, after each `heartbeat` event, and every
-// 30 s so "next 13:00" stays true after the core reschedules.
+// 30 s so "next 13:00" stays true after the core reschedules. Also "Check now": a manual
+// wake and its answer, shared by the status bar's popover and the Routines pane.
 
 import * as ipc from '../lib/ipc';
 import type { HeartbeatSettings, HeartbeatView } from '../lib/protocol';
+import { CHECKING, IDLE, withCheckEvent, type CheckState } from './check';
 import { withHeartbeatEvent } from './status';
 
 const REFRESH_MS = 30_000;
@@ -11,6 +13,8 @@ const REFRESH_MS = 30_000;
 export class HeartbeatStore {
   view = $state.raw<HeartbeatView | null>(null);
   error = $state<string | null>(null);
+  /** The last "Check now" and its answer (idle until the first). */
+  check = $state.raw<CheckState>(IDLE);
 
   /** Bumped per request, so a slow answer never overwrites a newer one. */
   #asked = 0;
@@ -29,6 +33,7 @@ export class HeartbeatStore {
           return;
         }
         if (event.type !== 'heartbeat') return;
+        this.check = withCheckEvent(this.check, event);
         this.view = withHeartbeatEvent(this.view, event);
         void this.refresh();
       },
@@ -52,6 +57,18 @@ export class HeartbeatStore {
     } catch (e) {
       if (asked !== this.#asked) return;
       this.error = ipc.toCommandError(e).message;
+    }
+  }
+
+  /** Asks for a heartbeat run now (a `manual` wake); its result lands in `check`, even when
+   *  there is nothing to report. A second click while one is on its way does nothing. */
+  async checkNow(): Promise<void> {
+    if (this.check.phase === 'checking') return;
+    this.check = CHECKING;
+    try {
+      await ipc.submit({ type: 'wake', reason: 'manual' });
+    } catch (e) {
+      this.check = { phase: 'done', text: `Could not ask for a check: ${ipc.toCommandError(e).message}`, tone: 'danger' };
     }
   }
 
