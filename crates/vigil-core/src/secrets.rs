@@ -1,6 +1,7 @@
 //! # secrets
 //!
-//! Owns the API keys. They live in the OS keyring (Secret Service on Linux). Where no keyring
+//! Owns the API keys, and the other secrets the user gives Vigil (an MCP server's token: see
+//! [`Secrets::get_named`]). They live in the OS keyring (Secret Service on Linux). Where no keyring
 //! service answers (a bare Linux session, CI), a key is kept in a file only the user can read
 //! and the settings view carries a visible warning saying so. Environment variables
 //! (`VIGIL_API_KEY`, then `ANTHROPIC_API_KEY` / `OPENAI_API_KEY`) override both, for scripts.
@@ -27,6 +28,9 @@ pub enum SecretError {
     /// Neither the keyring nor the fallback file could store the key.
     #[error("could not store the API key: {0}")]
     Store(String),
+    /// Neither the keyring nor the fallback file could store a named secret (`what`).
+    #[error("could not store {what}: {why}")]
+    StoreNamed { what: String, why: String },
 }
 
 /// Where a key was found.
@@ -84,7 +88,20 @@ impl Secrets {
     }
 
     fn file(&self, kind: ProviderKind) -> PathBuf {
-        self.dir.join(format!("{}.key", account(kind)))
+        self.account_file(account(kind))
+    }
+
+    /// The fallback file of a keyring account: its name with anything but letters, digits,
+    /// `-` and `_` made `_`, so no account names a path outside the folder.
+    fn account_file(&self, account: &str) -> PathBuf {
+        let name: String = account
+            .chars()
+            .map(|c| match c {
+                'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' => c,
+                _ => '_',
+            })
+            .collect();
+        self.dir.join(format!("{name}.key"))
     }
 
     fn file_warning(&self, kind: ProviderKind, why: &str) -> String {
@@ -172,10 +189,64 @@ impl Secrets {
         let _ = fs::remove_file(self.file(kind));
     }
 
+    /// A secret that is not an API key, under its keyring `account` (`mcp/github/env/TOKEN`):
+    /// the keyring, else the user-only file. `None` when neither has it; no environment
+    /// variable overrides these.
+    pub fn get_named(&self, account: &str) -> Option<String> {
+        if self.use_keyring {
+            let acct = account.to_string();
+            if let Ok(value) = with_keyring(move || keyring::Entry::new(SERVICE, &acct)?.get_password()) {
+                return Some(value);
+            }
+        }
+        fs::read_to_string(self.account_file(account))
+            .ok()
+            .filter(|v| !v.is_empty())
+    }
+
+    /// Stores a named secret as [`Self::set`] stores a key; `Some(warning)` when it went to
+    /// the file because no keyring answered.
+    pub fn set_named(&self, account: &str, value: &str) -> Result<Option<String>, SecretError> {
+        let why = if self.use_keyring {
+            let (acct, v) = (account.to_string(), value.to_string());
+            match with_keyring(move || keyring::Entry::new(SERVICE, &acct)?.set_password(&v)) {
+                Ok(()) => {
+                    let _ = fs::remove_file(self.account_file(account));
+                    return Ok(None);
+                }
+                Err(e) => e,
+            }
+        } else {
+            "keyring turned off".to_string()
+        };
+        let path = self.account_file(account);
+        self.write_file_at(&path, value).map_err(|e| SecretError::StoreNamed {
+            what: account.to_string(),
+            why: e.to_string(),
+        })?;
+        Ok(Some(format!(
+            "No keyring service is available ({why}); {account} is kept in {}, readable only by you.",
+            path.display()
+        )))
+    }
+
+    /// Forgets a named secret everywhere Vigil keeps it.
+    pub fn delete_named(&self, account: &str) {
+        if self.use_keyring {
+            let acct = account.to_string();
+            let _ = with_keyring(move || keyring::Entry::new(SERVICE, &acct)?.delete_credential());
+        }
+        let _ = fs::remove_file(self.account_file(account));
+    }
+
     fn write_file(&self, kind: ProviderKind, key: &str) -> Result<(), SecretError> {
+        self.write_file_at(&self.file(kind), key)
+    }
+
+    fn write_file_at(&self, path: &Path, key: &str) -> Result<(), SecretError> {
         let err = |e: std::io::Error| SecretError::Store(e.to_string());
         durable::create_private_dir_all(&self.dir).map_err(err)?;
-        let path = self.file(kind);
+        let path = path.to_path_buf();
         let tmp = path.with_extension("key.tmp");
         let mut opts = fs::OpenOptions::new();
         opts.write(true).create(true).truncate(true);
@@ -222,5 +293,23 @@ mod tests {
         }
         secrets.delete(ProviderKind::Openai);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_named_secret_without_a_keyring_stays_in_the_secrets_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let secrets = Secrets {
+            dir: dir.path().join("secrets"),
+            use_keyring: false,
+        };
+        let warning = secrets.set_named("mcp/../../github/env/TOKEN", "ghp_1").unwrap();
+        assert!(warning.unwrap().contains("readable only by you"));
+        assert!(dir.path().join("secrets/mcp_______github_env_TOKEN.key").exists());
+        assert_eq!(
+            secrets.get_named("mcp/../../github/env/TOKEN").as_deref(),
+            Some("ghp_1")
+        );
+        secrets.delete_named("mcp/../../github/env/TOKEN");
+        assert_eq!(secrets.get_named("mcp/../../github/env/TOKEN"), None);
     }
 }
