@@ -66,6 +66,7 @@ async fn decision_cost() -> (Duration, Duration, usize) {
         started_here: false,
         outside_sandbox: false,
         exec_run: None,
+        mcp: None,
     };
     let cancel = CancellationToken::new();
     let mut samples = Vec::new();

@@ -11,6 +11,10 @@
 //! nobody at the screen (heartbeat, routines) never waits on a prompt: what is not already
 //! approved is denied, with a notification saying so.
 //!
+//! An MCP tool call is its own kind ([`ApprovalKind::McpCall`]): asked per call under `ask`,
+//! "always" remembers that tool of that server, a server the user marked trusted passes, and
+//! `read-only` allows only tools their server marks `readOnlyHint: true`.
+//!
 //! Must never: run anything itself, or block a turn on a question nobody can answer.
 
 use std::collections::HashMap;
@@ -48,6 +52,22 @@ pub struct Request {
     pub outside_sandbox: bool,
     /// For [`ApprovalKind::Exec`]: in the background or not, and its timeout, for the card.
     pub exec_run: Option<vigil_protocol::ExecRun>,
+    /// For [`ApprovalKind::McpCall`]: the server, the tool and the arguments (`subject` is
+    /// the tool's name as the model calls it, which "always" remembers).
+    pub mcp: Option<McpAsk>,
+}
+
+/// An MCP tool call, as the gate judges it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpAsk {
+    pub server: String,
+    /// The server's own name for the tool.
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    /// The server marks the tool `readOnlyHint: true` (a hint; only `read-only` relies on it).
+    pub read_only: bool,
+    /// The user marked the server trusted: its calls pass under `ask` and `allowlist`.
+    pub trusted: bool,
 }
 
 /// The answer, with the reason the agent is told when it is a no.
@@ -113,6 +133,8 @@ pub fn prefix_of(kind: ApprovalKind, subject: &str) -> String {
         ApprovalKind::Exec => remembered_prefix(subject).unwrap_or_default(),
         // Input is judged anew each time: "always" would let any text into the program.
         ApprovalKind::ProcessInput => String::new(),
+        // That tool of that server, whatever its arguments.
+        ApprovalKind::McpCall => subject.to_string(),
         ApprovalKind::ReadOutside | ApprovalKind::WriteOutside => Path::new(subject)
             .parent()
             .map(|p| p.display().to_string())
@@ -344,6 +366,16 @@ impl Approvals {
     fn covered(&self, request: &Request) -> Result<(), String> {
         let here = self.rules_here(request);
         let rules = self.inner.rules.lock().unwrap_or_else(|e| e.into_inner());
+        if request.kind == ApprovalKind::McpCall {
+            let trusted = request.mcp.as_ref().is_some_and(|m| m.trusted);
+            let remembered = rules
+                .iter()
+                .any(|r| r.kind == ApprovalKind::McpCall && r.prefix == request.subject);
+            return match trusted || remembered {
+                true => Ok(()),
+                false => Err("its server is not trusted and the user has not always allowed this tool".into()),
+            };
+        }
         if request.kind == ApprovalKind::ProcessInput {
             // Only a command the user chose to always allow may take input unasked.
             return match shell::analyze(&request.subject) {
@@ -504,6 +536,14 @@ impl Approvals {
             ApprovalKind::ProcessInput => {
                 format!("typing into the running command `{}`", shell::visible(&request.subject))
             }
+            ApprovalKind::McpCall => match &request.mcp {
+                Some(m) => format!(
+                    "the tool `{}` of the MCP server `{}`",
+                    shell::visible(&m.tool),
+                    shell::visible(&m.server)
+                ),
+                None => format!("the MCP tool `{}`", shell::visible(&request.subject)),
+            },
         };
         let covered = self.covered(&request);
         // Outside the sandbox with nobody at the screen (bubblewrap cannot start): no policy
@@ -517,6 +557,14 @@ impl Approvals {
                 ))
             }
             ApprovalPolicy::FullAuto => return Verdict::Allowed,
+            ApprovalPolicy::ReadOnly if request.kind == ApprovalKind::McpCall => {
+                return match request.mcp.as_ref().is_some_and(|m| m.read_only) {
+                    true => Verdict::Allowed,
+                    false => Verdict::Denied(format!(
+                        "Denied: {what}: its server does not mark it read-only, and the approval policy is read-only; ask the user to change it in Settings."
+                    )),
+                };
+            }
             ApprovalPolicy::ReadOnly if request.kind == ApprovalKind::Exec => {
                 return match self.read_only_command(&request) {
                     Ok(()) => Verdict::Allowed,
@@ -577,6 +625,12 @@ impl Approvals {
                 parts,
                 unprovable,
                 exec_run: request.exec_run,
+                mcp: request.mcp.as_ref().map(|m| vigil_protocol::McpCallCard {
+                    server: shell::visible(&m.server),
+                    tool: shell::visible(&m.tool),
+                    arguments: shell::visible(&serde_json::to_string_pretty(&m.arguments).unwrap_or_default()),
+                    read_only: m.read_only,
+                }),
                 expires_at,
             },
         );
@@ -705,6 +759,25 @@ impl crate::tools::Gate for TurnGate {
             started_here: false,
             outside_sandbox,
             exec_run,
+            mcp: None,
+        };
+        self.approvals
+            .check_away(request, &self.emitter, self.now_ms, &self.cancel, self.away)
+            .await
+    }
+
+    async fn check_mcp(&self, qualified_name: &str, call: &McpAsk) -> Verdict {
+        let request = Request {
+            kind: ApprovalKind::McpCall,
+            subject: qualified_name.to_string(),
+            cwd: None,
+            env: vec![],
+            workspace: Some(self.workspace.clone()),
+            interactive: self.interactive,
+            started_here: false,
+            outside_sandbox: false,
+            exec_run: None,
+            mcp: Some(call.clone()),
         };
         self.approvals
             .check_away(request, &self.emitter, self.now_ms, &self.cancel, self.away)
@@ -722,6 +795,7 @@ impl crate::tools::Gate for TurnGate {
             started_here,
             outside_sandbox: false,
             exec_run: None,
+            mcp: None,
         };
         self.approvals
             .check_away(request, &self.emitter, self.now_ms, &self.cancel, self.away)
@@ -746,6 +820,7 @@ mod tests {
             started_here: false,
             outside_sandbox: false,
             exec_run: None,
+            mcp: None,
         }
     }
 
@@ -869,6 +944,7 @@ mod tests {
             started_here: false,
             outside_sandbox: false,
             exec_run: None,
+            mcp: None,
         };
         // Reading outside asks under read-only too: nobody is here, so it is denied.
         assert!(matches!(a.check(read, &em, 0, &c).await, Verdict::Denied(m) if m.contains("nobody to ask")));
@@ -898,6 +974,7 @@ mod tests {
             started_here,
             outside_sandbox: false,
             exec_run: None,
+            mcp: None,
         };
         assert_eq!(a.check(input(true, false), &em, 0, &c).await, Verdict::Allowed);
         assert!(
@@ -919,6 +996,68 @@ mod tests {
         cancel.cancel();
         let v = a.check(exec("make", true), &emitter(&sink), 0, &cancel).await;
         assert!(matches!(v, Verdict::Denied(_)));
+    }
+
+    #[tokio::test]
+    async fn an_mcp_call_is_asked_per_tool_passes_when_trusted_and_read_only_trusts_only_the_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, _) = Approvals::open(dir.path(), ApprovalPolicy::Ask);
+        let sink = CollectingSink::default();
+        let (em, c) = (emitter(&sink), CancellationToken::new());
+        let call = |tool: &str, read_only, trusted, interactive| Request {
+            kind: ApprovalKind::McpCall,
+            subject: format!("mcp__fs__{tool}"),
+            cwd: None,
+            env: vec![],
+            workspace: None,
+            interactive,
+            started_here: false,
+            outside_sandbox: false,
+            exec_run: None,
+            mcp: Some(McpAsk {
+                server: "fs".into(),
+                tool: tool.into(),
+                arguments: serde_json::json!({"path": "/tmp"}),
+                read_only,
+                trusted,
+            }),
+        };
+        // Unattended, as a command: nobody to ask is a denial at once; a trusted server passes.
+        let v = a.check(call("list", true, false, false), &em, 0, &c).await;
+        assert!(
+            matches!(&v, Verdict::Denied(m) if m.contains("the tool `list` of the MCP server `fs`") && m.contains("nobody to ask")),
+            "{v:?}"
+        );
+        assert_eq!(
+            a.check(call("write", false, true, false), &em, 0, &c).await,
+            Verdict::Allowed
+        );
+        // "Always" covers that tool of that server, whatever its arguments, and no other.
+        a.remember(&call("list", true, false, true), 0).unwrap();
+        assert_eq!(
+            a.check(call("list", true, false, false), &em, 0, &c).await,
+            Verdict::Allowed
+        );
+        assert!(matches!(
+            a.check(call("write", false, false, false), &em, 0, &c).await,
+            Verdict::Denied(_)
+        ));
+        a.set_policy(ApprovalPolicy::Allowlist);
+        assert_eq!(
+            a.check(call("list", true, false, false), &em, 0, &c).await,
+            Verdict::Allowed
+        );
+        a.set_policy(ApprovalPolicy::ReadOnly);
+        assert_eq!(
+            a.check(call("stat", true, false, false), &em, 0, &c).await,
+            Verdict::Allowed
+        );
+        let v = a.check(call("write", false, true, true), &em, 0, &c).await;
+        assert!(
+            matches!(&v, Verdict::Denied(m) if m.contains("does not mark it read-only")),
+            "{v:?}"
+        );
+        assert_eq!(prefix_of(ApprovalKind::McpCall, "mcp__fs__list"), "mcp__fs__list");
     }
 
     #[test]

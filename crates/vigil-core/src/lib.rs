@@ -12,6 +12,8 @@
 //!   read-only, the data folder hidden, the network optional.
 //! - [`shell`] — a command line read as bash reads it: its simple commands, or why it cannot
 //!   be proven harmless; the read-only list and the programs "always" never remembers.
+//! - [`mcp`] — the MCP servers in `mcp.json` (rmcp, stdio and streamable HTTP): their life,
+//!   and their tools offered as `mcp__<server>__<tool>` through the registry and the gate.
 //! - [`tools`] — the tool registry the agent runs model calls through, the built-in
 //!   workspace file tools `read`, `write` and `edit`, and `exec`/`process` over [`exec`].
 //! - [`exec`] — real terminals: the process registry actor (PTY or pipes, process groups,
@@ -51,6 +53,7 @@ pub mod heartbeat;
 pub mod images;
 pub mod inhibit;
 pub mod leftovers;
+pub mod mcp;
 pub mod preferences;
 pub mod provider;
 pub mod routines;

@@ -15,6 +15,7 @@
 //! - [`routines`] — the routine list, drafts, run history and schedule previews.
 //! - [`health`] — the health check: what runs now, lock waits, mailbox and delivery counters.
 //! - [`preferences`] — the desktop app's own preferences (close to tray, start at login, theme).
+//! - [`mcp`] — MCP servers as Settings → Tools shows them, and an MCP call's approval card.
 //! - [`images`] — images sent with a message: the attachment op field and the limits.
 //!
 //! Rules: plain string ids, integer millisecond `ts`/`*_at` timestamps, no logic. TypeScript
@@ -24,6 +25,7 @@
 pub mod health;
 pub mod heartbeat;
 pub mod images;
+pub mod mcp;
 pub mod preferences;
 pub mod routines;
 pub mod settings;
@@ -37,6 +39,10 @@ pub use heartbeat::{
     WakeReason,
 };
 pub use images::{image_extension, Attachment, IMAGE_MIME_TYPES, MAX_ATTACHMENT_BYTES, MAX_IMAGE_SIDE};
+pub use mcp::{
+    McpCallCard, McpField, McpSecretField, McpServerState, McpServerView, McpToolView, McpTransport, McpView,
+    DEFAULT_MCP_CALL_TIMEOUT_SECS,
+};
 pub use preferences::{
     DesktopSettings, DesktopSettingsView, NotificationKind, NotificationKinds, Theme, DEFAULT_APPROVAL_TIMEOUT_SECS,
     DEFAULT_CONTINUATION_LIMIT,
@@ -137,6 +143,24 @@ pub enum Op {
         #[ts(optional)]
         limit: Option<u32>,
     },
+    /// Ask for the MCP servers and their states; answered by `mcp_servers_changed`.
+    ListMcpServers,
+    /// Add servers from a pasted config: `{"mcpServers": {"name": {"command", "args", "env"} |
+    /// {"url", "headers"}}}` as Claude Desktop and Cursor write it, or the inner map alone. A
+    /// server with a name already configured is replaced. The values `secret` names go to the
+    /// keyring, never into `mcp.json`. Answered by `mcp_servers_changed`, or an `error`.
+    AddMcpServers {
+        json: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        #[ts(as = "Option<Vec<McpSecretField>>", optional)]
+        secret: Vec<McpSecretField>,
+    },
+    /// Stop a server and remove it from `mcp.json` (its keyring values too).
+    RemoveMcpServer { name: String },
+    /// Let a server's calls run without asking (`trusted`), or ask again.
+    SetMcpServerTrusted { name: String, trusted: bool },
+    /// Stop a server if it runs and start it again (after a failure that gave up, say).
+    RestartMcpServer { name: String },
 }
 
 /// How the user answered an approval request.
@@ -184,6 +208,9 @@ pub enum ApprovalKind {
     /// Typing into a running process (`process write` / `send-keys`); `command` names the
     /// process's own command.
     ProcessInput,
+    /// Calling a tool of an MCP server; `command` names it (`mcp__<server>__<tool>`) and
+    /// `mcp` says what it is called with.
+    McpCall,
 }
 
 /// Which kind of work an event belongs to.
@@ -323,6 +350,10 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[ts(optional)]
         exec_run: Option<ExecRun>,
+        /// For an MCP call: the server, the tool and the arguments.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        mcp: Option<McpCallCard>,
         /// An unattended run asks (a continuation, a routine, a woken heartbeat): unanswered
         /// by this time (ms since the epoch), the request is denied and the run goes on.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -397,6 +428,9 @@ pub enum Event {
     RoutinesChanged { routines: RoutinesView },
     /// The answer to a `health` op: what runs now and the counters since start.
     Health { health: HealthView },
+    /// The MCP servers changed (one started, failed, listed new tools; one was added,
+    /// removed or switched), or a `list_mcp_servers` op asked.
+    McpServersChanged { mcp: McpView },
 }
 
 /// Why the model (or the runtime) ended a turn.
@@ -718,6 +752,14 @@ pub fn typescript_bindings() -> String {
         MailboxHealth::decl(&cfg),
         RoutinesHealth::decl(&cfg),
         HealthView::decl(&cfg),
+        McpTransport::decl(&cfg),
+        McpServerState::decl(&cfg),
+        McpToolView::decl(&cfg),
+        McpServerView::decl(&cfg),
+        McpView::decl(&cfg),
+        McpField::decl(&cfg),
+        McpSecretField::decl(&cfg),
+        McpCallCard::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from crates/vigil-protocol by `UPDATE_BINDINGS=1 cargo test -p vigil-protocol`.\n// Do not edit by hand.\n\nexport type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;\n",

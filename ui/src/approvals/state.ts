@@ -8,7 +8,16 @@
 // state lives beside the chat's, across session switches, not inside it.
 
 import { PRIMARY_SESSION } from '../lib/ipc';
-import type { ApprovalDecision, ApprovalKind, ApprovalPolicy, CommandPart, EventEnvelope, ExecRun, Op } from '../lib/protocol';
+import type {
+  ApprovalDecision,
+  ApprovalKind,
+  ApprovalPolicy,
+  CommandPart,
+  EventEnvelope,
+  ExecRun,
+  McpCallCard,
+  Op,
+} from '../lib/protocol';
 import type { ChatItem } from '../chat/state';
 
 /** `pending` until answered; then the record of what happened. */
@@ -34,6 +43,8 @@ export interface Approval {
   outsideSandbox: boolean;
   /** A command: whether it starts in the background and when it is stopped; null otherwise. */
   execRun: ExecRun | null;
+  /** An MCP tool call: the server, the tool and its arguments; absent otherwise. */
+  mcp?: McpCallCard | null;
   /**
    * Asked by a run nobody watches (a continuation, a routine): when it is denied if nobody
    * answers (ms since the epoch); null when the user was at the screen.
@@ -101,6 +112,7 @@ export function applyApprovalEvent(state: ApprovalsState, event: EventEnvelope):
         unprovable: event.unprovable ?? null,
         outsideSandbox: event.outside_sandbox === true,
         execRun: event.exec_run ?? null,
+        mcp: event.mcp ?? undefined,
         expiresAt: event.expires_at ?? null,
         timedOut: false,
         ts: event.ts,
@@ -214,6 +226,8 @@ export function requestTitle(kind: ApprovalKind): string {
       return 'Vigil wants to change a file outside the workspace';
     case 'process_input':
       return 'Vigil wants to type into this running command';
+    case 'mcp_call':
+      return 'Vigil wants to use a tool of an MCP server';
   }
 }
 
@@ -305,6 +319,8 @@ export function alwaysHint(kind: ApprovalKind, prefix: string): string {
       return `Change files in ${prefix} from now on without asking`;
     case 'process_input':
       return 'Typing into a command is asked about each time';
+    case 'mcp_call':
+      return `Use the MCP tool ${prefix} from now on without asking, whatever its arguments`;
   }
 }
 
@@ -313,6 +329,7 @@ export const KIND_LABEL: Record<ApprovalKind, string> = {
   read_outside: 'Read',
   write_outside: 'Write',
   process_input: 'Input',
+  mcp_call: 'MCP tool',
 };
 
 /** The policies as the settings pane offers them, in order, with what each means. */

@@ -502,6 +502,8 @@ export const NOT_THE_CHATS = new Set([
   'routines_changed',
   // The answer to a script's `health` op; the Settings pane asks with a command instead.
   'health',
+  // Settings → Tools' (the MCP servers).
+  'mcp_servers_changed',
 ] as const satisfies readonly EventEnvelope['type'][]);
 
 type NotTheChats = Extract<EventEnvelope, { type: typeof NOT_THE_CHATS extends Set<infer T> ? T : never }>;

@@ -9,7 +9,7 @@ export type Op = { "type": "user_message", text: string, session_id?: string,
  * downscaled and stored with the conversation before the message is saved; one that
  * cannot be read is an error and nothing is sent.
  */
-attachments?: Array<Attachment>, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, };
+attachments?: Array<Attachment>, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, } | { "type": "list_mcp_servers" } | { "type": "add_mcp_servers", json: string, secret?: Array<McpSecretField>, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_server_trusted", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, };
 
 export type Attachment = { 
 /**
@@ -69,6 +69,10 @@ unprovable?: string,
  */
 exec_run?: ExecRun, 
 /**
+ * For an MCP call: the server, the tool and the arguments.
+ */
+mcp?: McpCallCard, 
+/**
  * An unattended run asks (a continuation, a routine, a woken heartbeat): unanswered
  * by this time (ms since the epoch), the request is denied and the run goes on.
  */
@@ -90,7 +94,7 @@ detail?: string,
  * The run will be tried again (a busy conversation, a taken lock, a provider error
  * with tries left): this is not its final word.
  */
-retrying?: boolean, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, });
+retrying?: boolean, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, } | { "type": "mcp_servers_changed", mcp: McpView, });
 
 export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", id: string, kind: ApprovalKind, 
 /**
@@ -127,6 +131,10 @@ unprovable?: string,
  */
 exec_run?: ExecRun, 
 /**
+ * For an MCP call: the server, the tool and the arguments.
+ */
+mcp?: McpCallCard, 
+/**
  * An unattended run asks (a continuation, a routine, a woken heartbeat): unanswered
  * by this time (ms since the epoch), the request is denied and the run goes on.
  */
@@ -148,7 +156,7 @@ detail?: string,
  * The run will be tried again (a busy conversation, a taken lock, a provider error
  * with tries left): this is not its final word.
  */
-retrying?: boolean, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, };
+retrying?: boolean, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, } | { "type": "mcp_servers_changed", mcp: McpView, };
 
 export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "policy" | "error";
 
@@ -182,7 +190,7 @@ export type MessageKind = { "type": "plain" } | { "type": "interrupt" } | { "typ
 
 export type ApprovalDecision = "approve" | "always" | "deny";
 
-export type ApprovalKind = "exec" | "read_outside" | "write_outside" | "process_input";
+export type ApprovalKind = "exec" | "read_outside" | "write_outside" | "process_input" | "mcp_call";
 
 export type CommandPart = { 
 /**
@@ -691,3 +699,88 @@ processes_running: number,
  * a deep queue, many locks held; and any lock wait that gave up or was reclaimed).
  */
 alerts: Array<string>, };
+
+export type McpTransport = "stdio" | "http";
+
+export type McpServerState = { "state": "starting" } | { "state": "running" } | { "state": "failed", error: string, retry_at?: number, } | { "state": "disabled" };
+
+export type McpToolView = { 
+/**
+ * The server's own name for it.
+ */
+name: string, 
+/**
+ * The name the model calls: `mcp__<server>__<tool>`.
+ */
+qualified_name: string, description: string, 
+/**
+ * The server says it only reads (`readOnlyHint: true`): the read-only policy allows it.
+ */
+read_only: boolean, };
+
+export type McpServerView = { 
+/**
+ * Its key in `mcpServers`.
+ */
+name: string, transport: McpTransport, 
+/**
+ * The command line (stdio) or the URL (HTTP), as configured.
+ */
+target: string, state: McpServerState, 
+/**
+ * Empty unless it runs.
+ */
+tools: Array<McpToolView>, 
+/**
+ * Its calls run without asking under `ask` and `allowlist` (never under `read-only`).
+ */
+trusted: boolean, 
+/**
+ * How long one call may take before it is cancelled.
+ */
+timeout_secs: number, 
+/**
+ * The last lines the server wrote to stderr (stdio servers), oldest first; every line
+ * also goes to Vigil's log.
+ */
+stderr_tail: Array<string>, 
+/**
+ * The environment variables and headers whose values are kept in the keyring.
+ */
+secrets: Array<string>, };
+
+export type McpView = { 
+/**
+ * Sorted by name.
+ */
+servers: Array<McpServerView>, 
+/**
+ * A problem with `mcp.json` as a whole (unreadable, kept aside), for a banner.
+ */
+problem?: string, 
+/**
+ * Where the file is, so the user can edit it by hand.
+ */
+path: string, };
+
+export type McpField = "env" | "header";
+
+export type McpSecretField = { server: string, field: McpField, 
+/**
+ * The variable's or header's name.
+ */
+name: string, };
+
+export type McpCallCard = { server: string, 
+/**
+ * The server's own name for the tool.
+ */
+tool: string, 
+/**
+ * The arguments, as indented JSON (control and invisible characters escaped).
+ */
+arguments: string, 
+/**
+ * The server says the tool only reads (a hint: servers can be wrong).
+ */
+read_only: boolean, };

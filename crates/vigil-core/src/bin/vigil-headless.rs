@@ -7,6 +7,9 @@
 //! At end of input it waits for running turns and requested wakes to finish;
 //! `{"type":"shutdown"}`, Ctrl-C and SIGTERM stop them: turns are cancelled keeping what
 //! they said, process groups are killed, pending wakes stay saved.
+//!
+//! The MCP servers of `DIR/mcp.json` start as in the app, and stop with it;
+//! `{"type":"list_mcp_servers"}` answers with their states (`mcp_servers_changed`).
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -79,6 +79,8 @@ impl Runtime {
             return true;
         }
         self.start_processes();
+        // Each MCP server on a task of its own: none delays the rest of the start.
+        self.inner.mcp.start();
         self.start_inhibitor();
         // One loop owns all timing: the heartbeat interval and the routines.
         let scheduler = self.inner.routines.clone();

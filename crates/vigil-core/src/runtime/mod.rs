@@ -14,6 +14,7 @@ mod background;
 mod continuation;
 mod health;
 mod lanes;
+mod mcp;
 mod process_table;
 mod processes;
 mod routines;
@@ -126,6 +127,8 @@ struct Inner {
     logind_bus: Mutex<Option<String>>,
     /// Commands running now (the process table's size).
     running_commands: std::sync::atomic::AtomicUsize,
+    /// The MCP servers of `mcp.json`; they start with the background work.
+    mcp: crate::mcp::McpManager,
 }
 
 impl Runtime {
@@ -188,6 +191,7 @@ impl Runtime {
         let mut tools = ToolRegistry::with_builtins();
         crate::routines::tools::register(&mut tools, &routines);
         let started_at = clock.now_ms();
+        let mcp = crate::mcp::McpManager::open(data_dir, Secrets::new(data_dir), clock.clone(), emitter.clone());
         let inner = Arc::new_cyclic(|weak| {
             let deps = crate::heartbeat::Deps {
                 store: store.clone(),
@@ -232,6 +236,7 @@ impl Runtime {
                 inhibitor: OnceLock::new(),
                 logind_bus: Mutex::default(),
                 running_commands: Default::default(),
+                mcp,
             }
         });
         let rt = Self { inner };
@@ -340,6 +345,11 @@ impl Runtime {
             Op::RunRoutine { id } => self.routine_op(routines::RoutineOp::Run(id)),
             Op::SetRoutineEnabled { id, enabled } => self.routine_op(routines::RoutineOp::Enable(id, enabled)),
             Op::Health => self.report_health(),
+            Op::ListMcpServers => self.mcp_op(mcp::McpOp::List),
+            Op::AddMcpServers { json, secret } => self.mcp_op(mcp::McpOp::Add(json, secret)),
+            Op::RemoveMcpServer { name } => self.mcp_op(mcp::McpOp::Remove(name)),
+            Op::SetMcpServerTrusted { name, trusted } => self.mcp_op(mcp::McpOp::Trust(name, trusted)),
+            Op::RestartMcpServer { name } => self.mcp_op(mcp::McpOp::Restart(name)),
             Op::SetContinuationLimit { session_id, limit } => {
                 let done = self
                     .inner
@@ -529,6 +539,8 @@ impl Runtime {
                 if let Some(registry) = inner.exec.get() {
                     registry.shutdown().await;
                 }
+                // So do the MCP servers' (stdin closed, then SIGTERM, then SIGKILL).
+                inner.mcp.shutdown().await;
                 inner.tasks.close();
                 inner.background.close();
                 let drained = async {

@@ -98,13 +98,16 @@ impl Runtime {
         }
     }
 
-    /// The tools a turn gets: with `exec`/`process` once the registry runs.
+    /// The tools a turn gets: with `exec`/`process` once the registry runs, then the tools
+    /// of the MCP servers running now.
     pub(super) fn tools(&self) -> ToolRegistry {
-        self.inner
+        let tools = self
+            .inner
             .exec_tools
             .get()
             .cloned()
-            .unwrap_or_else(|| self.inner.tools.clone())
+            .unwrap_or_else(|| self.inner.tools.clone());
+        self.with_mcp_tools(tools)
     }
 
     /// The process registry, once background work started.

@@ -133,6 +133,7 @@ fn request(line: &str, workspace: &Path, env: &[&str]) -> Request {
         started_here: false,
         outside_sandbox: false,
         exec_run: None,
+        mcp: None,
     }
 }
 

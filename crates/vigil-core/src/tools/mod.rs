@@ -54,6 +54,9 @@ pub trait Gate: Send + Sync {
     /// Whether the agent may type into a running process whose command is `command`;
     /// `started_here` says whether this same run started it.
     async fn check_input(&self, command: &str, cwd: &str, started_here: bool) -> crate::approval::Verdict;
+
+    /// Whether the agent may call the MCP tool the model knows as `qualified_name`.
+    async fn check_mcp(&self, qualified_name: &str, call: &crate::approval::McpAsk) -> crate::approval::Verdict;
 }
 
 /// The processes one run (a turn) started, so typing into them can be told apart from

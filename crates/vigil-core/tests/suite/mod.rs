@@ -10,6 +10,7 @@ mod heartbeat_retries;
 mod heartbeat_routines;
 mod hostile;
 mod inhibit;
+mod mcp;
 mod provider;
 mod routines;
 mod runtime;
