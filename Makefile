@@ -98,6 +98,7 @@ bench:
 	cargo bench -p vigil-core --bench exec_throughput
 	cargo bench -p vigil-core --bench trust
 	cargo bench -p vigil-core --bench continuation
+	cargo bench -p vigil-core --bench mcp
 	@$(MAKE) --no-print-directory bench-app
 
 ## The desktop app against an empty Tauri v2 window built the same way (bench/empty-window,
