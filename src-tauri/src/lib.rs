@@ -20,6 +20,7 @@
 mod commands;
 mod lifecycle;
 mod logs;
+mod mcp;
 mod navigation;
 mod notify;
 mod preferences;
@@ -338,6 +339,11 @@ pub fn run() {
             commands::restore_routines,
             commands::heartbeat_checks,
             commands::save_heartbeat_checks,
+            mcp::get_mcp,
+            mcp::add_mcp_servers,
+            mcp::remove_mcp_server,
+            mcp::set_mcp_server_trusted,
+            mcp::restart_mcp_server,
             preferences::get_desktop_settings,
             preferences::save_desktop_settings,
             lifecycle::quit,

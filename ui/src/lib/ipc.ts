@@ -23,6 +23,8 @@ import type {
   HeartbeatSettings,
   HeartbeatView,
   History,
+  McpSecretField,
+  McpView,
   Op,
   ProcessSummary,
   ProviderSettings,
@@ -293,6 +295,33 @@ export function saveSettings(provider: ProviderSettings, apiKey: string | null =
 /** Tries settings without saving them; `apiKey` (if given) is used instead of the stored key. */
 export function testConnection(provider: ProviderSettings, apiKey: string | null = null): Promise<ConnectionVerdict> {
   return call('test_connection', { provider, apiKey });
+}
+
+/** Settings → Tools: every MCP server of `mcp.json`, its state and its tools. */
+export function getMcp(): Promise<McpView> {
+  return call('get_mcp');
+}
+
+/**
+ * Adds the servers of a pasted `{"mcpServers": …}` config (a name already there is
+ * replaced); the `secret` values go to the keyring. Refused as `invalid_mcp` on `json`.
+ */
+export function addMcpServers(json: string, secret: McpSecretField[]): Promise<McpView> {
+  return call('add_mcp_servers', { json, secret });
+}
+
+/** Stops a server and removes it from `mcp.json`, with its keyring values. */
+export function removeMcpServer(name: string): Promise<McpView> {
+  return call('remove_mcp_server', { name });
+}
+
+/** A trusted server's calls run without asking (never under read-only). */
+export function setMcpServerTrusted(name: string, trusted: boolean): Promise<McpView> {
+  return call('set_mcp_server_trusted', { name, trusted });
+}
+
+export function restartMcpServer(name: string): Promise<McpView> {
+  return call('restart_mcp_server', { name });
 }
 
 /** Raises a native notification through the same path background events use. */

@@ -11,6 +11,7 @@
 import type { Backend, Unlisten } from './ipc';
 import { createMockGate } from './mock-approvals';
 import { createMockHeartbeat } from './mock-heartbeat';
+import { createMockMcp } from './mock-mcp';
 import { createMockProcesses, execHistory } from './mock-processes';
 import { createMockRoutines } from './mock-routines';
 import { CONFIG_DIFF, CONFIG_FILE, SAMPLE_REPLY, sampleSessions, text, userTurn, type MockSession } from './mock-data';
@@ -97,6 +98,7 @@ export function createMockBackend(variant: string): Backend {
   const heartbeat = createMockHeartbeat(variant, emit, () => lanes.get('main')?.busy ?? false);
   const processes = createMockProcesses(variant, emit);
   const routines = createMockRoutines(variant, emit);
+  const mcp = createMockMcp(emit);
 
   const startedAt = Date.now();
 
@@ -573,6 +575,7 @@ export function createMockBackend(variant: string): Backend {
     heartbeat_checks: () => routines.checks(),
     save_heartbeat_checks: (args) => routines.saveChecks(args.expected as string, args.text as string),
     quit: () => undefined,
+    ...mcp.commands,
   };
 
   return {
