@@ -485,6 +485,9 @@ pub enum ErrorKind {
     Storage,
     /// An op could not be understood.
     InvalidOp,
+    /// An image sent with a message could not be used (unreadable, too big, not an image);
+    /// nothing was sent: pick another file or send without it.
+    Attachment,
     /// A conversation could not be found, created, renamed or deleted.
     Session,
     /// The desktop could not do something for Vigil (show a notification); Vigil goes on

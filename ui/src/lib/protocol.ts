@@ -162,7 +162,7 @@ export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence
 
 export type Usage = { input_tokens: number, output_tokens: number, };
 
-export type ErrorKind = "auth" | "model_not_found" | "bad_request" | "rate_limited" | "server" | "network" | "timeout" | "stream" | "config" | "storage" | "invalid_op" | "session" | "desktop" | "internal";
+export type ErrorKind = "auth" | "model_not_found" | "bad_request" | "rate_limited" | "server" | "network" | "timeout" | "stream" | "config" | "storage" | "invalid_op" | "attachment" | "session" | "desktop" | "internal";
 
 export type Role = "user" | "assistant" | "tool_result";
 

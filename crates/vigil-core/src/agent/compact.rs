@@ -155,6 +155,7 @@ pub async fn summarise(
         system: SUMMARY_PROMPT.to_string(),
         messages: vec![Message::user_text(text, now_ms)],
         tools: vec![],
+        images: Default::default(),
     };
     let done = client
         .stream(&request, cancel, &mut |_| {})
@@ -212,6 +213,20 @@ mod tests {
             result("b"),                                                 // 6
             assistant(vec![ContentBlock::Text { text: "ok".into() }]),   // 7 (cut point)
         ]
+    }
+
+    #[test]
+    fn an_old_image_becomes_a_placeholder_line_for_the_summariser_and_counts_as_tokens() {
+        let mut m = user("look at this");
+        m.content.push(ContentBlock::Image {
+            sha256: "a".repeat(64),
+            mime: "image/png".into(),
+        });
+        assert_eq!(
+            render(&[m.clone()]),
+            "User: look at this\n\nUser: [an image (image/png) was shown here]\n\n"
+        );
+        assert!(estimate_message(&m) >= IMAGE_TOKENS, "{}", estimate_message(&m));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 mod compact;
 mod context;
+mod images;
 mod policy;
 
 use std::sync::Arc;
@@ -30,10 +31,33 @@ pub use context::{background_updates, BACKGROUND_UPDATES_HEADING};
 pub use policy::AgentConfig;
 use policy::Policy;
 
+/// What the user sent: the text, and the images sent with it (already stored with the
+/// session, so each is an [`ContentBlock::Image`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UserInput {
+    pub text: String,
+    pub images: Vec<ContentBlock>,
+}
+
+impl From<String> for UserInput {
+    fn from(text: String) -> Self {
+        Self {
+            text,
+            images: Vec::new(),
+        }
+    }
+}
+
+impl From<&str> for UserInput {
+    fn from(text: &str) -> Self {
+        text.to_string().into()
+    }
+}
+
 /// Where a running turn picks up messages the user sent while it works.
 pub trait SteerQueue: Send + Sync {
     /// Takes every queued message, oldest first.
-    fn drain(&self) -> Vec<String>;
+    fn drain(&self) -> Vec<UserInput>;
 
     /// Takes the notices of what happened meanwhile (a background command of this
     /// conversation ended), oldest first; they reach the model at the next step.
@@ -142,9 +166,9 @@ impl Turn<'_> {
 
     /// Runs the turn to its end; every outcome ends with `turn_finished`. Returns why it
     /// ended (`error` and `cancelled` mean the model did not finish).
-    pub async fn run(self, user_text: String) -> StopReason {
+    pub async fn run(self, input: impl Into<UserInput>) -> StopReason {
         let mut usage = Usage::default();
-        let finish = self.run_inner(user_text, &mut usage).await;
+        let finish = self.run_inner(input.into(), &mut usage).await;
         self.emitter.emit(
             self.extras.source.unwrap_or(Source::Agent),
             Event::TurnFinished {
@@ -156,8 +180,13 @@ impl Turn<'_> {
         finish.stop_reason
     }
 
-    async fn run_inner(&self, user_text: String, usage: &mut Usage) -> Finish {
+    async fn run_inner(&self, input: UserInput, usage: &mut Usage) -> Finish {
+        let UserInput {
+            text: user_text,
+            images,
+        } = input;
         let mut user = Message::user_text(user_text.clone(), self.clock.now_ms());
+        user.content.extend(images);
         user.kind = self.extras.message_kind;
         user.content.insert(
             0,
@@ -209,7 +238,7 @@ impl Turn<'_> {
                 return Finish::because(StopReason::Error);
             }
             if !calls.is_empty() {
-                let results = self.run_tools(&calls).await;
+                let results: Vec<ContentBlock> = self.run_tools(&calls).await.into_iter().flatten().collect();
                 let failed: Vec<bool> = results
                     .iter()
                     .map(|r| matches!(r, ContentBlock::ToolResult { is_error: true, .. }))
@@ -259,8 +288,9 @@ impl Turn<'_> {
             return !notices.is_empty();
         }
         let count = queued.len() as u32;
-        for text in queued {
-            let mut m = Message::user_text(interrupt_text(&text), self.clock.now_ms());
+        for input in queued {
+            let mut m = Message::user_text(interrupt_text(&input.text), self.clock.now_ms());
+            m.content.extend(input.images);
             m.kind = MessageKind::Interrupt;
             self.append(m).await;
         }
@@ -294,6 +324,7 @@ impl Turn<'_> {
             }
             let request = ChatRequest {
                 system: system.clone(),
+                images: images::request_images(self.store, self.session_id, &view).await,
                 messages: view,
                 tools: self.tools.specs(),
             };
@@ -395,8 +426,9 @@ impl Turn<'_> {
         }
     }
 
-    /// Runs every call of one response concurrently; results come back in call order.
-    async fn run_tools(&self, calls: &[(String, String, serde_json::Value)]) -> Vec<ContentBlock> {
+    /// Runs every call of one response concurrently; results come back in call order, each
+    /// its `tool_result` block followed by the images it returned.
+    async fn run_tools(&self, calls: &[(String, String, serde_json::Value)]) -> Vec<Vec<ContentBlock>> {
         let limit = self.config.max_result_chars();
         join_all(calls.iter().map(|(id, name, input)| async move {
             self.emitter.emit(
@@ -437,12 +469,21 @@ impl Turn<'_> {
                     }
                 }
             };
-            let content = truncate_head_tail(&output.content, limit);
+            let mut content = truncate_head_tail(&output.content, limit);
+            let returned_images = !output.images.is_empty();
+            let (pictures, problems) = images::store_tool_images(self.store, self.session_id, output.images).await;
+            for problem in &problems {
+                content.push_str(&format!("\n\n(An image it returned could not be used: {problem})"));
+            }
+            // A call that was all about its images (a `read` of a PNG) failed if none arrived.
+            let is_error = output.is_error || (returned_images && pictures.is_empty());
             self.emitter.emit(
                 Source::Agent,
-                Event::ToolCallFinished { call_id: id.clone(), name: name.clone(), content: content.clone(), is_error: output.is_error },
+                Event::ToolCallFinished { call_id: id.clone(), name: name.clone(), content: content.clone(), is_error },
             );
-            ContentBlock::ToolResult { tool_use_id: id.clone(), content, is_error: output.is_error }
+            let mut blocks = vec![ContentBlock::ToolResult { tool_use_id: id.clone(), content, is_error }];
+            blocks.extend(pictures);
+            blocks
         }))
         .await
     }

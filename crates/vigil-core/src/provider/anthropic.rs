@@ -4,12 +4,13 @@
 use serde_json::{json, Value};
 use vigil_protocol::{ContentBlock, Message, Role, StopReason};
 
+use super::images::{Wire, WireImage};
 use super::{join_url, Assembler, ChatRequest, Flow, ProviderConfig, ProviderError, StreamEvent};
 
 const API_VERSION: &str = "2023-06-01";
 
-pub(super) fn request(cfg: &ProviderConfig, req: &ChatRequest) -> (String, Value) {
-    let messages: Vec<Value> = req.messages.iter().filter_map(message).collect();
+pub(super) fn request(cfg: &ProviderConfig, req: &ChatRequest, images: &Wire) -> (String, Value) {
+    let messages: Vec<Value> = req.messages.iter().filter_map(|m| message(m, images)).collect();
     let mut body = json!({
         "model": cfg.model,
         "max_tokens": cfg.max_tokens,
@@ -38,38 +39,66 @@ pub(super) fn auth(builder: reqwest::RequestBuilder, cfg: &ProviderConfig) -> re
     }
 }
 
-fn message(m: &Message) -> Option<Value> {
+fn message(m: &Message, images: &Wire) -> Option<Value> {
     let role = match m.role {
         Role::User | Role::ToolResult => "user",
         Role::Assistant => "assistant",
     };
-    let content: Vec<Value> = m
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } if text.is_empty() => None,
-            ContentBlock::Text { text } | ContentBlock::Context { text } => Some(json!({"type": "text", "text": text})),
+    let mut content: Vec<Value> = Vec::new();
+    // Whether `content`'s last entry is a `tool_result` the blocks after it belong to.
+    let mut in_result = false;
+    for b in &m.content {
+        let block = match b {
+            ContentBlock::Text { text } if text.is_empty() => continue,
+            ContentBlock::Text { text } | ContentBlock::Context { text } => json!({"type": "text", "text": text}),
             // The API accepts thinking back only with its signature.
             ContentBlock::Thinking {
                 thinking,
                 signature: Some(sig),
-            } => Some(json!({"type": "thinking", "thinking": thinking, "signature": sig})),
-            ContentBlock::Thinking { .. } => None,
-            // Sent once the request carries the blobs' bytes.
-            ContentBlock::Image { .. } => None,
+            } => json!({"type": "thinking", "thinking": thinking, "signature": sig}),
+            ContentBlock::Thinking { .. } => continue,
             ContentBlock::ToolUse { id, name, input } => {
-                Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
+                json!({"type": "tool_use", "id": id, "name": name, "input": input})
             }
             ContentBlock::ToolResult {
                 tool_use_id,
-                content,
+                content: text,
                 is_error,
-            } => Some(
-                json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error}),
-            ),
-        })
-        .collect();
+            } => {
+                content.push(
+                    json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": text, "is_error": is_error}),
+                );
+                in_result = true;
+                continue;
+            }
+            ContentBlock::Image { sha256, mime } => image(images, sha256, mime),
+        };
+        match content.last_mut() {
+            // A tool's images (and a placeholder for a missing one) go inside its result,
+            // which then holds a list of blocks instead of a string.
+            Some(result) if in_result => {
+                if let Some(text) = result["content"].as_str().map(str::to_string) {
+                    result["content"] = json!([{"type": "text", "text": text}]);
+                }
+                if let Some(list) = result["content"].as_array_mut() {
+                    list.push(block);
+                }
+            }
+            _ => content.push(block),
+        }
+    }
     (!content.is_empty()).then(|| json!({"role": role, "content": content}))
+}
+
+/// An `image` block with a base64 source, or a text line in its place.
+fn image(images: &Wire, sha256: &str, mime: &str) -> Value {
+    match images.image(sha256, mime) {
+        WireImage::Data { mime, base64 } => json!({
+            "type": "image",
+            "source": {"type": "base64", "media_type": mime, "data": base64},
+        }),
+        WireImage::Note(text) => json!({"type": "text", "text": text}),
+    }
 }
 
 fn stop_reason(s: &str) -> StopReason {

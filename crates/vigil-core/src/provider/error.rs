@@ -19,6 +19,11 @@ pub enum ProviderError {
     /// 400/422: the server refused the request. Recover: check the model and settings.
     #[error("The provider refused the request (HTTP {status}): {message}")]
     BadRequest { status: u16, message: String },
+    /// 400/422 about image input: the model takes text only. The message is kept; later
+    /// requests with this client send a line in place of each image. Recover: pick a model
+    /// that accepts images, or go on without them.
+    #[error("This model does not accept images (HTTP {status}): {message}. Pick a model that accepts images in Settings, or go on without them.")]
+    ImagesNotAccepted { status: u16, message: String },
     /// The conversation no longer fits the model's context window. Recover: compact, retry.
     #[error("The conversation is too long for the model's context window: {message}")]
     ContextTooLong { message: String },
@@ -87,7 +92,9 @@ impl ProviderError {
             ProviderError::Auth { .. } => ErrorKind::Auth,
             ProviderError::ModelNotFound { .. } => ErrorKind::ModelNotFound,
             ProviderError::EndpointNotFound { .. } | ProviderError::Config(_) => ErrorKind::Config,
-            ProviderError::BadRequest { .. } | ProviderError::ContextTooLong { .. } => ErrorKind::BadRequest,
+            ProviderError::BadRequest { .. }
+            | ProviderError::ContextTooLong { .. }
+            | ProviderError::ImagesNotAccepted { .. } => ErrorKind::BadRequest,
             ProviderError::RateLimited { .. } => ErrorKind::RateLimited,
             ProviderError::Server { .. } => ErrorKind::Server,
             ProviderError::Network { .. } => ErrorKind::Network,
@@ -109,6 +116,7 @@ impl ProviderError {
             },
             404 => ProviderError::EndpointNotFound { url: url.to_string() },
             400 | 413 | 422 if is_context_overflow(&lower) => ProviderError::ContextTooLong { message },
+            400 | 422 if refuses_images(&lower) => ProviderError::ImagesNotAccepted { status, message },
             400 | 422
                 if lower.contains("model")
                     && (lower.contains("not found")
@@ -144,6 +152,24 @@ fn is_context_overflow(lower: &str) -> bool {
     ]
     .iter()
     .any(|p| lower.contains(p))
+}
+
+/// How servers word "this model takes no images": OpenAI ("image_url is only supported by
+/// certain models"), llama.cpp and Ollama ("image input is not supported", "does not support
+/// images"), vLLM ("is not a multimodal model"), LM Studio ("Model does not support images").
+/// A complaint about one image (too big, bad data) is not one of them.
+fn refuses_images(lower: &str) -> bool {
+    let about_images = lower.contains("image") || lower.contains("vision") || lower.contains("multimodal");
+    let refusal = [
+        "not support",
+        "only supported",
+        "unsupported",
+        "not a multimodal",
+        "does not accept",
+    ]
+    .iter()
+    .any(|p| lower.contains(p));
+    about_images && refusal
 }
 
 /// Pulls the human message out of either protocol's error body
@@ -240,6 +266,24 @@ mod tests {
             "u",
         );
         assert!(matches!(e, ProviderError::ContextTooLong { .. }));
+        for refusal in [
+            r#"{"error":{"message":"Invalid content type. image_url is only supported by certain models.","type":"invalid_request_error"}}"#,
+            r#"{"error":{"code":400,"message":"image input is not supported - hint: if this is unexpected, you may need to provide the mmproj","type":"invalid_request_error"}}"#,
+            r#"{"error":"Model does not support images. Please use a model that does."}"#,
+            r#"{"object":"error","message":"llama-3 is not a multimodal model","type":"BadRequestError","code":400}"#,
+        ] {
+            let e = ProviderError::from_status(400, refusal, None, "m", "u");
+            assert!(matches!(e, ProviderError::ImagesNotAccepted { .. }), "{refusal}: {e:?}");
+            assert!(e.to_string().starts_with("This model does not accept images"), "{e}");
+        }
+        let e = ProviderError::from_status(
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"messages.0.content.1.image.source.base64: image exceeds 5 MB maximum"}}"#,
+            None,
+            "m",
+            "u",
+        );
+        assert!(matches!(e, ProviderError::BadRequest { .. }), "{e:?}");
         assert!(ProviderError::from_status(529, "{}", None, "m", "u").is_retryable());
         assert!(!ProviderError::from_status(400, "{}", None, "m", "u").is_retryable());
     }

@@ -6,6 +6,12 @@
 //! `Retry-After`, but only before the reply started: once text has reached the user a retry
 //! would repeat it, so a mid-stream failure is an error that keeps the partial reply.
 //!
+//! Images go out in each protocol's own shape (Anthropic `image` blocks with a base64 source,
+//! OpenAI `image_url` parts with a data URL), from the bytes the caller put in
+//! [`ChatRequest::images`]. Once a model has refused images, this client sends each image as
+//! a line saying so instead, until the settings change (a new client): the conversation goes
+//! on rather than failing at every message.
+//!
 //! What a server sends is held to bounds, so a hostile or broken one cannot exhaust memory:
 //! an event of at most 16 MiB (`sse`), an error body read up to 64 KiB.
 //!
@@ -18,6 +24,7 @@
 mod anthropic;
 mod assemble;
 mod error;
+mod images;
 mod openai;
 mod sse;
 
@@ -33,6 +40,7 @@ use crate::clock::Clock;
 use assemble::Assembler;
 pub use assemble::{Completion, INVALID_ARGUMENTS};
 pub use error::ProviderError;
+pub use images::RequestImages;
 
 /// Everything needed to reach one model.
 #[derive(Clone)]
@@ -93,6 +101,8 @@ pub struct ChatRequest {
     pub system: String,
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
+    /// The bytes of the images `messages` name; one missing here is sent as a line saying so.
+    pub images: RequestImages,
 }
 
 /// What the client reports while a reply streams.
@@ -130,6 +140,9 @@ pub struct ModelClient {
     config: Arc<ProviderConfig>,
     http: reqwest::Client,
     clock: Arc<dyn Clock>,
+    /// Set when the model answered that it does not accept images; shared by the clones, and
+    /// gone with the client when the settings change.
+    images_refused: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Whether the parser wants more events.
@@ -150,6 +163,7 @@ impl ModelClient {
             config: Arc::new(config),
             http,
             clock,
+            images_refused: Arc::default(),
         })
     }
 
@@ -168,6 +182,9 @@ impl ModelClient {
         loop {
             let mut asm = Assembler::default();
             let result = self.attempt(request, cancel, &mut asm, on_event).await;
+            if matches!(result, Err(ProviderError::ImagesNotAccepted { .. })) {
+                self.images_refused.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             let error = match result {
                 Ok(()) => {
                     return asm.finish().map_err(|error| StreamFailure {
@@ -215,9 +232,13 @@ impl ModelClient {
         on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<(), ProviderError> {
         let cfg = &*self.config;
+        let images = images::Wire {
+            images: &request.images,
+            refused: self.images_refused.load(std::sync::atomic::Ordering::Relaxed),
+        };
         let (url, body) = match cfg.kind {
-            ProviderKind::Anthropic => anthropic::request(cfg, request),
-            ProviderKind::Openai => openai::request(cfg, request),
+            ProviderKind::Anthropic => anthropic::request(cfg, request, &images),
+            ProviderKind::Openai => openai::request(cfg, request, &images),
         };
         let mut builder = self.http.post(&url).header("accept", "text/event-stream").json(&body);
         builder = match cfg.kind {
@@ -279,6 +300,7 @@ impl ModelClient {
             system: String::new(),
             messages: vec![Message::user_text("Reply with the word ok.", self.clock.now_ms())],
             tools: vec![],
+            images: RequestImages::default(),
         };
         let mut probe = self.clone();
         let mut cfg = (*self.config).clone();

@@ -4,15 +4,16 @@
 use serde_json::{json, Value};
 use vigil_protocol::{ContentBlock, Message, Role, StopReason};
 
+use super::images::{Wire, WireImage};
 use super::{join_url, Assembler, ChatRequest, Flow, ProviderConfig, ProviderError, StreamEvent};
 
-pub(super) fn request(cfg: &ProviderConfig, req: &ChatRequest) -> (String, Value) {
+pub(super) fn request(cfg: &ProviderConfig, req: &ChatRequest, images: &Wire) -> (String, Value) {
     let mut messages = Vec::new();
     if !req.system.is_empty() {
         messages.push(json!({"role": "system", "content": req.system}));
     }
     for m in &req.messages {
-        push_message(&mut messages, m);
+        push_message(&mut messages, m, images);
     }
     let mut body = json!({
         "model": cfg.model,
@@ -39,8 +40,9 @@ pub(super) fn auth(builder: reqwest::RequestBuilder, cfg: &ProviderConfig) -> re
 }
 
 /// One transcript message can become several chat messages: tool results are one `tool`
-/// message each.
-fn push_message(out: &mut Vec<Value>, m: &Message) {
+/// message each, and the images they returned follow in one user message (a `tool` message
+/// carries text only).
+fn push_message(out: &mut Vec<Value>, m: &Message, images: &Wire) {
     match m.role {
         Role::User => {
             let text = m
@@ -54,9 +56,28 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
                 })
                 .collect::<Vec<_>>()
                 .join("\n\n");
-            if !text.is_empty() {
-                out.push(json!({"role": "user", "content": text}));
+            let pictures: Vec<Value> = m
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Image { sha256, mime } => Some(image_part(images, sha256, mime)),
+                    _ => None,
+                })
+                .collect();
+            if pictures.is_empty() {
+                if !text.is_empty() {
+                    out.push(json!({"role": "user", "content": text}));
+                }
+                return;
             }
+            // With images the content is a list of parts; a plain string otherwise, which
+            // every compatible server reads.
+            let mut parts = Vec::new();
+            if !text.is_empty() {
+                parts.push(json!({"type": "text", "text": text}));
+            }
+            parts.extend(pictures);
+            out.push(json!({"role": "user", "content": parts}));
         }
         Role::Assistant => {
             let text = m.text();
@@ -82,15 +103,46 @@ fn push_message(out: &mut Vec<Value>, m: &Message) {
             out.push(msg);
         }
         Role::ToolResult => {
+            let mut after: Vec<Value> = Vec::new();
+            let mut call: Option<&str> = None;
             for b in &m.content {
-                if let ContentBlock::ToolResult {
-                    tool_use_id, content, ..
-                } = b
-                {
-                    out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
+                match b {
+                    ContentBlock::ToolResult {
+                        tool_use_id, content, ..
+                    } => {
+                        out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
+                        call = Some(tool_use_id);
+                    }
+                    // An image, or the placeholder of one whose file is missing.
+                    ContentBlock::Image { .. } | ContentBlock::Text { .. } => {
+                        let part = match b {
+                            ContentBlock::Image { sha256, mime } => image_part(images, sha256, mime),
+                            ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+                            _ => continue,
+                        };
+                        if let Some(id) = call.take() {
+                            after.push(json!({"type": "text", "text": format!("Images returned by tool call {id}:")}));
+                        }
+                        after.push(part);
+                    }
+                    _ => {}
                 }
             }
+            if !after.is_empty() {
+                out.push(json!({"role": "user", "content": after}));
+            }
         }
+    }
+}
+
+/// An `image_url` part with a data URL, or a text part in its place.
+fn image_part(images: &Wire, sha256: &str, mime: &str) -> Value {
+    match images.image(sha256, mime) {
+        WireImage::Data { mime, base64 } => json!({
+            "type": "image_url",
+            "image_url": {"url": format!("data:{mime};base64,{base64}")},
+        }),
+        WireImage::Note(text) => json!({"type": "text", "text": text}),
     }
 }
 

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use vigil_protocol::{ErrorKind, Event, Message, Scope, Source, StopReason};
 
 use super::{processes, title_from, Runtime, DEFAULT_TITLES};
-use crate::agent::{AgentConfig, SteerQueue, Turn};
+use crate::agent::{AgentConfig, SteerQueue, Turn, UserInput};
 use crate::events::Emitter;
 use crate::provider::ModelClient;
 use crate::session::{SessionType, PRIMARY_SESSION};
@@ -40,7 +40,7 @@ pub(super) enum Attendance {
 /// What starts a turn in a conversation's lane.
 pub(super) enum Input {
     /// A message from the user.
-    User(String),
+    User(UserInput),
     /// Notices of background commands that ended.
     Continuation,
 }
@@ -50,7 +50,7 @@ pub(super) struct LaneState {
     pub(super) busy: bool,
     /// What kind of session runs the turn, for the health check; set with `busy`.
     pub(super) scope: Option<Scope>,
-    pub(super) queue: Vec<String>,
+    pub(super) queue: Vec<UserInput>,
     /// The running turn's token, for Stop.
     pub(super) cancel: CancellationToken,
 }
@@ -62,7 +62,7 @@ impl Lane {
 }
 
 impl SteerQueue for Lane {
-    fn drain(&self) -> Vec<String> {
+    fn drain(&self) -> Vec<UserInput> {
         std::mem::take(&mut self.lock().queue)
     }
 
@@ -106,7 +106,7 @@ impl Runtime {
         self.lane_if_exists(session_id).is_some_and(|l| l.lock().busy)
     }
 
-    pub(super) fn start_turn(&self, session_id: String, text: String) {
+    pub(super) fn start_turn(&self, session_id: String, input: UserInput) {
         if self.inner.shutdown.is_cancelled() {
             return self.report(
                 ErrorKind::InvalidOp,
@@ -134,7 +134,11 @@ impl Runtime {
                 }
                 // A conversation is named after its first message until the user names it.
                 if DEFAULT_TITLES.contains(&loaded.meta.title.as_str()) {
-                    let done = self.inner.meta.rename(&session_id, &title_from(&text)).map(|_| ());
+                    let title = match input.text.trim() {
+                        "" if !input.images.is_empty() => "Image".to_string(),
+                        text => title_from(text),
+                    };
+                    let done = self.inner.meta.rename(&session_id, &title).map(|_| ());
                     self.sessions_changed(done);
                 }
             }
@@ -143,7 +147,8 @@ impl Runtime {
         {
             let mut state = lane.lock();
             if state.busy {
-                state.queue.push(text.clone());
+                let text = input.text.clone();
+                state.queue.push(input);
                 drop(state);
                 let emitter = self.inner.emitter.for_session(&session_id, Scope::Primary);
                 return emitter.emit(Source::User, Event::MessageQueued { text });
@@ -153,7 +158,7 @@ impl Runtime {
             state.cancel = self.inner.shutdown.child_token();
         }
         self.activity_changed();
-        self.spawn_lane(session_id, lane, Input::User(text));
+        self.spawn_lane(session_id, lane, Input::User(input));
     }
 
     /// Runs `first` in `lane` (already marked busy), then whatever queued meanwhile: the
@@ -166,8 +171,8 @@ impl Runtime {
                 let run_id = uuid::Uuid::new_v4().to_string();
                 let turn = async {
                     match input {
-                        Input::User(text) => {
-                            let stop = this.run_turn(&session_id, &lane, &run_id, text).await;
+                        Input::User(input) => {
+                            let stop = this.run_turn(&session_id, &lane, &run_id, input).await;
                             !matches!(stop, StopReason::Error | StopReason::Cancelled)
                         }
                         Input::Continuation => this.run_continuation(&session_id, &lane, &run_id).await,
@@ -213,9 +218,15 @@ impl Runtime {
         );
     }
 
-    pub(super) async fn run_turn(&self, session_id: &str, lane: &Arc<Lane>, run_id: &str, text: String) -> StopReason {
+    pub(super) async fn run_turn(
+        &self,
+        session_id: &str,
+        lane: &Arc<Lane>,
+        run_id: &str,
+        input: UserInput,
+    ) -> StopReason {
         #[cfg(test)]
-        if text == super::tests::PLANTED_BUG {
+        if input.text == super::tests::PLANTED_BUG {
             panic!("a planted bug");
         }
         let cancel = lane.lock().cancel.clone();
@@ -238,7 +249,7 @@ impl Runtime {
             background.extras(),
             Attendance::User,
         );
-        let stop = turn.run(text).await;
+        let stop = turn.run(input).await;
         self.finish_background_context(session_id, stop, background).await;
         stop
     }
@@ -316,12 +327,18 @@ impl Runtime {
         }
         if !state.cancel.is_cancelled() {
             state.cancel = self.inner.shutdown.child_token();
-            return Some(Input::User(queued.join("\n\n")));
+            let texts: Vec<&str> = queued.iter().map(|q| q.text.as_str()).collect();
+            let joined = UserInput {
+                text: texts.join("\n\n"),
+                images: queued.iter().flat_map(|q| q.images.clone()).collect(),
+            };
+            return Some(Input::User(joined));
         }
         // Saved while the lane is still busy, so no new turn can interleave with them.
         let emitter = self.inner.emitter.for_session(session_id, Scope::Primary);
-        for text in &queued {
-            let message = Message::user_text(text.clone(), self.inner.clock.now_ms());
+        for input in &queued {
+            let mut message = Message::user_text(input.text.clone(), self.inner.clock.now_ms());
+            message.content.extend(input.images.iter().cloned());
             match self.inner.store.append(session_id, &message) {
                 Ok(()) => emitter.emit(Source::User, Event::MessageAppended { message }),
                 Err(e) => self.report(ErrorKind::Storage, format!("Could not save a queued message: {e}")),

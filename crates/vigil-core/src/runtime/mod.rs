@@ -10,6 +10,7 @@
 //! Must never: block the caller of [`Runtime::submit`]; turns run on spawned tasks.
 
 mod activity;
+mod attachments;
 mod background;
 mod continuation;
 mod health;
@@ -19,6 +20,7 @@ mod process_table;
 mod processes;
 mod routines;
 
+pub use attachments::{stage_attachment, STAGING_DIR};
 pub use continuation::{is_silent, CONTINUATION_PROMPT, MERGE_WINDOW};
 pub use processes::USER_OWNER;
 
@@ -272,13 +274,11 @@ impl Runtime {
                 attachments,
             } => {
                 let session_id = session_id.unwrap_or_else(|| PRIMARY_SESSION.to_string());
-                if !attachments.is_empty() {
-                    return self.report(
-                        ErrorKind::InvalidOp,
-                        "This version of Vigil cannot send images yet; the message was not sent.",
-                    );
+                if attachments.is_empty() {
+                    self.start_turn(session_id, text.into());
+                } else {
+                    self.send_with_attachments(session_id, text, attachments);
                 }
-                self.start_turn(session_id, text);
             }
             Op::Interrupt { session_id } => {
                 let session_id = session_id.unwrap_or_else(|| PRIMARY_SESSION.to_string());

@@ -26,7 +26,8 @@ pub const INTERRUPTED: &str = "[interrupted: the turn ended before this tool fin
 ///   left empty by that is dropped too).
 ///
 /// Results are put in the order of their calls, ahead of any other blocks, as Anthropic
-/// requires.
+/// requires. The images (and image placeholders) that follow a result belong to it: they
+/// move with it, and go with it when it is dropped.
 pub fn repair_tool_chain(messages: &[Message]) -> (Vec<Message>, Vec<String>) {
     let mut out = Vec::with_capacity(messages.len() + 1);
     let mut notes = Vec::new();
@@ -87,30 +88,41 @@ fn answer_calls(
     calls: &[(&str, &str)],
 ) {
     let known: HashSet<&str> = calls.iter().map(|(id, _)| *id).collect();
-    let mut first: Vec<(&str, &ContentBlock)> = Vec::new();
+    // Each kept result with the blocks that belong to it.
+    let mut first: Vec<(&str, Vec<ContentBlock>)> = Vec::new();
     let mut others = Vec::new();
+    // Where the blocks after the latest result go: kept (`Some`), dropped (`None`), or there
+    // was no result yet (the outer `None`).
+    let mut owner: Option<Option<usize>> = None;
     for block in &results.content {
         match block {
             ContentBlock::ToolResult { tool_use_id, .. } => {
                 let id = tool_use_id.as_str();
                 if !known.contains(id) {
                     notes.push(orphan_note(index, id));
+                    owner = Some(None);
                 } else if first.iter().any(|(seen, _)| *seen == id) {
                     notes.push(format!(
                         "message {}: dropped a second result for tool call {id}",
                         index + 1
                     ));
+                    owner = Some(None);
                 } else {
-                    first.push((id, block));
+                    first.push((id, vec![block.clone()]));
+                    owner = Some(Some(first.len() - 1));
                 }
             }
+            attached if belongs_to_result(attached) && owner.is_some() => match owner {
+                Some(Some(k)) => first[k].1.push(attached.clone()),
+                _ => notes.push(format!("message {}: dropped an image of a dropped result", index + 1)),
+            },
             other => others.push(other.clone()),
         }
     }
     let mut content = Vec::with_capacity(calls.len() + others.len());
     for (id, name) in calls {
         match first.iter().find(|(seen, _)| seen == id) {
-            Some((_, block)) => content.push((*block).clone()),
+            Some((_, blocks)) => content.extend(blocks.iter().cloned()),
             None => {
                 notes.push(missing_note(index - 1, id, name));
                 content.push(interrupted(id));
@@ -131,13 +143,22 @@ fn answer_calls(
     });
 }
 
-/// Copies a message that answers no calls, without any `ToolResult` blocks.
+/// Copies a message that answers no calls, without any `ToolResult` blocks (nor the images
+/// that belong to them).
 fn push_without_orphans(out: &mut Vec<Message>, notes: &mut Vec<String>, msg: &Message, index: usize) {
     let mut content = Vec::with_capacity(msg.content.len());
+    let mut after_result = false;
     for block in &msg.content {
         match block {
-            ContentBlock::ToolResult { tool_use_id, .. } => notes.push(orphan_note(index, tool_use_id)),
-            other => content.push(other.clone()),
+            ContentBlock::ToolResult { tool_use_id, .. } => {
+                notes.push(orphan_note(index, tool_use_id));
+                after_result = true;
+            }
+            attached if after_result && belongs_to_result(attached) => {}
+            other => {
+                after_result = false;
+                content.push(other.clone());
+            }
         }
     }
     if content.len() == msg.content.len() {
@@ -150,6 +171,12 @@ fn push_without_orphans(out: &mut Vec<Message>, notes: &mut Vec<String>, msg: &M
     } else {
         out.push(Message { content, ..msg.clone() });
     }
+}
+
+/// Whether a block after a `ToolResult` in a results message is part of that result: an
+/// image it returned, or the placeholder of one whose file is missing.
+fn belongs_to_result(block: &ContentBlock) -> bool {
+    matches!(block, ContentBlock::Image { .. } | ContentBlock::Text { .. })
 }
 
 fn interrupted(id: &str) -> ContentBlock {
@@ -331,6 +358,37 @@ mod tests {
             ]
         );
         assert_eq!(notes.len(), 1, "{notes:?}");
+    }
+
+    #[test]
+    fn a_results_images_move_with_it_and_go_with_it() {
+        let image = |c: &str| ContentBlock::Image {
+            sha256: c.repeat(64),
+            mime: "image/png".into(),
+        };
+        let h = vec![
+            assistant(&["a", "b"]),
+            results(vec![
+                result("b", "2"),
+                image("b"),
+                result("a", "1"),
+                image("a"),
+                result("x", "orphan"),
+                image("c"),
+                result("a", "again"),
+                image("d"),
+            ]),
+            results(vec![result("y", "late"), image("e")]),
+        ];
+        let (fixed, notes) = repair_tool_chain(&h);
+        assert_eq!(
+            fixed,
+            vec![
+                assistant(&["a", "b"]),
+                results(vec![result("a", "1"), image("a"), result("b", "2"), image("b")]),
+            ]
+        );
+        assert_eq!(notes.len(), 6, "{notes:?}");
     }
 
     #[test]

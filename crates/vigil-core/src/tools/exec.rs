@@ -412,6 +412,7 @@ fn finished_output(outcome: &Outcome, timeout: Option<Duration>, sandbox: Option
     ToolOutput {
         content: text,
         is_error: exit.timed_out || killed || exit.signal.is_some(),
+        images: Vec::new(),
     }
 }
 

@@ -137,6 +137,9 @@ pub struct ToolOutput {
     pub content: String,
     /// True when the call failed; the model sees the content as an error to recover from.
     pub is_error: bool,
+    /// Pictures the call returned (a `read` of a PNG, an MCP tool's image content). The turn
+    /// checks, downscales and stores each with the session, and sends it after `content`.
+    pub images: Vec<crate::images::ImageBytes>,
 }
 
 impl ToolOutput {
@@ -144,6 +147,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -151,7 +155,14 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
+    }
+
+    /// The same output with an image added (bytes as returned, and their MIME type).
+    pub fn with_image(mut self, bytes: impl Into<Vec<u8>>, mime: impl Into<String>) -> Self {
+        self.images.push(crate::images::ImageBytes::new(bytes, mime));
+        self
     }
 }
 

@@ -1,4 +1,5 @@
-//! `read`: a window of a text file, numbered like `cat -n`, or the entries of a folder.
+//! `read`: a window of a text file, numbered like `cat -n`, the entries of a folder, or an
+//! image file (PNG, JPEG, GIF, WebP) as the picture itself, for the model to look at.
 
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read};
@@ -7,7 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::files::{binary_message, io_message, nul_in, SNIFF_BYTES};
+use super::files::{binary_message, io_message, nul_in, sniff_kind, SNIFF_BYTES};
 use super::path::{resolve_for, ResolvedPath};
 use super::truncate::group_digits;
 use super::{blocking, parse_args, Tool, ToolContext, ToolOutput};
@@ -49,7 +50,8 @@ impl Tool for ReadTool {
                  the file: never copy them into `edit`. Returns at most {DEFAULT_LIMIT} lines \
                  (and about {} characters) from `offset`; when the file continues, a note at \
                  the end says which offset to read next. Lines longer than {MAX_LINE_CHARS} \
-                 characters are cut. Binary files are refused. Given a folder, lists its \
+                 characters are cut. Image files (PNG, JPEG, GIF, WebP, up to 20 MB) are \
+                 returned as the image itself. Other binary files are refused. Given a folder, lists its \
                  entries (folders end in `/`). Relative paths are resolved against the \
                  workspace folder; paths outside it are refused.",
                 group_digits(MAX_OUTPUT_CHARS as u64)
@@ -95,6 +97,9 @@ impl Tool for ReadTool {
             // Offset 0 is a common off-by-one from models; it can only mean the start.
             let start = args.offset.unwrap_or(1).max(1);
             let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+            if let Some(image) = read_image(&path) {
+                return image;
+            }
             match read_window(&path, start, limit, &cancel) {
                 Ok(text) => ToolOutput::ok(text),
                 Err(msg) => ToolOutput::error(msg),
@@ -102,6 +107,32 @@ impl Tool for ReadTool {
         })
         .await
     }
+}
+
+/// An image file as the picture itself (the turn checks and downscales it); `None` when the
+/// path is not an image file.
+fn read_image(path: &ResolvedPath) -> Option<ToolOutput> {
+    let mut head = [0u8; 16];
+    let n = fs::File::open(&path.abs).ok()?.read(&mut head).ok()?;
+    let mime = crate::images::sniff(&head[..n])?;
+    let size = fs::metadata(&path.abs).ok()?.len();
+    let kind = sniff_kind(&head[..n]).unwrap_or("an image");
+    if size > vigil_protocol::MAX_ATTACHMENT_BYTES {
+        return Some(ToolOutput::error(format!(
+            "{} is {kind} of {} bytes; images up to 20 MB can be read.",
+            path.display,
+            group_digits(size)
+        )));
+    }
+    Some(match fs::read(&path.abs) {
+        Ok(bytes) => ToolOutput::ok(format!(
+            "{} is {kind} ({} bytes); here it is.",
+            path.display,
+            group_digits(size)
+        ))
+        .with_image(bytes, mime),
+        Err(e) => ToolOutput::error(io_message("read", path, &e)),
+    })
 }
 
 /// Lines `start ..= start + limit - 1` of the file (or fewer, to stay in budget), numbered.
@@ -370,12 +401,23 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn binary_files_are_refused_with_size_and_kind() {
+    async fn an_image_file_comes_back_as_the_image_itself() {
         let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
         png.extend([0u8; 12]);
-        let d = ws(&[("img.png", &png), ("blob", b"ab\0cd"), ("latin1.txt", b"caf\xe9\n")]);
+        let d = ws(&[("shots/img.png", &png)]);
+        assert_eq!(
+            read(d.path(), json!({"path": "shots/img.png"})).await,
+            ToolOutput::ok("shots/img.png is a PNG image (20 bytes); here it is.").with_image(png, "image/png")
+        );
+    }
+
+    #[tokio::test]
+    async fn binary_files_are_refused_with_size_and_kind() {
+        let mut pdf = b"%PDF-1.7\n".to_vec();
+        pdf.extend([0u8; 11]);
+        let d = ws(&[("doc.pdf", &pdf), ("blob", b"ab\0cd"), ("latin1.txt", b"caf\xe9\n")]);
         let cases = [
-            ("img.png", "img.png is not a text file (20 bytes; a PNG image)."),
+            ("doc.pdf", "doc.pdf is not a text file (20 bytes; a PDF document)."),
             (
                 "blob",
                 "blob is not a text file (5 bytes; it contains NUL bytes, so it looks binary).",

@@ -641,7 +641,7 @@ async fn live_tails_stream_while_a_foreground_command_runs() {
 struct NoSteer;
 
 impl vigil_core::agent::SteerQueue for NoSteer {
-    fn drain(&self) -> Vec<String> {
+    fn drain(&self) -> Vec<vigil_core::agent::UserInput> {
         Vec::new()
     }
 }
@@ -685,7 +685,7 @@ async fn in_a_turn_exec_runs_in_the_session_and_streams_tool_call_updates() {
         started: Default::default(),
         sandbox: None,
     }
-    .run("count".into())
+    .run("count")
     .await;
     let mut updates = Vec::new();
     let mut finished = None;

@@ -9,6 +9,7 @@ mod heartbeat;
 mod heartbeat_retries;
 mod heartbeat_routines;
 mod hostile;
+mod images;
 mod inhibit;
 mod mcp;
 mod provider;

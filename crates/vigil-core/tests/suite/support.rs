@@ -31,6 +31,7 @@ pub fn client(cfg: ProviderConfig, clock: &ManualClock) -> ModelClient {
 
 pub fn hello() -> ChatRequest {
     ChatRequest {
+        images: Default::default(),
         system: "be brief".into(),
         messages: vec![Message::user_text("hello", 1)],
         tools: vec![],
