@@ -99,6 +99,7 @@ bench:
 	cargo bench -p vigil-core --bench trust
 	cargo bench -p vigil-core --bench continuation
 	cargo bench -p vigil-core --bench mcp
+	cargo bench -p vigil-core --bench images
 	@$(MAKE) --no-print-directory bench-app
 
 ## The desktop app against an empty Tauri v2 window built the same way (bench/empty-window,
