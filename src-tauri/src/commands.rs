@@ -388,3 +388,49 @@ mod tests {
         assert_eq!(e.message, "relative/path is not a full path to an existing folder");
     }
 }
+
+/// Writes an image the window holds as bytes (pasted, dropped or picked: the request body,
+/// its MIME type in the `x-mime` header) to a file under the data folder, and returns the
+/// path to send as a `user_message` attachment.
+#[tauri::command]
+pub async fn stage_attachment(
+    state: State<'_, AppState>,
+    request: tauri::ipc::Request<'_>,
+) -> Result<String, CommandError> {
+    let tauri::ipc::InvokeBody::Raw(bytes) = request.body() else {
+        return Err(error("invalid_attachment", "the image did not arrive as bytes"));
+    };
+    let mime = request
+        .headers()
+        .get("x-mime")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let Some(ext) = vigil_core::protocol::image_extension(mime) else {
+        return Err(error(
+            "invalid_attachment",
+            "only PNG, JPEG, GIF and WebP images can be sent",
+        ));
+    };
+    let (data_dir, bytes) = (state.runtime.data_dir().to_path_buf(), bytes.clone());
+    let name = format!("image.{ext}");
+    tauri::async_runtime::spawn_blocking(move || vigil_core::runtime::stage_attachment(&data_dir, &name, &bytes))
+        .await
+        .map_err(|e| error("storage", e))?
+        .map(|path| path.display().to_string())
+        .map_err(|e| error("invalid_attachment", e))
+}
+
+/// The bytes of an image stored with a conversation, for its thumbnail and full view.
+#[tauri::command]
+pub async fn image_blob(
+    state: State<'_, AppState>,
+    session_id: String,
+    sha256: String,
+    mime: String,
+) -> Result<tauri::ipc::Response, CommandError> {
+    match state.runtime.image(&session_id, &sha256, &mime) {
+        Ok(Some(bytes)) => Ok(tauri::ipc::Response::new(bytes)),
+        Ok(None) => Err(error("not_found", "this image's file is missing")),
+        Err(e) => Err(error("storage", e)),
+    }
+}

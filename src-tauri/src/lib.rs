@@ -344,6 +344,8 @@ pub fn run() {
             mcp::remove_mcp_server,
             mcp::set_mcp_server_trusted,
             mcp::restart_mcp_server,
+            commands::stage_attachment,
+            commands::image_blob,
             preferences::get_desktop_settings,
             preferences::save_desktop_settings,
             lifecycle::quit,

@@ -4,7 +4,7 @@
 
 import * as ipc from '../lib/ipc';
 import { PRIMARY_SESSION } from '../lib/ipc';
-import type { EventEnvelope, History } from '../lib/protocol';
+import type { Attachment, EventEnvelope, History, Op } from '../lib/protocol';
 import {
   addPendingUser,
   applyEvent,
@@ -94,13 +94,22 @@ export class ChatStore {
     this.flush();
   }
 
-  /** Sends a message; false (and the text stays with the caller) if the core did not take it. */
-  async send(text: string): Promise<boolean> {
+  /**
+   * Sends a message with its images (each handed to the app as a file first); false (and
+   * the message stays with the caller) if the core did not take it.
+   */
+  async send(text: string, images: File[] = []): Promise<boolean> {
     // An old error is about an earlier turn; the new one will report its own.
-    const [next, key] = addPendingUser(dismissBanner(this.state), text, Date.now(), this.busy);
+    const [next, key] = addPendingUser(dismissBanner(this.state), text, Date.now(), this.busy, images.length);
     this.state = next;
     try {
-      await ipc.submit({ type: 'user_message', text, session_id: this.sessionId });
+      const attachments: Attachment[] = [];
+      for (const image of images) {
+        attachments.push({ path: await ipc.stageAttachment(new Uint8Array(await image.arrayBuffer()), image.type) });
+      }
+      const op: Extract<Op, { type: 'user_message' }> = { type: 'user_message', text, session_id: this.sessionId };
+      if (attachments.length > 0) op.attachments = attachments;
+      await ipc.submit(op);
       return true;
     } catch (e) {
       this.state = showBanner(dropPending(this.state, key), {

@@ -3,6 +3,7 @@
 // small labels (argument summary, token usage) the views share. Pure, like `state.ts`.
 
 import type { ContentBlock, JsonValue, Message, Usage } from '../lib/protocol';
+import type { ImageRef } from './images';
 
 /** How the core sends a message the user typed while a turn ran (vigil-core `interrupt_text`). */
 export const INTERRUPT_PREFIX = '[INTERRUPT] New message from user: ';
@@ -19,6 +20,8 @@ export interface ToolCard {
   status: ToolStatus;
   /** The result the model saw, or the live tail while the tool runs. */
   output: string;
+  /** Images the call returned (a `read` of a PNG, an MCP tool's pictures). */
+  images?: ImageRef[];
 }
 
 /** The text blocks joined; `context` blocks (the time, background updates) are for the model only. */

@@ -29,6 +29,7 @@ import {
   type ToolCard,
   type ToolStatus,
 } from './content';
+import { imagesOf, resultImages, type ImageRef } from './images';
 
 export type TurnPhase = 'idle' | 'thinking' | 'streaming' | 'tools';
 
@@ -72,6 +73,10 @@ export interface ChatItem {
   usage: Usage | null;
   compaction: Compaction | null;
   model?: string;
+  /** Images sent with a user message. */
+  images?: ImageRef[];
+  /** A message still being sent with this many images (they are checked before it is saved). */
+  attaching?: number;
 }
 
 export interface Banner {
@@ -139,7 +144,9 @@ function blank(key: string, role: Role, ts: number, runId: string | null): ChatI
 
 /** `toolStatus`: what a call whose result is not in yet shows. */
 function itemFromMessage(message: Message, key: string, runId: string | null, toolStatus: ToolStatus): ChatItem {
+  const images = imagesOf(message.content);
   return {
+    ...(images.length > 0 ? { images } : {}),
     ...blank(key, message.role, message.ts, runId),
     kind: isSummary(message) ? 'summary' : isSystemEvent(message) ? 'system' : 'message',
     text: displayText(message),
@@ -187,12 +194,15 @@ function updateAt(items: ChatItem[], index: number, patch: Partial<ChatItem>): C
 /** Puts a `tool_result` message's results on the cards of their calls. */
 function mergeResults(items: ChatItem[], message: Message): ChatItem[] {
   let out = items;
+  const pictures = resultImages(message.content);
   for (const block of message.content) {
     if (block.type !== 'tool_result') continue;
     const at = out.findLastIndex((i) => i.tools.some((c) => c.id === block.tool_use_id));
     if (at < 0) continue;
+    const images = pictures.get(block.tool_use_id);
+    const done = (c: ToolCard) => ({ ...withResult(c, block.content, block.is_error), ...(images ? { images } : {}) });
     out = updateAt(out, at, {
-      tools: out[at].tools.map((c) => (c.id === block.tool_use_id ? withResult(c, block.content, block.is_error) : c)),
+      tools: out[at].tools.map((c) => (c.id === block.tool_use_id ? done(c) : c)),
     });
   }
   return out;
@@ -254,9 +264,21 @@ export function withHistory(state: ChatState, history: History, running = false)
  * Shows a message this window just sent, until the core confirms it. `queued`: a turn is
  * running, so it will wait for that turn's next step.
  */
-export function addPendingUser(state: ChatState, text: string, ts: number, queued = false): [ChatState, string] {
+export function addPendingUser(
+  state: ChatState,
+  text: string,
+  ts: number,
+  queued = false,
+  images = 0,
+): [ChatState, string] {
   const [next, key] = withKey(state);
-  const item: ChatItem = { ...blank(key, 'user', ts, null), text, pending: true, queued };
+  const item: ChatItem = {
+    ...blank(key, 'user', ts, null),
+    text,
+    pending: true,
+    queued,
+    ...(images > 0 ? { attaching: images } : {}),
+  };
   return [{ ...next, items: [...next.items, item] }, key];
 }
 
@@ -583,7 +605,12 @@ export function applyEvent(state: ChatState, event: EventEnvelope): ChatState {
       // A failed turn's empty reply goes with the banner, not a moment later with
       // turn_finished: the conversation never shows a blank bubble under an error.
       const at = event.run_id === null ? -1 : streamingIndex(s.items, event.run_id);
-      const items = at >= 0 && isPlaceholder(s.items[at]) ? s.items.filter((_, i) => i !== at) : s.items;
+      let items = at >= 0 && isPlaceholder(s.items[at]) ? s.items.filter((_, i) => i !== at) : s.items;
+      // The core refused a message's images: it was not sent (the composer gives it back).
+      if (event.kind === 'attachment') {
+        const refused = items.findIndex((i) => i.pending && (i.attaching ?? 0) > 0);
+        if (refused >= 0) items = items.filter((_, i) => i !== refused);
+      }
       return { ...s, items, banner: { kind: event.kind, message: event.message } };
     }
   }

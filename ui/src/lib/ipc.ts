@@ -543,3 +543,21 @@ export async function onEvent(handler: (event: EventEnvelope) => void, from = 0)
     throw toCommandError(e);
   }
 }
+
+/**
+ * Hands an image the window holds (pasted, dropped or picked) to the app, which writes it
+ * under the data folder; returns the path to send in `user_message`'s `attachments`.
+ */
+export async function stageAttachment(bytes: Uint8Array, mime: string): Promise<string> {
+  if (!inTauri()) throw notReady();
+  try {
+    return await invoke<string>('stage_attachment', bytes, { headers: { 'x-mime': mime } });
+  } catch (e) {
+    throw toCommandError(e);
+  }
+}
+
+/** The bytes of an image stored with a conversation. */
+export function imageBlob(sessionId: string, sha256: string, mime: string): Promise<ArrayBuffer> {
+  return call('image_blob', { sessionId, sha256, mime });
+}
