@@ -94,6 +94,17 @@ pub struct HeartbeatHealth {
     /// Runs put off because a turn was running in a conversation.
     #[ts(type = "number")]
     pub skipped_busy: u64,
+    /// Tokens background work (heartbeat runs, routine jobs, continuations) used today
+    /// (local date), and in how many model runs.
+    pub usage_today: crate::Usage,
+    #[ts(type = "number")]
+    pub runs_today: u64,
+    /// The daily token budget for background work (`0`: none) and whether it is spent.
+    #[ts(type = "number")]
+    pub daily_token_budget: u64,
+    pub budget_spent: bool,
+    /// The idle gate's stretch of the interval now (1 = normal, up to 8).
+    pub idle_factor: u32,
 }
 
 /// The primary session's mailbox (`mailbox_deposit_count`, `mailbox_drain_count`).

@@ -91,6 +91,9 @@ pub enum HeartbeatSkip {
     /// The heartbeat's lock was taken (another heartbeat run, here or in another Vigil
     /// process on the same data folder): not a failure; retried like a busy conversation.
     Lock,
+    /// Today's token budget for background work is spent (`dailyTokenBudget`): no model call
+    /// until the next local day or a higher budget.
+    Budget,
 }
 
 impl HeartbeatSkip {
@@ -105,6 +108,7 @@ impl HeartbeatSkip {
             HeartbeatSkip::NoProvider => "no-provider",
             HeartbeatSkip::Paused => "paused",
             HeartbeatSkip::Lock => "lock",
+            HeartbeatSkip::Budget => "budget",
         }
     }
 }
@@ -168,6 +172,15 @@ pub struct HeartbeatSettings {
     /// Raise a native notification when a heartbeat has something to tell.
     #[serde(default = "yes")]
     pub notifications: bool,
+    /// Tokens (input + output) background work (heartbeat runs, routine jobs, continuations)
+    /// may use per local day; `0` (the default) is no budget.
+    #[serde(default, alias = "daily_token_budget")]
+    #[ts(type = "number")]
+    pub daily_token_budget: u64,
+    /// After this many hours with no user message, each quiet interval run doubles the
+    /// interval, up to 8×; the next user message brings it back. `0` turns the idle gate off.
+    #[serde(default = "default_idle_after_hours", alias = "idle_after_hours")]
+    pub idle_after_hours: u32,
 }
 
 impl Default for HeartbeatSettings {
@@ -180,8 +193,14 @@ impl Default for HeartbeatSettings {
             active_hours: None,
             model: None,
             notifications: true,
+            daily_token_budget: 0,
+            idle_after_hours: default_idle_after_hours(),
         }
     }
+}
+
+fn default_idle_after_hours() -> u32 {
+    8
 }
 
 fn yes() -> bool {
@@ -254,6 +273,17 @@ pub struct HeartbeatView {
     pub stats: HeartbeatStats,
     /// Background activity is paused: every run is skipped (`paused`) until resumed.
     pub paused: bool,
+    /// Tokens background work (heartbeat runs, routine jobs, continuations) used today
+    /// (local date).
+    pub usage_today: crate::Usage,
+    /// Background model runs today.
+    #[ts(type = "number")]
+    pub runs_today: u64,
+    /// Today's budget (`dailyTokenBudget`) is spent: background model calls wait for
+    /// tomorrow or a higher budget.
+    pub budget_spent: bool,
+    /// The idle gate: how many times the interval is stretched now (1 = normal, up to 8).
+    pub idle_factor: u32,
 }
 
 #[cfg(test)]
@@ -277,7 +307,8 @@ mod tests {
         assert_eq!(s.ack_max_chars, 5);
         assert_eq!(
             serde_json::to_value(HeartbeatSettings::default()).unwrap(),
-            json!({"enabled": true, "every": "30m", "ackMaxChars": 300, "notifications": true})
+            json!({"enabled": true, "every": "30m", "ackMaxChars": 300, "notifications": true,
+                "dailyTokenBudget": 0, "idleAfterHours": 8})
         );
     }
 }

@@ -407,6 +407,10 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         #[ts(optional, as = "Option<bool>")]
         retrying: bool,
+        /// The tokens the run's model call used (absent when nothing was asked of the model).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        usage: Option<Usage>,
     },
     /// A background result reached a session's mailbox: the chat shows it as a card and
     /// counts it as unread until a turn has read it.
@@ -837,6 +841,7 @@ mod tests {
             skip_reason: Some(HeartbeatSkip::RequestsInFlight),
             detail: None,
             retrying: false,
+            usage: None,
         };
         assert_eq!(
             serde_json::to_value(&event).unwrap(),
@@ -848,6 +853,7 @@ mod tests {
             skip_reason: None,
             detail: None,
             retrying: false,
+            usage: None,
         };
         assert_eq!(
             serde_json::to_value(&ok).unwrap(),

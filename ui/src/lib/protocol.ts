@@ -94,7 +94,11 @@ detail?: string,
  * The run will be tried again (a busy conversation, a taken lock, a provider error
  * with tries left): this is not its final word.
  */
-retrying?: boolean, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, } | { "type": "mcp_servers_changed", mcp: McpView, });
+retrying?: boolean, 
+/**
+ * The tokens the run's model call used (absent when nothing was asked of the model).
+ */
+usage?: Usage, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, } | { "type": "mcp_servers_changed", mcp: McpView, });
 
 export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", id: string, kind: ApprovalKind, 
 /**
@@ -156,7 +160,11 @@ detail?: string,
  * The run will be tried again (a busy conversation, a taken lock, a provider error
  * with tries left): this is not its final word.
  */
-retrying?: boolean, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, } | { "type": "mcp_servers_changed", mcp: McpView, };
+retrying?: boolean, 
+/**
+ * The tokens the run's model call used (absent when nothing was asked of the model).
+ */
+usage?: Usage, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, } | { "type": "mcp_servers_changed", mcp: McpView, };
 
 export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "policy" | "error";
 
@@ -342,7 +350,7 @@ export type WakeReason = "interval" | "exec-event" | "cron" | "wake" | "hook" | 
 
 export type HeartbeatStatus = "ok-token" | "ok-empty" | "sent" | "skipped" | "failed";
 
-export type HeartbeatSkip = "disabled" | "quiet-hours" | "requests-in-flight" | "empty-heartbeat-file" | "heartbeat-file-error" | "duplicate" | "no-provider" | "paused" | "lock";
+export type HeartbeatSkip = "disabled" | "quiet-hours" | "requests-in-flight" | "empty-heartbeat-file" | "heartbeat-file-error" | "duplicate" | "no-provider" | "paused" | "lock" | "budget";
 
 export type BackgroundUpdate = { event_id: string, 
 /**
@@ -389,7 +397,17 @@ model?: string,
 /**
  * Raise a native notification when a heartbeat has something to tell.
  */
-notifications: boolean, };
+notifications: boolean, 
+/**
+ * Tokens (input + output) background work (heartbeat runs, routine jobs, continuations)
+ * may use per local day; `0` (the default) is no budget.
+ */
+dailyTokenBudget: number, 
+/**
+ * After this many hours with no user message, each quiet interval run doubles the
+ * interval, up to 8×; the next user message brings it back. `0` turns the idle gate off.
+ */
+idleAfterHours: number, };
 
 export type HeartbeatStats = { 
 /**
@@ -425,7 +443,25 @@ warnings: Array<string>, stats: HeartbeatStats,
 /**
  * Background activity is paused: every run is skipped (`paused`) until resumed.
  */
-paused: boolean, };
+paused: boolean, 
+/**
+ * Tokens background work (heartbeat runs, routine jobs, continuations) used today
+ * (local date).
+ */
+usage_today: Usage, 
+/**
+ * Background model runs today.
+ */
+runs_today: number, 
+/**
+ * Today's budget (`dailyTokenBudget`) is spent: background model calls wait for
+ * tomorrow or a higher budget.
+ */
+budget_spent: boolean, 
+/**
+ * The idle gate: how many times the interval is stretched now (1 = normal, up to 8).
+ */
+idle_factor: number, };
 
 export type ExecutionMode = "inline" | "isolated";
 
@@ -659,7 +695,20 @@ run_count: number, run_ms_total: number, run_ms_max: number, run_ms_last: number
 /**
  * Runs put off because a turn was running in a conversation.
  */
-skipped_busy: number, };
+skipped_busy: number, 
+/**
+ * Tokens background work (heartbeat runs, routine jobs, continuations) used today
+ * (local date), and in how many model runs.
+ */
+usage_today: Usage, runs_today: number, 
+/**
+ * The daily token budget for background work (`0`: none) and whether it is spent.
+ */
+daily_token_budget: number, budget_spent: boolean, 
+/**
+ * The idle gate's stretch of the interval now (1 = normal, up to 8).
+ */
+idle_factor: number, };
 
 export type MailboxHealth = { 
 /**

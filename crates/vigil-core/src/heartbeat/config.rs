@@ -44,6 +44,17 @@ impl Zone {
         Some(hour * 60 + minute)
     }
 
+    /// The local date at `ms`, `YYYY-MM-DD`: the day the background budget counts.
+    pub fn date(&self, ms: i64) -> String {
+        let Some(utc) = DateTime::from_timestamp_millis(ms) else {
+            return String::new();
+        };
+        match self {
+            Zone::Iana(tz) => utc.with_timezone(tz).format("%Y-%m-%d").to_string(),
+            Zone::Local => utc.with_timezone(&chrono::Local).format("%Y-%m-%d").to_string(),
+        }
+    }
+
     /// `Current time: 2026-02-25 17:30 (Asia/Shanghai)`, the line the heartbeat prompt ends
     /// with (seed 002 §3.1).
     pub fn current_time_line(&self, ms: i64) -> String {
@@ -100,6 +111,11 @@ pub struct HeartbeatConfig {
     pub prompt: String,
     pub model: Option<String>,
     pub notifications: bool,
+    /// Tokens background work may use per local day; `0`: no budget.
+    pub daily_token_budget: u64,
+    /// The idle gate: after this long with no user message, quiet interval runs stretch the
+    /// interval; `None`: off.
+    pub idle_after: Option<Duration>,
     /// One sentence per problem, naming the field and what is used instead.
     pub warnings: Vec<String>,
 }
@@ -160,6 +176,9 @@ impl HeartbeatConfig {
             prompt,
             model,
             notifications: settings.notifications,
+            daily_token_budget: settings.daily_token_budget,
+            idle_after: (settings.idle_after_hours > 0)
+                .then(|| Duration::from_secs(u64::from(settings.idle_after_hours.min(24 * 366)) * 3600)),
             warnings,
         }
     }

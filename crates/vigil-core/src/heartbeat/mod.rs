@@ -12,6 +12,7 @@
 //! - [`file`] — reading `HEARTBEAT.md` and the effectively-empty rule.
 //! - [`prompts`] — the poll, exec-event and cron prompts, the system-prompt section.
 //! - [`reply`] — `HEARTBEAT_OK` stripping and the suppress/deliver decision.
+//! - [`budget`] — tokens background work used today, and the daily budget that pauses it.
 //! - [`run_lock`] — the lock a run holds, so two never overlap (across processes too).
 //! - `runner` — one run: preflight, the run lock, the turn, the reply, delivery, retries.
 //! - [`Heartbeat`] (here) — the clonable handle: settings, status. The interval's timing is
@@ -22,6 +23,7 @@
 //! process or another on the same data folder); stop silently (every run or skip emits a
 //! `heartbeat` event, every problem a message).
 
+pub mod budget;
 pub mod config;
 pub mod file;
 pub mod prompts;
@@ -38,7 +40,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use vigil_protocol::{
-    ErrorKind, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView, StopReason, WakeReason,
+    ErrorKind, Event, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView, NotificationKind, Scope, Source,
+    StopReason, Usage, WakeReason,
 };
 
 pub use config::HeartbeatConfig;
@@ -58,6 +61,9 @@ pub const AGENT: &str = "main";
 pub fn session_id(agent: &str) -> String {
     format!("heartbeat_session_{agent}")
 }
+
+/// The idle gate's largest stretch of the interval.
+pub const MAX_IDLE_FACTOR: u32 = 8;
 
 /// How many times a run that failed on a provider error is tried again (30 s, then 60 s
 /// apart, by the wake loop) before it is recorded failed.
@@ -102,6 +108,8 @@ pub struct TurnResult {
     pub error_kind: Option<ErrorKind>,
     /// The heartbeat session's lane was taken (a turn already runs there): nothing ran.
     pub locked: bool,
+    /// The tokens the turn's model calls used (`turn_finished`).
+    pub usage: Option<Usage>,
 }
 
 impl TurnResult {
@@ -112,6 +120,7 @@ impl TurnResult {
             error: None,
             error_kind: None,
             locked: false,
+            usage: None,
         }
     }
 }
@@ -194,6 +203,17 @@ struct Shared {
     /// The user paused background activity: every run is skipped (`paused`) until resumed.
     /// The schedule keeps its rhythm, so resuming needs no rescheduling.
     paused: AtomicBool,
+    /// Background tokens today, and the budget's notice.
+    ledger: budget::Ledger,
+    /// `std` lock: the idle gate's state.
+    idle: Mutex<IdleGate>,
+}
+
+/// After `idle_after` with no user message, each quiet interval run doubles the interval
+/// (up to [`MAX_IDLE_FACTOR`]); a user message brings it back to 1.
+struct IdleGate {
+    last_user_ms: i64,
+    factor: u32,
 }
 
 #[derive(Default)]
@@ -228,6 +248,12 @@ impl RunDurations {
 
 impl Heartbeat {
     pub fn new(deps: Deps, host: Arc<dyn HeartbeatHost>, config: HeartbeatConfig) -> Self {
+        let ledger = budget::Ledger::open(deps.store.dir());
+        let idle = Mutex::new(IdleGate {
+            // Starting counts as the user being there.
+            last_user_ms: deps.clock.now_ms(),
+            factor: 1,
+        });
         Self {
             shared: Arc::new(Shared {
                 deps,
@@ -237,6 +263,8 @@ impl Heartbeat {
                 config_changed: Notify::new(),
                 due_tasks: RwLock::new(None),
                 paused: AtomicBool::new(false),
+                ledger,
+                idle,
             }),
         }
     }
@@ -267,6 +295,92 @@ impl Heartbeat {
         self.shared.paused.load(Ordering::SeqCst)
     }
 
+    fn idle(&self) -> std::sync::MutexGuard<'_, IdleGate> {
+        self.shared.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The user sent a message: the idle gate opens, the interval is back to normal (and the
+    /// next interval run at most one interval away).
+    pub fn user_active(&self) {
+        let now = self.shared.deps.clock.now_ms();
+        let reset = {
+            let mut idle = self.idle();
+            idle.last_user_ms = now;
+            std::mem::replace(&mut idle.factor, 1) != 1
+        };
+        if reset {
+            self.shared.config_changed.notify_one();
+        }
+    }
+
+    /// How many times the interval is stretched now (1 = normal).
+    pub fn interval_factor(&self) -> u32 {
+        self.idle().factor
+    }
+
+    /// An interval run ended without telling the user anything: after `idle_after` with no
+    /// user message, the interval doubles (up to [`MAX_IDLE_FACTOR`]).
+    fn quiet_interval_run(&self, config: &HeartbeatConfig) {
+        let Some(idle_after) = config.idle_after else { return };
+        let now = self.shared.deps.clock.now_ms();
+        let mut idle = self.idle();
+        if now.saturating_sub(idle.last_user_ms) >= idle_after.as_millis() as i64 {
+            idle.factor = (idle.factor * 2).min(MAX_IDLE_FACTOR);
+        }
+    }
+
+    fn today(&self, config: &HeartbeatConfig) -> String {
+        config.zone.date(self.shared.deps.clock.now_ms())
+    }
+
+    /// Adds a background run's tokens (a heartbeat run, a routine job, a continuation) to
+    /// today's totals.
+    pub fn record_background_usage(&self, usage: Usage) {
+        let config = self.config();
+        self.shared.ledger.add(&self.today(&config), usage);
+    }
+
+    /// Today's background totals.
+    pub fn usage_today(&self) -> budget::Day {
+        self.shared.ledger.today(&self.today(&self.config()))
+    }
+
+    /// Whether today's token budget for background work is spent. The first time it is
+    /// (per day and budget), one notification says so; the caller skips its model call.
+    pub fn background_budget_spent(&self) -> bool {
+        let config = self.config();
+        let today = self.today(&config);
+        let budget = config.daily_token_budget;
+        if !self.shared.ledger.spent(&today, budget) {
+            return false;
+        }
+        if self.shared.ledger.first_notice(&today, budget) {
+            let body = format!(
+                "Background work used today's {budget} tokens; the heartbeat, routines that need the model and \
+                 continuations wait until tomorrow or a higher budget (Settings → Heartbeat)."
+            );
+            tracing::info!("{body}");
+            self.shared
+                .deps
+                .emitter
+                .for_session(crate::session::PRIMARY_SESSION, Scope::Primary)
+                .emit(
+                    Source::Heartbeat,
+                    Event::Notification {
+                        kind: NotificationKind::Other,
+                        title: "Vigil: background budget spent".into(),
+                        body,
+                        event_id: None,
+                        process_id: None,
+                        approval_id: None,
+                        session_id: None,
+                        message_ts: None,
+                    },
+                );
+        }
+        true
+    }
+
     /// Registers the source of due inline routines (the scheduler, issue 6).
     pub fn set_due_tasks(&self, source: Arc<dyn DueTasks>) {
         *self.shared.due_tasks.write().unwrap_or_else(|e| e.into_inner()) = Some(source);
@@ -276,6 +390,9 @@ impl Heartbeat {
     pub fn view(&self, wake: WakeStats) -> HeartbeatView {
         let config = self.config();
         let now_ms = self.shared.deps.clock.now_ms();
+        let today = self.shared.ledger.today(&config.zone.date(now_ms));
+        let budget_spent = self.shared.ledger.spent(&today.date, config.daily_token_budget);
+        let idle_factor = self.interval_factor();
         let state = self.state();
         let mut stats = state.stats.clone();
         stats.wakes_requested = wake.requested;
@@ -296,6 +413,13 @@ impl Heartbeat {
             warnings: config.warnings,
             stats,
             paused: self.is_paused(),
+            usage_today: Usage {
+                input_tokens: today.input_tokens,
+                output_tokens: today.output_tokens,
+            },
+            runs_today: today.runs,
+            budget_spent,
+            idle_factor,
         }
     }
 
@@ -330,3 +454,7 @@ impl WakeHandler for Heartbeat {
 #[cfg(test)]
 #[path = "schedule_tests.rs"]
 mod schedule_tests;
+
+#[cfg(test)]
+#[path = "budget_tests.rs"]
+mod budget_tests;

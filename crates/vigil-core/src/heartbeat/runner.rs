@@ -7,13 +7,18 @@
 //! the routines' result, delivered however short (the `ackMaxChars` rule is for the poll); a bare
 //! `HEARTBEAT_OK` is recorded in their run history as acknowledged.
 //!
+//! Budget: before the model is called, a spent daily token budget for background work skips the run
+//! (`budget`, one notification a day); every turn's tokens are added to today's totals and carried
+//! on the `heartbeat` event. Idle gate: a quiet interval run after `idleAfterHours` without a user
+//! message doubles the interval (the scheduler's [`crate::routines::IntervalTimer`] reads it).
+//!
 //! Retries: a busy conversation or a taken lock is a skip the wake loop retries with back-off; a
 //! provider error is retried up to [`super::PROVIDER_RETRIES`] times (the routines it took wait for
 //! the retry), then recorded failed.
 
 use vigil_protocol::{
     ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, NotificationKind, Role, Scope, Source, StopReason,
-    WakeReason,
+    Usage, WakeReason,
 };
 
 use super::file::{self, HeartbeatFile};
@@ -98,7 +103,8 @@ impl Heartbeat {
     /// Runs (or skips) one wake and records it.
     pub async fn run_once(&self, wake: PendingWake) -> WakeOutcome {
         let mut taken = Vec::new();
-        let outcome = self.preflight_and_run(&wake, &mut taken).await;
+        let mut usage = None;
+        let outcome = self.preflight_and_run(&wake, &mut taken, &mut usage).await;
         if !taken.is_empty() {
             if let Some(source) = self.due_source() {
                 match outcome.next {
@@ -109,7 +115,8 @@ impl Heartbeat {
             }
         }
         let next = outcome.next;
-        self.record(wake.reason, outcome);
+        let interval = wake.effective_reason() == WakeReason::Interval;
+        self.record(wake.reason, interval, outcome, usage);
         next
     }
 
@@ -118,7 +125,13 @@ impl Heartbeat {
     }
 
     /// `taken` receives the inline routines the run took, answered by the caller.
-    async fn preflight_and_run(&self, wake: &PendingWake, taken: &mut Vec<super::DueTask>) -> Outcome {
+    /// `usage` receives the tokens of the turn, if one ran.
+    async fn preflight_and_run(
+        &self,
+        wake: &PendingWake,
+        taken: &mut Vec<super::DueTask>,
+        usage: &mut Option<Usage>,
+    ) -> Outcome {
         let deps = &self.shared.deps;
         let config = self.config();
         let now = deps.clock.now_ms();
@@ -188,6 +201,15 @@ impl Heartbeat {
                 Some("No provider is configured; open Settings to choose one.".into()),
             );
         }
+        if self.background_budget_spent() {
+            return Outcome::skipped(
+                HeartbeatSkip::Budget,
+                Some(format!(
+                    "Today's token budget for background work ({}) is spent; the heartbeat resumes tomorrow or when it is raised.",
+                    config.daily_token_budget
+                )),
+            );
+        }
 
         let events = deps.events.drain(&session_id(AGENT));
         let reminders: Vec<String> = due.iter().map(reminder_line).collect();
@@ -248,6 +270,10 @@ impl Heartbeat {
             // A turn already runs in the heartbeat's session: nothing ran.
             deps.events.restore(&session_id(AGENT), events);
             return Outcome::skipped(HeartbeatSkip::Lock, result.error);
+        }
+        if let Some(used) = result.usage {
+            self.record_background_usage(used);
+            *usage = Some(used);
         }
         {
             let mut state = self.state();
@@ -410,9 +436,14 @@ impl Heartbeat {
     }
 
     /// Counts the outcome, keeps it for the status view, and emits the `heartbeat` event.
-    fn record(&self, reason: WakeReason, outcome: Outcome) {
+    fn record(&self, reason: WakeReason, interval: bool, outcome: Outcome, usage: Option<Usage>) {
         let now = self.shared.deps.clock.now_ms();
         let retrying = outcome.next != WakeOutcome::Done;
+        // Quiet: the model ran and had nothing to report. A skip costs nothing and stretches nothing.
+        let quiet = matches!(outcome.status, HeartbeatStatus::OkToken | HeartbeatStatus::OkEmpty);
+        if interval && quiet {
+            self.quiet_interval_run(&self.config());
+        }
         {
             let mut state = self.state();
             let stats = &mut state.stats;
@@ -440,6 +471,7 @@ impl Heartbeat {
                 skip_reason: outcome.skip,
                 detail: outcome.detail,
                 retrying,
+                usage,
             },
         );
     }

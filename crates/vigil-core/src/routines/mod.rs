@@ -134,12 +134,17 @@ pub struct JobOutcome {
 
 /// The heartbeat's interval, timed by [`Scheduler::run`]: the one loop that owns timing.
 /// Counted from when the interval was set, so retries and event-driven runs never move it;
-/// after a long sleep (a suspended laptop) it fires once, not a burst.
+/// after a long sleep (a suspended laptop) it fires once, not a burst. The idle gate
+/// ([`Heartbeat::interval_factor`]) stretches the period from the last interval run: quiet
+/// runs with the user away double it, a user message brings the next run within one interval.
 pub struct IntervalTimer {
     heartbeat: Heartbeat,
     wake: Wake,
     current: Option<Duration>,
     due: Option<Instant>,
+    /// The idle gate's factor `due` was computed with, and when the last interval run fired.
+    factor: u32,
+    last_fired: Option<Instant>,
 }
 
 impl IntervalTimer {
@@ -149,6 +154,8 @@ impl IntervalTimer {
             wake,
             current: None,
             due: None,
+            factor: 1,
+            last_fired: None,
         }
     }
 
@@ -157,7 +164,23 @@ impl IntervalTimer {
         if interval != self.current {
             self.current = interval;
             self.due = interval.map(|i| Instant::now() + i);
+            self.factor = 1;
+            self.last_fired = None;
             self.heartbeat.set_next_due(self.due);
+        }
+        let factor = self.heartbeat.interval_factor().max(1);
+        if factor != self.factor {
+            if let (Some(i), Some(last), Some(due)) = (self.current, self.last_fired, self.due) {
+                // Stretched from the last run; back to normal (a user message): within one
+                // interval from now, never later than it was going to be.
+                self.due = Some(if factor < self.factor {
+                    due.min(Instant::now() + i)
+                } else {
+                    last + i * factor
+                });
+                self.heartbeat.set_next_due(self.due);
+            }
+            self.factor = factor;
         }
     }
 
@@ -172,7 +195,10 @@ impl IntervalTimer {
             return;
         }
         self.wake.request_wake(WakeReason::Interval, AGENT);
-        let next = if d + i > now { d + i } else { now + i };
+        // Counted from the time it was due, unless that is more than an interval ago (a sleep).
+        let base = if d + i > now { d } else { now };
+        self.last_fired = Some(base);
+        let next = base + i * self.factor;
         self.due = Some(next);
         self.heartbeat.set_next_due(self.due);
     }

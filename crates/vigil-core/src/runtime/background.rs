@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 use futures_util::FutureExt as _;
 use vigil_protocol::{
     ErrorKind, Event, EventEnvelope, HeartbeatSettings, HeartbeatStats, HeartbeatView, Scope, Source, StopReason,
-    WakeReason,
+    Usage, WakeReason,
 };
 
 use super::{Attendance, Inner, Runtime};
@@ -273,6 +273,17 @@ impl Runtime {
         cancel: tokio_util::sync::CancellationToken,
         attendance: Attendance,
     ) -> TurnResult {
+        // A routine's job needs the model: it waits for tomorrow (or a higher budget) once today's
+        // budget for background work is spent; its run says why.
+        if scope == Scope::Job && self.inner.heartbeat.background_budget_spent() {
+            return TurnResult {
+                error: Some(
+                    "budget: today's token budget for background work is spent; the routine did not run (it resumes tomorrow or when the budget is raised)"
+                        .into(),
+                ),
+                ..TurnResult::ended(StopReason::Error)
+            };
+        }
         let lane = self.lane(session_id);
         let cancel = {
             let mut state = lane.lock();
@@ -312,6 +323,7 @@ impl Runtime {
             inner: self.inner.emitter.sink(),
             last: Mutex::new(None),
             last_kind: Mutex::new(None),
+            usage: Mutex::new(None),
         });
         let emitter = self
             .inner
@@ -357,9 +369,15 @@ impl Runtime {
         }
         let error = tap.last.lock().unwrap_or_else(|e| e.into_inner()).take();
         let error_kind = *tap.last_kind.lock().unwrap_or_else(|e| e.into_inner());
+        let usage = tap.usage.lock().unwrap_or_else(|e| e.into_inner()).take();
+        // The heartbeat adds its own (and carries them on its event); a job's are added here.
+        if let (Some(used), true) = (usage, scope != Scope::Heartbeat) {
+            self.inner.heartbeat.record_background_usage(used);
+        }
         TurnResult {
             error,
             error_kind,
+            usage,
             ..TurnResult::ended(stop_reason)
         }
     }
@@ -383,6 +401,8 @@ struct ErrorTap {
     last: Mutex<Option<String>>,
     /// `std` lock: the kind of that error.
     last_kind: Mutex<Option<ErrorKind>>,
+    /// `std` lock: the tokens of the turn (`turn_finished`).
+    usage: Mutex<Option<Usage>>,
 }
 
 impl EventSink for ErrorTap {
@@ -390,6 +410,9 @@ impl EventSink for ErrorTap {
         if let Event::Error { message, kind } = &event.event {
             *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(message.clone());
             *self.last_kind.lock().unwrap_or_else(|e| e.into_inner()) = Some(*kind);
+        }
+        if let Event::TurnFinished { usage, .. } = &event.event {
+            *self.usage.lock().unwrap_or_else(|e| e.into_inner()) = Some(*usage);
         }
         self.inner.emit(event);
     }

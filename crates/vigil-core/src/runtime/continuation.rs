@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use vigil_protocol::{
-    Event, Message, MessageKind, NotificationKind, Role, Scope, Source, StopReason, DEFAULT_APPROVAL_TIMEOUT_SECS,
-    DEFAULT_CONTINUATION_LIMIT,
+    Event, Message, MessageKind, NotificationKind, Role, Scope, Source, StopReason, Usage,
+    DEFAULT_APPROVAL_TIMEOUT_SECS, DEFAULT_CONTINUATION_LIMIT,
 };
 
 use super::{Attendance, Lane, Runtime};
@@ -226,6 +226,12 @@ impl Runtime {
         if events.is_empty() {
             return false;
         }
+        if self.inner.heartbeat.background_budget_spent() {
+            // No model call: the notices wait for the user's next message, and the chat says why.
+            self.leave_for_next_turn(session_id, &events).await;
+            self.stopped_for_budget(session_id).await;
+            return false;
+        }
         match self.admit(session_id).await {
             Admission::Go => {}
             Admission::Off => {
@@ -275,12 +281,27 @@ impl Runtime {
             self.announce_exits(session_id, &events);
             return false;
         }
-        let reply = self
+        let added = self
             .inner
             .store
             .load(session_id)
             .map(|l| l.messages.into_iter().skip(before).collect::<Vec<_>>())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        // A continuation is background work: its tokens count against the daily budget.
+        let used = added
+            .iter()
+            .filter_map(|m| m.usage)
+            .fold(None, |sum: Option<Usage>, u| {
+                let s = sum.unwrap_or_default();
+                Some(Usage {
+                    input_tokens: s.input_tokens + u.input_tokens,
+                    output_tokens: s.output_tokens + u.output_tokens,
+                })
+            });
+        if let Some(used) = used {
+            self.inner.heartbeat.record_background_usage(used);
+        }
+        let reply = added
             .into_iter()
             .rfind(|m| m.role == Role::Assistant && !m.text().trim().is_empty());
         if let Some(reply) = reply.filter(|m| !is_silent(&m.text())) {
@@ -447,6 +468,23 @@ impl Runtime {
                 self.inner.system_events.restore(session_id, vec![e.clone()]);
             }
         }
+    }
+
+    /// Today's budget for background work is spent: the chat says the conversation did not
+    /// continue (the budget's one notification is the heartbeat's).
+    async fn stopped_for_budget(&self, session_id: &str) {
+        let text = "Vigil did not continue on its own: today's token budget for background work is spent. \
+The notice is kept for your next message; background work resumes tomorrow or when the budget is raised."
+            .to_string();
+        let mut message = Message::user_text(text, self.inner.clock.now_ms());
+        message.kind = MessageKind::SystemEvent;
+        if let Err(e) = self.inner.store.append_async(session_id, &message).await {
+            return tracing::warn!("could not save the budget notice of {session_id}: {e}");
+        }
+        self.inner
+            .emitter
+            .for_session(session_id, Scope::Primary)
+            .emit(Source::Background, Event::MessageAppended { message });
     }
 
     /// The chain reached its limit: said once in the chat and by a notification.

@@ -91,6 +91,7 @@ impl Runtime {
         let wake = self.inner.wake.get().map(|s| &s.wake);
         let wake_stats = wake.map(|w| w.stats()).unwrap_or_default();
         let durations = self.inner.heartbeat.durations();
+        let view = self.inner.heartbeat.view(wake_stats.clone());
         HeartbeatHealth {
             handler_registered: wake.is_some_and(|w| w.has_handler()),
             running: self.is_busy(&crate::heartbeat::session_id(crate::heartbeat::AGENT)),
@@ -115,6 +116,11 @@ impl Runtime {
                 .get(HeartbeatSkip::RequestsInFlight.as_str())
                 .copied()
                 .unwrap_or(0),
+            usage_today: view.usage_today,
+            runs_today: view.runs_today,
+            daily_token_budget: view.settings.daily_token_budget,
+            budget_spent: view.budget_spent,
+            idle_factor: view.idle_factor,
         }
     }
 }

@@ -113,6 +113,8 @@ impl Runtime {
                 "Vigil is shutting down; the message was not sent.",
             );
         }
+        // The user is here: the heartbeat's idle gate opens.
+        self.inner.heartbeat.user_active();
         match self.inner.meta.load(&session_id) {
             Err(e) => return self.report(ErrorKind::Session, e.to_string()),
             Ok(loaded) => {

@@ -43,6 +43,7 @@ fn beat(e: &EventEnvelope) -> Option<Beat> {
             skip_reason,
             detail,
             retrying,
+            ..
         } => Some((*reason, *status, *skip_reason, detail.clone(), *retrying)),
         _ => None,
     }

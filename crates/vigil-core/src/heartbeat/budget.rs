@@ -1,0 +1,168 @@
+//! Tokens spent on background work (heartbeat runs, routine jobs, continuations) per local
+//! day, and the daily budget that pauses background model calls once they are spent.
+//!
+//! The day's totals live in `sessions/background_usage.json`, replaced atomically after each
+//! run, so a restart neither forgets what was spent nor raises the budget's notification again.
+//! Only today is kept: a new local date starts from zero (the budget resumes by itself).
+//!
+//! Must never: block a run on a file error (the totals stay in memory and the run goes on);
+//! notify twice for the same day and budget.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use vigil_protocol::Usage;
+
+/// The file, in the `sessions` folder.
+pub const FILE: &str = "background_usage.json";
+
+/// One day's background totals.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Day {
+    /// The local date, `YYYY-MM-DD`.
+    pub date: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Background runs that reached the model.
+    pub runs: u64,
+    /// The budget the "budget spent" notification was raised for today, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notified_budget: Option<u64>,
+}
+
+impl Day {
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+}
+
+/// The durable daily ledger.
+pub struct Ledger {
+    path: PathBuf,
+    /// `std` lock: never held across an await.
+    day: Mutex<Day>,
+}
+
+impl Ledger {
+    /// Opens the ledger in `sessions_dir`; a missing or unreadable file starts empty.
+    pub fn open(sessions_dir: &Path) -> Self {
+        let path = sessions_dir.join(FILE);
+        let day = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        Self {
+            path,
+            day: Mutex::new(day),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Day> {
+        self.day.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Today's totals (zero on a new date).
+    pub fn today(&self, date: &str) -> Day {
+        let day = self.lock();
+        if day.date == date {
+            day.clone()
+        } else {
+            Day {
+                date: date.to_string(),
+                ..Day::default()
+            }
+        }
+    }
+
+    /// Adds one run's tokens to `date`'s totals and writes them.
+    pub fn add(&self, date: &str, usage: Usage) -> Day {
+        let snapshot = {
+            let mut day = self.lock();
+            if day.date != date {
+                *day = Day {
+                    date: date.to_string(),
+                    ..Day::default()
+                };
+            }
+            day.input_tokens = day.input_tokens.saturating_add(usage.input_tokens);
+            day.output_tokens = day.output_tokens.saturating_add(usage.output_tokens);
+            day.runs += 1;
+            day.clone()
+        };
+        self.write(&snapshot);
+        snapshot
+    }
+
+    /// Whether `budget` tokens (0: no budget) are spent on `date`.
+    pub fn spent(&self, date: &str, budget: u64) -> bool {
+        budget > 0 && self.today(date).tokens() >= budget
+    }
+
+    /// True once per date and budget: the caller raises the notification.
+    pub fn first_notice(&self, date: &str, budget: u64) -> bool {
+        let snapshot = {
+            let mut day = self.lock();
+            if day.date != date {
+                *day = Day {
+                    date: date.to_string(),
+                    ..Day::default()
+                };
+            }
+            if day.notified_budget == Some(budget) {
+                return false;
+            }
+            day.notified_budget = Some(budget);
+            day.clone()
+        };
+        self.write(&snapshot);
+        true
+    }
+
+    fn write(&self, day: &Day) {
+        let bytes = match serde_json::to_vec_pretty(day) {
+            Ok(b) => b,
+            Err(e) => return tracing::warn!("could not encode the background usage: {e}"),
+        };
+        if let Err(e) = crate::durable::write_atomic(&self.path, &bytes) {
+            tracing::warn!("could not save the background usage to {}: {e}", self.path.display());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(input: u64, output: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+        }
+    }
+
+    #[test]
+    fn totals_survive_a_restart_and_a_new_day_starts_from_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path());
+        ledger.add("2026-11-24", usage(100, 20));
+        ledger.add("2026-11-24", usage(50, 5));
+        assert!(ledger.first_notice("2026-11-24", 100));
+        let again = Ledger::open(dir.path());
+        let day = again.today("2026-11-24");
+        assert_eq!((day.input_tokens, day.output_tokens, day.runs), (150, 25, 2));
+        assert!(again.spent("2026-11-24", 175));
+        assert!(!again.spent("2026-11-24", 176));
+        assert!(!again.spent("2026-11-24", 0), "0 is no budget");
+        assert!(
+            !again.first_notice("2026-11-24", 100),
+            "one notification per day and budget"
+        );
+        assert!(
+            again.first_notice("2026-11-24", 500),
+            "a raised budget may be spent and said again"
+        );
+        assert_eq!(again.today("2026-11-25").tokens(), 0);
+        assert!(!again.spent("2026-11-25", 175));
+    }
+}
