@@ -37,7 +37,7 @@ const RoutinesPane = (await import('../routines/RoutinesPane.svelte')).default;
 
 function view(): HeartbeatView {
   return {
-    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true },
+    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8 },
     interval_ms: 30 * 60_000,
     last_run_at: null,
     last_reason: null,
@@ -48,6 +48,10 @@ function view(): HeartbeatView {
     warnings: [],
     stats: { runs: 0, sent: 0, suppressed: 0, failed: 0, skipped: {}, wakes_requested: 0, wakes_coalesced: 0 },
     paused: false,
+    usage_today: { input_tokens: 0, output_tokens: 0 },
+    runs_today: 0,
+    budget_spent: false,
+    idle_factor: 1,
   };
 }
 

@@ -33,6 +33,7 @@ const NOT_CHECKED: Record<HeartbeatSkip, string> = {
   'no-provider': 'no provider is configured (open Settings)',
   paused: 'background activity is paused (tray menu)',
   lock: 'another heartbeat run was in progress',
+  budget: 'today’s token budget for background work is spent',
 };
 
 /** While a retry is pending: why the answer takes longer. */

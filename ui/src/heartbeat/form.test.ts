@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { HeartbeatSettings } from '../lib/protocol';
 import { formFromSettings, hoursNote, parseHhmm, settingsFromForm, validate, type HeartbeatForm } from './form';
 
-const defaults: HeartbeatSettings = { enabled: true, every: '30m', ackMaxChars: 300, notifications: true };
+const defaults: HeartbeatSettings = { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8 };
 const form = (patch: Partial<HeartbeatForm> = {}): HeartbeatForm => ({ ...formFromSettings(defaults), ...patch });
 
 describe('heartbeat settings form', () => {
@@ -13,6 +13,8 @@ describe('heartbeat settings form', () => {
       every: '1h30m',
       ackMaxChars: 0,
       notifications: false,
+      dailyTokenBudget: 50_000,
+      idleAfterHours: 0,
       prompt: 'Check the backups.',
       model: 'claude-haiku-4-5',
       activeHours: { start: '08:00', end: '24:00', timezone: 'Europe/Berlin' },
@@ -38,6 +40,10 @@ describe('heartbeat settings form', () => {
       'ackMaxChars',
     ]);
     expect(Object.keys(validate(form({ every: 'soon', ackMaxChars: '1.5' })))).toEqual(['every', 'ackMaxChars']);
+    expect(Object.keys(validate(form({ dailyTokenBudget: '10k', idleAfterHours: '' })))).toEqual([
+      'dailyTokenBudget',
+      'idleAfterHours',
+    ]);
     expect(validate(form({ ackMaxChars: '20001' })).ackMaxChars).toMatch(/0 to 20,000/);
     expect(validate(form({ start: '08:00' })).end).toMatch(/end time/);
     expect(validate(form({ timezone: 'Europe/Berlin' })).timezone).toMatch(/start and end/);

@@ -15,9 +15,13 @@ export interface HeartbeatForm {
   prompt: string;
   model: string;
   notifications: boolean;
+  /** Tokens background work may use per day; empty or 0: no budget. */
+  dailyTokenBudget: string;
+  /** Hours without a user message before quiet runs stretch the interval; 0: off. */
+  idleAfterHours: string;
 }
 
-export type HeartbeatField = 'every' | 'start' | 'end' | 'timezone' | 'ackMaxChars';
+export type HeartbeatField = 'every' | 'start' | 'end' | 'timezone' | 'ackMaxChars' | 'dailyTokenBudget' | 'idleAfterHours';
 export type FieldErrors = Partial<Record<HeartbeatField, string>>;
 
 /** The core's upper bound for `ackMaxChars` (`MAX_ACK_MAX_CHARS`). */
@@ -34,6 +38,8 @@ export function formFromSettings(s: HeartbeatSettings): HeartbeatForm {
     prompt: s.prompt ?? '',
     model: s.model ?? '',
     notifications: s.notifications,
+    dailyTokenBudget: s.dailyTokenBudget > 0 ? String(s.dailyTokenBudget) : '',
+    idleAfterHours: String(s.idleAfterHours),
   };
 }
 
@@ -82,6 +88,12 @@ export function validate(form: HeartbeatForm): FieldErrors {
   if (!/^\d+$/.test(ack) || !Number.isSafeInteger(n) || n > MAX_ACK_MAX_CHARS) {
     errors.ackMaxChars = `A whole number from 0 to ${MAX_ACK_MAX_CHARS.toLocaleString('en-US')}.`;
   }
+  const budget = form.dailyTokenBudget.trim();
+  if (budget !== '' && (!/^\d+$/.test(budget) || !Number.isSafeInteger(Number(budget)))) {
+    errors.dailyTokenBudget = 'A whole number of tokens, or empty for no budget.';
+  }
+  const idle = form.idleAfterHours.trim();
+  if (!/^\d+$/.test(idle) || Number(idle) > 24 * 366) errors.idleAfterHours = 'A whole number of hours (0 turns the idle gate off).';
   return errors;
 }
 
@@ -94,6 +106,8 @@ export function settingsFromForm(form: HeartbeatForm): { settings: HeartbeatSett
     every: form.every.trim(),
     ackMaxChars: Number(form.ackMaxChars.trim()),
     notifications: form.notifications,
+    dailyTokenBudget: form.dailyTokenBudget.trim() === '' ? 0 : Number(form.dailyTokenBudget.trim()),
+    idleAfterHours: Number(form.idleAfterHours.trim()),
   };
   if (form.start.trim() !== '') {
     const timezone = form.timezone.trim();

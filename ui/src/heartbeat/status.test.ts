@@ -10,7 +10,7 @@ const clock = (ms: number) => new Date(ms).toISOString().slice(11, 16);
 
 function view(patch: Partial<HeartbeatView> = {}): HeartbeatView {
   return {
-    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true },
+    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8 },
     interval_ms: 30 * 60_000,
     last_run_at: at(12, 30),
     last_reason: 'interval',
@@ -21,6 +21,10 @@ function view(patch: Partial<HeartbeatView> = {}): HeartbeatView {
     warnings: [],
     stats: { runs: 3, sent: 1, suppressed: 2, failed: 0, skipped: {}, wakes_requested: 5, wakes_coalesced: 1 },
     paused: false,
+    usage_today: { input_tokens: 0, output_tokens: 0 },
+    runs_today: 0,
+    budget_spent: false,
+    idle_factor: 1,
     ...patch,
   };
 }
@@ -63,6 +67,10 @@ describe('heartbeat status line', () => {
   });
 
   it('says paused while background activity is paused from the tray, and off wins over it', () => {
+    expect(short(view({ budget_spent: true, last_status: 'skipped', last_skip_reason: 'budget' }))).toEqual({
+      state: 'paused',
+      text: 'Heartbeat: budget spent today · resumes tomorrow',
+    });
     expect(short(view({ paused: true, last_status: 'skipped', last_skip_reason: 'paused' }))).toEqual({
       state: 'paused',
       text: 'Heartbeat: paused',

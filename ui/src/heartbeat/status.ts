@@ -26,6 +26,7 @@ export const SKIP_SHORT: Record<HeartbeatSkip, string> = {
   'no-provider': 'no provider',
   paused: 'paused',
   lock: 'another run',
+  budget: 'budget spent',
 };
 
 /** Longer, for the details. */
@@ -39,6 +40,7 @@ export const SKIP_LONG: Record<HeartbeatSkip, string> = {
   'no-provider': 'no provider is configured',
   paused: 'background activity is paused (tray menu)',
   lock: 'another heartbeat run held its lock (it retries shortly)',
+  budget: 'today’s token budget for background work is spent (it resumes tomorrow or when the budget is raised)',
 };
 
 export const REASON_LABEL: Record<WakeReason, string> = {
@@ -102,6 +104,8 @@ export function statusLine(view: HeartbeatView | null, error: string | null, clo
   if (!view) return error ? line('unavailable', 'unavailable') : line('none', '…');
   if (!view.settings.enabled) return line('off', 'off');
   if (view.paused) return line('paused', 'paused');
+  // Background model calls wait for tomorrow (or a higher budget): the bar says so.
+  if (view.budget_spent) return line('paused', 'budget spent today', 'resumes tomorrow');
   const next = view.next_run_at !== null ? `next ${clock(view.next_run_at)}` : view.interval_ms === null ? 'no interval' : '';
   let last = '';
   if (view.last_status === 'failed') {

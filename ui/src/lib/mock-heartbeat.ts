@@ -79,7 +79,7 @@ function problems(s: HeartbeatSettings): string[] {
 export function createMockHeartbeat(variant: string, emit: Emit, primaryBusy: () => boolean) {
   const now = Date.now();
   const preview = variant === 'heartbeat';
-  let settings: HeartbeatSettings = { enabled: true, every: '30m', ackMaxChars: 300, notifications: true };
+  let settings: HeartbeatSettings = { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8 };
   const stats: HeartbeatStats = preview
     ? { runs: 14, sent: 2, suppressed: 11, failed: 1, skipped: { 'requests-in-flight': 3, 'quiet-hours': 6 }, wakes_requested: 31, wakes_coalesced: 7 }
     : { runs: 0, sent: 0, suppressed: 0, failed: 0, skipped: {}, wakes_requested: 0, wakes_coalesced: 0 };
@@ -111,6 +111,10 @@ export function createMockHeartbeat(variant: string, emit: Emit, primaryBusy: ()
       warnings: problems(settings),
       stats: { ...stats, skipped: { ...stats.skipped } },
       paused: false,
+      usage_today: preview ? { input_tokens: 41_200, output_tokens: 1_830 } : { input_tokens: 0, output_tokens: 0 },
+      runs_today: preview ? 14 : 0,
+      budget_spent: false,
+      idle_factor: 1,
     };
   }
 

@@ -131,6 +131,11 @@ export function createMockBackend(variant: string): Backend {
         delivered: stats.sent,
         suppressed: stats.suppressed,
         skipped_busy: stats.skipped['requests-in-flight'] ?? 0,
+        usage_today: { input_tokens: 0, output_tokens: 0 },
+        runs_today: 0,
+        daily_token_budget: 0,
+        budget_spent: false,
+        idle_factor: 1,
       },
       mailbox: {
         waiting: heartbeat.snapshot().length,

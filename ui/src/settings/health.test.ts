@@ -13,6 +13,11 @@ const wakes = {
   run_ms_total: 0,
   run_ms_max: 0,
   run_ms_last: 0,
+  usage_today: { input_tokens: 0, output_tokens: 0 },
+  runs_today: 0,
+  daily_token_budget: 0,
+  budget_spent: false,
+  idle_factor: 1,
 };
 
 function health(patch: Partial<HealthView> = {}): HealthView {
@@ -72,6 +77,26 @@ describe('the health section', () => {
     });
     expect(value(busy, 'heartbeat').value).toBe(
       'running now · 0 delivered · 0 nothing to report · 3 put off while a turn ran · 1 wake waiting',
+    );
+    const spent = health({
+      heartbeat: {
+        ...wakes,
+        handler_registered: true,
+        running: false,
+        pending_wakes: 0,
+        delivered: 0,
+        suppressed: 4,
+        skipped_busy: 0,
+        usage_today: { input_tokens: 48_000, output_tokens: 2_100 },
+        runs_today: 4,
+        daily_token_budget: 50_000,
+        budget_spent: true,
+        idle_factor: 4,
+      },
+    });
+    expect(value(spent, 'heartbeat').value).toBe(
+      '0 delivered · 4 nothing to report · 50,100 tokens today (48,000 in, 2,100 out; 4 background runs): ' +
+        'the daily budget of 50,000 is spent, background work waits until tomorrow · interval ×4 while you are away',
     );
   });
 

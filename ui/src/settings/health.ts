@@ -51,6 +51,8 @@ export function healthSummary(h: HealthView): HealthSummary {
     hb.skipped_busy > 0 ? `${hb.skipped_busy} put off while a turn ran` : null,
     hb.pending_wakes > 0 ? `${plural(hb.pending_wakes, 'wake')} waiting` : null,
     hb.handler_registered ? null : 'not started',
+    backgroundTokens(hb),
+    hb.idle_factor > 1 ? `interval ×${hb.idle_factor} while you are away` : null,
   ].filter((p) => p !== null);
   const l = h.locks;
   const waits =
@@ -90,4 +92,17 @@ export function healthSummary(h: HealthView): HealthSummary {
     { key: 'locks', label: 'Session locks', value: locks.join(' · '), flagged: lockTrouble },
   ];
   return { headline, state, rows };
+}
+
+/** Background work's tokens today, against the budget when one is set. */
+function backgroundTokens(hb: HealthView['heartbeat']): string | null {
+  const used = hb.usage_today.input_tokens + hb.usage_today.output_tokens;
+  if (used === 0 && hb.daily_token_budget <= 0) return null;
+  const n = (x: number) => x.toLocaleString('en-US');
+  const runs = `${hb.runs_today} background ${hb.runs_today === 1 ? 'run' : 'runs'}`;
+  const today = `${n(used)} tokens today (${n(hb.usage_today.input_tokens)} in, ${n(hb.usage_today.output_tokens)} out; ${runs})`;
+  if (hb.daily_token_budget <= 0) return today;
+  return hb.budget_spent
+    ? `${today}: the daily budget of ${n(hb.daily_token_budget)} is spent, background work waits until tomorrow`
+    : `${today} of a daily budget of ${n(hb.daily_token_budget)}`;
 }
