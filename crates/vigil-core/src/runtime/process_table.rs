@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::exec::ProcessInfo;
+use tokio_util::sync::CancellationToken;
+
+use crate::exec::{ChannelExecEvents, ExecEvents, ExitStatus, ProcessInfo};
 
 /// One running command, as the table keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,6 +110,59 @@ impl ProcessTable {
         if let Err(e) = written {
             tracing::warn!("could not save the process table {}: {e}", self.path.display());
         }
+    }
+}
+
+/// The registry's events, with the table written before each start or end is passed on (and
+/// before the registry's call returns): a crash a moment after a command started still finds
+/// it on disk. A start costs one atomic rewrite of a small file; starts are rare next to
+/// output, which passes straight through.
+pub(super) struct Recording {
+    table: std::sync::Mutex<ProcessTable>,
+    forward: ChannelExecEvents,
+    /// Set when Vigil stops: ends caused by the stop are kept, so the next start tells
+    /// each command's owner.
+    stopping: CancellationToken,
+}
+
+impl Recording {
+    pub(super) fn new(table: ProcessTable, forward: ChannelExecEvents, stopping: CancellationToken) -> Self {
+        Self {
+            table: std::sync::Mutex::new(table),
+            forward,
+            stopping,
+        }
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, ProcessTable> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many commands run now.
+    pub(super) fn running(&self) -> usize {
+        self.table().len()
+    }
+}
+
+impl ExecEvents for Recording {
+    fn started(&self, info: &ProcessInfo) {
+        self.table().started(info);
+        self.forward.started(info);
+    }
+
+    fn output(&self, process_id: &str, owner: &str, raw: &[u8]) {
+        self.forward.output(process_id, owner, raw);
+    }
+
+    fn exited(&self, process_id: &str, owner: &str, exit: &ExitStatus, tail: &str) {
+        if !self.stopping.is_cancelled() {
+            self.table().ended(process_id);
+        }
+        self.forward.exited(process_id, owner, exit, tail);
+    }
+
+    fn exit_notice(&self, owner: &str, process_id: &str, text: &str) {
+        self.forward.exit_notice(owner, process_id, text);
     }
 }
 

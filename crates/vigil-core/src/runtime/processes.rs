@@ -9,7 +9,7 @@ use base64::Engine as _;
 use tokio::sync::mpsc;
 use vigil_protocol::{ErrorKind, Event, NotificationKind, ProcessSummary, Source, WakeReason};
 
-use super::process_table::{stopped_notice, ProcessTable, Running};
+use super::process_table::{stopped_notice, ProcessTable, Recording, Running};
 use super::Runtime;
 use crate::exec::{ChannelExecEvents, ExecEvent, ProcessInfo, RegistryConfig, RegistryHandle, SpawnRequest, TermSize};
 use crate::heartbeat;
@@ -49,11 +49,23 @@ impl Runtime {
     /// Starts the process registry and registers `exec`/`process` for later turns. Called by
     /// [`Runtime::start_background`], inside a tokio runtime.
     pub(super) fn start_processes(&self) {
+        if self.inner.exec.get().is_some() {
+            return;
+        }
         let (tx, rx) = mpsc::unbounded_channel();
+        let (table, left) = ProcessTable::open(&self.inner.data_dir);
+        self.announce_left(left);
+        // Emptied only now that what the last run left is queued: announced once.
+        table.save();
+        let recording = Arc::new(Recording::new(
+            table,
+            ChannelExecEvents(tx),
+            self.inner.shutdown.clone(),
+        ));
         let registry = RegistryHandle::start_with_cancel(
             RegistryConfig::default(),
             self.inner.clock.clone(),
-            Arc::new(ChannelExecEvents(tx)),
+            recording.clone(),
             self.inner.shutdown.child_token(),
         );
         if self.inner.exec.set(registry.clone()).is_err() {
@@ -62,14 +74,12 @@ impl Runtime {
         let mut tools = ToolRegistry::with_builtins_and_exec(registry);
         crate::routines::tools::register(&mut tools, &self.inner.routines);
         let _ = self.inner.exec_tools.set(tools);
-        let (table, left) = ProcessTable::open(&self.inner.data_dir);
-        self.announce_left(left);
-        // Emptied only now that what the last run left is queued: announced once.
-        table.save();
         let this = self.clone();
+        let recorded = Arc::downgrade(&recording);
+        drop(recording);
         self.inner
             .background
-            .spawn(async move { this.forward_exec_events(rx, table).await });
+            .spawn(async move { this.forward_exec_events(rx, recorded).await });
     }
 
     /// Commands the last run did not see end (a quit, a crash): each conversation hears of
@@ -151,13 +161,19 @@ impl Runtime {
         Ok(base64::engine::general_purpose::STANDARD.encode(raw))
     }
 
-    async fn forward_exec_events(&self, mut rx: mpsc::UnboundedReceiver<ExecEvent>, mut table: ProcessTable) {
+    /// Ends when the registry (which holds the only strong reference to `recording`, and
+    /// with it the channel's sender) is gone.
+    async fn forward_exec_events(
+        &self,
+        mut rx: mpsc::UnboundedReceiver<ExecEvent>,
+        recording: std::sync::Weak<Recording>,
+    ) {
+        let running = || recording.upgrade().map_or(0, |r| r.running());
         let emitter = self.inner.emitter.clone();
         while let Some(event) = rx.recv().await {
             match event {
                 ExecEvent::Started(info) => {
-                    table.started(&info);
-                    self.commands_running(table.len());
+                    self.commands_running(running());
                     emitter.emit(
                         Source::Exec,
                         Event::ProcessStarted {
@@ -173,11 +189,7 @@ impl Runtime {
                     },
                 ),
                 ExecEvent::Exited { process_id, owner, .. } => {
-                    // Ended by the quit itself: kept, so the next start tells its owner.
-                    if !self.inner.shutdown.is_cancelled() {
-                        table.ended(&process_id);
-                    }
-                    self.commands_running(table.len());
+                    self.commands_running(running());
                     if let Some(Ok(info)) = match self.processes() {
                         Some(r) => Some(r.info(&owner, &process_id).await),
                         None => None,
