@@ -59,7 +59,8 @@ impl Bare {
             json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
         )
         .await;
-        bare.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        bare.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
         bare
     }
 
@@ -90,7 +91,10 @@ async fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let server = root.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     if !server.exists() {
-        println!("mcp: not measured, {} is missing (run `make npm-deps`)", server.display());
+        println!(
+            "mcp: not measured, {} is missing (run `make npm-deps`)",
+            server.display()
+        );
         return;
     }
     let server = server.canonicalize().unwrap();

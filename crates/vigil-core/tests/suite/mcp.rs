@@ -662,7 +662,10 @@ async fn the_headless_runner_loads_the_same_mcp_json() {
             break;
         }
     }
-    stdin.write_all(b"{\"type\":\"user_message\",\"text\":\"echo\"}\n").await.unwrap();
+    stdin
+        .write_all(b"{\"type\":\"user_message\",\"text\":\"echo\"}\n")
+        .await
+        .unwrap();
     drop(stdin);
     while lines.next_line().await.unwrap().is_some() {}
     assert!(child.wait().await.unwrap().success());
