@@ -116,6 +116,26 @@ pub struct TurnExtras {
     /// The source of `turn_started`/`turn_finished` when it is not the user's turn
     /// (`background` for a continuation).
     pub source: Option<Source>,
+    /// Told, and awaited, before each tool call that may change something (a routine's job
+    /// writes the first one into its claim, so a crash leaves the evidence).
+    pub effects: Option<Effects>,
+}
+
+/// Watches a turn's tool calls that may change something ([`crate::tools::Tool::changes_things`]).
+#[async_trait::async_trait]
+pub trait EffectWatch: Send + Sync {
+    /// Called before such a call starts; the call waits for it.
+    async fn before_effect(&self, tool: &str, input: &serde_json::Value);
+}
+
+/// A shared [`EffectWatch`], for [`TurnExtras::effects`].
+#[derive(Clone)]
+pub struct Effects(pub Arc<dyn EffectWatch>);
+
+impl std::fmt::Debug for Effects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Effects")
+    }
 }
 
 /// How a turn ended, for the event and the runtime.
@@ -443,6 +463,11 @@ impl Turn<'_> {
             } else if self.cancel.is_cancelled() {
                 ToolOutput::error("Cancelled.")
             } else {
+                if let Some(Effects(watch)) = &self.extras.effects {
+                    if self.tools.changes_things(name, input) {
+                        watch.before_effect(name, input).await;
+                    }
+                }
                 let (updates, mut live) = tokio::sync::mpsc::unbounded_channel();
                 let ctx = ToolContext {
                     workspace: self.workspace.root().to_path_buf(),

@@ -50,6 +50,11 @@ impl Tool for McpTool {
         self.tool.spec.clone()
     }
 
+    /// What the server says (`readOnlyHint`), as the approval gate takes it.
+    fn changes_things(&self, _input: &Value) -> bool {
+        !self.tool.read_only
+    }
+
     async fn run(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
         let arguments = match arguments(input) {
             Ok(a) => a,

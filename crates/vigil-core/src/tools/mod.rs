@@ -175,6 +175,13 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Runs one call. Failures are outputs with `is_error: true`, never panics.
     async fn run(&self, input: serde_json::Value, ctx: &ToolContext) -> ToolOutput;
+
+    /// Whether this call may change something outside the conversation (a file, a
+    /// process, a routine, anything a server does): then running it twice may do it twice.
+    /// Yes unless the tool knows better: only reading tools say no.
+    fn changes_things(&self, _input: &serde_json::Value) -> bool {
+        true
+    }
 }
 
 #[derive(Clone)]
@@ -249,6 +256,11 @@ impl ToolRegistry {
             .iter()
             .find(|e| e.spec.name == name)
             .map(|e| Arc::clone(&e.tool))
+    }
+
+    /// [`Tool::changes_things`] of the call; an unknown tool changes nothing (it cannot run).
+    pub fn changes_things(&self, name: &str, input: &serde_json::Value) -> bool {
+        self.get(name).is_some_and(|t| t.changes_things(input))
     }
 
     fn names(&self) -> String {
@@ -450,6 +462,32 @@ mod tests {
         assert_eq!(names(&r), ["read", "write", "edit", "panics"]);
         assert_eq!(names(&before), ["read", "write", "edit"]);
         assert!(r.get("edit").is_some() && r.get("nope").is_none());
+    }
+
+    #[tokio::test]
+    async fn only_reading_calls_change_nothing() {
+        let registry = RegistryHandle::start(
+            crate::exec::RegistryConfig::default(),
+            Arc::new(crate::clock::SystemClock),
+            Arc::new(crate::exec::NoExecEvents),
+        );
+        let r = ToolRegistry::with_builtins_and_exec(registry);
+        let changes = |name: &str, input: serde_json::Value| r.changes_things(name, &input);
+        assert!(!changes("read", json!({"path": "a.txt"})));
+        assert!(changes("write", json!({"path": "a.txt", "content": "x"})));
+        assert!(changes("edit", json!({"path": "a.txt"})));
+        assert!(changes("exec", json!({"command": "ls"})), "a command may do anything");
+        for look in ["list", "poll", "log"] {
+            assert!(!changes("process", json!({"action": look, "sessionId": "p"})), "{look}");
+        }
+        for act in ["write", "send-keys", "kill", "remove"] {
+            assert!(changes("process", json!({"action": act, "sessionId": "p"})), "{act}");
+        }
+        assert!(!changes("nope", json!({})), "an unknown tool cannot run");
+        // A tool that does not say is taken to change things.
+        let mut other = ToolRegistry::new();
+        other.register(Arc::new(Panics));
+        assert!(other.changes_things("panics", &json!({})));
     }
 
     #[tokio::test]

@@ -95,6 +95,14 @@ impl ProcessTool {
 
 #[async_trait::async_trait]
 impl Tool for ProcessTool {
+    /// Looking (`list`, `poll`, `log`) changes nothing; the other actions act on a process.
+    fn changes_things(&self, input: &serde_json::Value) -> bool {
+        !matches!(
+            input.get("action").and_then(|a| a.as_str()),
+            Some("list" | "poll" | "log")
+        )
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "process".into(),

@@ -41,6 +41,10 @@ pub struct ReadTool;
 
 #[async_trait::async_trait]
 impl Tool for ReadTool {
+    fn changes_things(&self, _input: &serde_json::Value) -> bool {
+        false
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read".into(),
