@@ -330,6 +330,27 @@ pub async fn run_routine_now(state: State<'_, AppState>, id: String) -> Result<(
     state.runtime.run_routine_now(&id).await.map_err(routine_error)
 }
 
+/// Runs again, now, a routine whose run `run_id` ended `unknown` (cut off after it changed
+/// something); its schedule is unchanged.
+#[tauri::command]
+pub async fn retry_routine_run(state: State<'_, AppState>, id: String, run_id: String) -> Result<(), CommandError> {
+    state
+        .runtime
+        .resolve_routine_run(&id, &run_id, true)
+        .await
+        .map_err(routine_error)
+}
+
+/// Leaves a routine's `unknown` run as it is: the user checked, nothing to redo.
+#[tauri::command]
+pub async fn dismiss_routine_run(state: State<'_, AppState>, id: String, run_id: String) -> Result<(), CommandError> {
+    state
+        .runtime
+        .resolve_routine_run(&id, &run_id, false)
+        .await
+        .map_err(routine_error)
+}
+
 /// Pauses (`false`) or resumes (`true`) a routine.
 #[tauri::command]
 pub async fn set_routine_enabled(

@@ -333,6 +333,8 @@ pub fn run() {
             commands::remove_routine,
             commands::restore_routine,
             commands::run_routine_now,
+            commands::retry_routine_run,
+            commands::dismiss_routine_run,
             commands::set_routine_enabled,
             commands::routine_history,
             commands::preview_schedule,

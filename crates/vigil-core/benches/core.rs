@@ -13,7 +13,8 @@
 //!   replayed right after it through `SessionStore::append_async` into a session on the same
 //!   file system) subtracted per turn. The metadata commit comes after `turn_finished`
 //!   (checked on disk on a warm-up turn), so it is outside the window and not subtracted;
-//! - scheduler tick with 1 000 routines, none due, against a tick with none (goal ≤ 1 ms);
+//! - scheduler tick with 1 000 routines (every catch-up policy), none due, against a tick
+//!   with none (goal ≤ 1 ms);
 //! - fire lateness on the real clock: 40 reminders due 100 ms apart through the whole
 //!   runtime, from due time to the reminder's card, vs a bare tokio timer sleeping to the
 //!   same 40 due times on the same clock, measured the same way (p99 ratio; goal p99 ≤ 100 ms).
@@ -316,12 +317,14 @@ async fn tick_cost(n: usize) -> Duration {
     let workspace = dir.path().join("workspace");
     std::fs::create_dir_all(&workspace).unwrap();
     let schedules = ["0 9 * * 1-5", "30m", "*/15 * * * *", "2h", "0 18 * * 5"];
+    // Every catch-up policy, as a real block would hold them.
+    let policies = ["once", "skip", "all"];
     let tasks: Vec<serde_json::Value> = (0..n)
         .map(|i| {
             serde_json::json!({"id": format!("r{i}"), "title": format!("Routine {i}"), "description": "check something",
                 "schedule": schedules[i % schedules.len()], "timezone": "Europe/Berlin", "execution_mode": "isolated",
                 "source": "manual", "enabled": true, "state": "pending", "next_run_at": "2027-01-01T00:00:00+00:00",
-                "created_at": "2026-01-01T00:00:00+00:00", "timeout_seconds": 120})
+                "created_at": "2026-01-01T00:00:00+00:00", "timeout_seconds": 120, "catch_up": policies[i % policies.len()]})
         })
         .collect();
     let text = format!(

@@ -48,8 +48,8 @@ pub use preferences::{
     DEFAULT_CONTINUATION_LIMIT,
 };
 pub use routines::{
-    ExecutionMode, HeartbeatChecks, ParseStatus, RoutineDraft, RoutineRun, RoutineSaved, RoutineSource, RoutineState,
-    RoutineView, RoutinesView, RunOutcome, SchedulePreview, WakeMode,
+    CatchUp, ExecutionMode, HeartbeatChecks, ParseStatus, RoutineDraft, RoutineRun, RoutineSaved, RoutineSource,
+    RoutineState, RoutineView, RoutinesView, RunOutcome, SchedulePreview, WakeMode,
 };
 pub use settings::{
     ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings,
@@ -133,6 +133,10 @@ pub enum Op {
     RunRoutine { id: String },
     /// Pause (`enabled: false`) or resume a routine.
     SetRoutineEnabled { id: String, enabled: bool },
+    /// Run again a routine whose run `run_id` ended `unknown` (now, outside its schedule).
+    RetryRoutineRun { id: String, run_id: String },
+    /// Leave a routine's `unknown` run as it is: the user checked, nothing to redo.
+    DismissRoutineRun { id: String, run_id: String },
     /// Ask how the runtime is doing; answered by `health`.
     Health,
     /// This conversation's limit on continuing on its own (`0`: never); `None` goes back to
@@ -736,6 +740,7 @@ pub fn typescript_bindings() -> String {
         HeartbeatView::decl(&cfg),
         ExecutionMode::decl(&cfg),
         WakeMode::decl(&cfg),
+        CatchUp::decl(&cfg),
         RoutineState::decl(&cfg),
         RoutineSource::decl(&cfg),
         ParseStatus::decl(&cfg),

@@ -32,6 +32,24 @@ pub enum WakeMode {
     NextHeartbeat,
 }
 
+/// What happens to due times that passed while Vigil could not run a routine (it was not
+/// running, the computer slept, background work was paused). Every such due time is a run
+/// record of its own kind in the routine's history whichever policy applies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum CatchUp {
+    /// One run now, for the latest due time, if the routine is at most a day late; the
+    /// earlier due times are recorded `missed`. Later than a day, all of them are.
+    #[default]
+    Once,
+    /// No late run: the due times that passed are recorded `missed` and the routine waits for
+    /// its next time (a due time only a minute or two old still runs).
+    Skip,
+    /// One run now that is told how many due times it stands for (a daily digest that should
+    /// cover every day it missed), however late.
+    All,
+}
+
 /// Where a routine is in its life (seed 003 §11: pending → running → done/failed;
 /// recurring routines go back to pending with their next time).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
@@ -112,6 +130,12 @@ pub struct RoutineView {
     /// Removed (not for good): it never runs, and can be restored until it is deleted.
     #[ts(type = "number | null")]
     pub removed_at: Option<i64>,
+    /// What happens to due times missed while Vigil could not run it.
+    #[serde(default)]
+    pub catch_up: CatchUp,
+    /// A run whose outcome is `unknown` (cut off after it changed something) waits for the
+    /// user: Retry or Dismiss in its history. The run's id.
+    pub unknown_run: Option<String>,
 }
 
 /// The routine list and the state of the file it comes from.
@@ -178,6 +202,9 @@ pub struct RoutineDraft {
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catch_up: Option<CatchUp>,
     /// Create even if a routine with the same title or task exists.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     #[ts(optional, as = "Option<bool>")]
@@ -199,8 +226,13 @@ pub enum RunOutcome {
     Interrupted,
     /// An inline run the heartbeat could not take (quiet hours, disabled, no provider).
     Skipped,
-    /// Due longer ago than is still useful (after a long downtime); not run.
+    /// Due while Vigil could not run it (stopped, asleep, paused) and not run, by the
+    /// routine's catch-up policy.
     Missed,
+    /// Cut off (a crash, a kill, its timeout) after it ran a command or changed something:
+    /// whether it did its work is unknown, so it is not retried on its own; the user
+    /// retries or dismisses it.
+    Unknown,
 }
 
 /// One entry of a routine's run log.
@@ -223,6 +255,23 @@ pub struct RoutineRun {
     pub error: Option<String>,
     /// The model was not called (a deterministic task).
     pub deterministic: bool,
+    /// How many due times this record stands for: several for a `missed` or `skipped`
+    /// record of due times in a row, or a `catch_up: all` run told about them; `due_at` is
+    /// the first and `last_due_at` the last.
+    #[serde(default = "one")]
+    pub due_count: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional, type = "number")]
+    pub last_due_at: Option<i64>,
+    /// For `unknown`: the first thing the run did that changes something ("exec: make
+    /// deploy"), recorded before it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub side_effect: Option<String>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// A schedule described and previewed, with the same validation the agent's tools use.

@@ -411,6 +411,17 @@ export function runRoutineNow(id: string): Promise<void> {
   return call('run_routine_now', { id });
 }
 
+/** Runs again, now, a routine whose run `runId` ended `unknown` (cut off after it changed
+ *  something); its schedule is unchanged. */
+export function retryRoutineRun(id: string, runId: string): Promise<void> {
+  return call('retry_routine_run', { id, runId });
+}
+
+/** Leaves a routine's `unknown` run as it is (the user checked; nothing to redo). */
+export function dismissRoutineRun(id: string, runId: string): Promise<void> {
+  return call('dismiss_routine_run', { id, runId });
+}
+
 /** Pauses (`false`) or resumes (`true`) a routine. */
 export function setRoutineEnabled(id: string, enabled: boolean): Promise<RoutineView> {
   return call('set_routine_enabled', { id, enabled });

@@ -77,6 +77,8 @@ export function createMockRoutines(variant: string, emit: Emit) {
       problem: null,
       last_run: null,
       removed_at: null,
+      catch_up: d.catch_up ?? 'once',
+      unknown_run: null,
       ...extra,
     };
   }
@@ -84,17 +86,23 @@ export function createMockRoutines(variant: string, emit: Emit) {
   if (variant !== 'empty') {
     routines.push(make('drink_water', { title: 'Drink water', description: 'Remind me to drink a glass of water.', schedule: '1h', kind: 'time_reminder' }, { source: 'chat', last_run_at: now - 40 * MINUTE }));
     runs.drink_water = [
-      { run_id: 'r1', routine_id: 'drink_water', mode: 'inline', due_at: now - 100 * MINUTE, started_at: now - 100 * MINUTE, finished_at: now - 100 * MINUTE, outcome: 'ok', session_id: null, summary: 'Time to drink a glass of water.', error: null, deterministic: true },
-      { run_id: 'r2', routine_id: 'drink_water', mode: 'inline', due_at: now - 40 * MINUTE, started_at: now - 40 * MINUTE, finished_at: now - 40 * MINUTE, outcome: 'ok', session_id: null, summary: 'Time to drink a glass of water.', error: null, deterministic: true },
+      { run_id: 'r1', routine_id: 'drink_water', mode: 'inline', due_at: now - 100 * MINUTE, started_at: now - 100 * MINUTE, finished_at: now - 100 * MINUTE, outcome: 'ok', session_id: null, summary: 'Time to drink a glass of water.', error: null, deterministic: true, due_count: 1 },
+      { run_id: 'r2', routine_id: 'drink_water', mode: 'inline', due_at: now - 40 * MINUTE, started_at: now - 40 * MINUTE, finished_at: now - 40 * MINUTE, outcome: 'ok', session_id: null, summary: 'Time to drink a glass of water.', error: null, deterministic: true, due_count: 1 },
     ];
-    routines.push(make('morning_notes', { title: 'Summarise my unread notes', description: 'Read ~/notes/inbox and summarise what is new.', schedule: '0 9 * * 1-5', timezone: 'Europe/Berlin', execution_mode: 'isolated', timeout_seconds: 900 }, { last_run_at: now - 20 * HOUR }));
+    routines.push(make('morning_notes', { title: 'Summarise my unread notes', description: 'Read ~/notes/inbox and summarise what is new.', schedule: '0 9 * * 1-5', timezone: 'Europe/Berlin', execution_mode: 'isolated', timeout_seconds: 900, catch_up: 'all' }, { last_run_at: now - 20 * HOUR }));
     runs.morning_notes = [
-      { run_id: 'r3', routine_id: 'morning_notes', mode: 'isolated', due_at: now - 20 * HOUR, started_at: now - 20 * HOUR, finished_at: now - 20 * HOUR + 95_000, outcome: 'ok', session_id: 'job_morning_notes_r3', summary: 'Three new notes: the trip budget, a draft of the talk, and a reading list.', error: null, deterministic: false },
+      { run_id: 'r0', routine_id: 'morning_notes', mode: 'isolated', due_at: now - 92 * HOUR, started_at: now - 44 * HOUR, finished_at: now - 44 * HOUR + 80_000, outcome: 'ok', session_id: 'job_morning_notes_r0', summary: 'Three days of notes: nothing urgent.', error: null, deterministic: false, due_count: 3, last_due_at: now - 44 * HOUR },
+      { run_id: 'r3', routine_id: 'morning_notes', mode: 'isolated', due_at: now - 20 * HOUR, started_at: now - 20 * HOUR, finished_at: now - 20 * HOUR + 95_000, outcome: 'ok', session_id: 'job_morning_notes_r3', summary: 'Three new notes: the trip budget, a draft of the talk, and a reading list.', error: null, deterministic: false, due_count: 1 },
     ];
     if (variant.startsWith('routines')) {
       routines.push(make('backup_check', { title: 'Check the nightly backup', description: 'Look at ~/backup.log and tell me if the last run failed.', schedule: '30 7 * * *', execution_mode: 'isolated' }, { enabled: false, state: 'failed', error_message: 'timed out after 300 s' }));
+      routines.push(make('deploy_site', { title: 'Deploy the site', description: 'Run make deploy in ~/site.', schedule: '0 18 * * *', execution_mode: 'isolated', catch_up: 'skip' }, { last_run_at: now - 3 * HOUR, unknown_run: 'r6', error_message: 'outcome unknown, not retried: interrupted: Vigil stopped while it ran' }));
+      runs.deploy_site = [
+        { run_id: 'r5', routine_id: 'deploy_site', mode: 'isolated', due_at: now - 75 * HOUR, started_at: now - 27 * HOUR, finished_at: now - 27 * HOUR, outcome: 'missed', session_id: null, summary: null, error: 'due 2 times while Vigil could not run it; not run (catch-up: skip)', deterministic: false, due_count: 2, last_due_at: now - 51 * HOUR },
+        { run_id: 'r6', routine_id: 'deploy_site', mode: 'isolated', due_at: now - 3 * HOUR, started_at: now - 3 * HOUR, finished_at: now - 3 * HOUR + 40_000, outcome: 'unknown', session_id: 'job_deploy_site_r6', summary: null, error: 'interrupted: Vigil stopped while it ran', deterministic: false, due_count: 1, side_effect: 'exec: make deploy' },
+      ];
       runs.backup_check = [
-        { run_id: 'r4', routine_id: 'backup_check', mode: 'isolated', due_at: now - 26 * HOUR, started_at: now - 26 * HOUR, finished_at: now - 26 * HOUR + 300_000, outcome: 'timed_out', session_id: null, summary: null, error: 'timed out after 300 s', deterministic: false },
+        { run_id: 'r4', routine_id: 'backup_check', mode: 'isolated', due_at: now - 26 * HOUR, started_at: now - 26 * HOUR, finished_at: now - 26 * HOUR + 300_000, outcome: 'timed_out', session_id: null, summary: null, error: 'timed out after 300 s', deterministic: false, due_count: 1 },
       ];
     }
   }
@@ -175,10 +183,18 @@ export function createMockRoutines(variant: string, emit: Emit) {
       changed();
       return routines[i];
     },
+    /** The user's answer to a run whose outcome is unknown: run it again now, or leave it. */
+    resolve(id: string, runId: string, retry: boolean) {
+      const i = find(id);
+      if (routines[i].unknown_run !== runId) throw { code: 'invalid_routine', message: `run ${runId} of routine "${id}" is not waiting for a decision` };
+      routines[i] = { ...routines[i], unknown_run: null, error_message: null };
+      if (retry) this.runNow(id);
+      else changed();
+    },
     runNow(id: string) {
       const r = routines[find(id)];
       const t = Date.now();
-      (runs[id] ??= []).push({ run_id: `r${t}`, routine_id: id, mode: r.execution_mode, due_at: t, started_at: t, finished_at: t + 1000, outcome: 'ok', session_id: null, summary: `${r.title}: done (mock).`, error: null, deterministic: r.kind !== null });
+      (runs[id] ??= []).push({ run_id: `r${t}`, routine_id: id, mode: r.execution_mode, due_at: t, started_at: t, finished_at: t + 1000, outcome: 'ok', session_id: null, summary: `${r.title}: done (mock).`, error: null, deterministic: r.kind !== null, due_count: 1 });
       routines[find(id)] = { ...r, last_run_at: t };
       changed();
     },

@@ -576,6 +576,8 @@ export function createMockBackend(variant: string): Backend {
     restore_routine: (args) => routines.restoreRemoved(args.id as string),
     set_routine_enabled: (args) => routines.setEnabled(args.id as string, args.enabled as boolean),
     run_routine_now: (args) => routines.runNow(args.id as string),
+    retry_routine_run: (args) => routines.resolve(args.id as string, args.runId as string, true),
+    dismiss_routine_run: (args) => routines.resolve(args.id as string, args.runId as string, false),
     restore_routines: () => routines.restore(),
     heartbeat_checks: () => routines.checks(),
     save_heartbeat_checks: (args) => routines.saveChecks(args.expected as string, args.text as string),

@@ -9,7 +9,7 @@ export type Op = { "type": "user_message", text: string, session_id?: string,
  * downscaled and stored with the conversation before the message is saved; one that
  * cannot be read is an error and nothing is sent.
  */
-attachments?: Array<Attachment>, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, } | { "type": "list_mcp_servers" } | { "type": "add_mcp_servers", json: string, secret?: Array<McpSecretField>, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_server_trusted", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, };
+attachments?: Array<Attachment>, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "retry_routine_run", id: string, run_id: string, } | { "type": "dismiss_routine_run", id: string, run_id: string, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, } | { "type": "list_mcp_servers" } | { "type": "add_mcp_servers", json: string, secret?: Array<McpSecretField>, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_server_trusted", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, };
 
 export type Attachment = { 
 /**
@@ -467,6 +467,8 @@ export type ExecutionMode = "inline" | "isolated";
 
 export type WakeMode = "now" | "next_heartbeat";
 
+export type CatchUp = "once" | "skip" | "all";
+
 export type RoutineState = "pending" | "running" | "done" | "failed";
 
 export type RoutineSource = "manual" | "chat" | "heartbeat_reflect";
@@ -506,7 +508,16 @@ last_run: RoutineRun | null,
 /**
  * Removed (not for good): it never runs, and can be restored until it is deleted.
  */
-removed_at: number | null, };
+removed_at: number | null, 
+/**
+ * What happens to due times missed while Vigil could not run it.
+ */
+catch_up: CatchUp, 
+/**
+ * A run whose outcome is `unknown` (cut off after it changed something) waits for the
+ * user: Retry or Dismiss in its history. The run's id.
+ */
+unknown_run: string | null, };
 
 export type RoutinesView = { status: ParseStatus, 
 /**
@@ -522,13 +533,13 @@ schedule?: string,
 /**
  * For a one-shot: when it runs (ms since the epoch).
  */
-next_run_at?: number, timezone?: string, execution_mode?: ExecutionMode, wake_mode?: WakeMode, timeout_seconds?: number, max_retry?: number, enabled?: boolean, kind?: string, 
+next_run_at?: number, timezone?: string, execution_mode?: ExecutionMode, wake_mode?: WakeMode, timeout_seconds?: number, max_retry?: number, enabled?: boolean, kind?: string, catch_up?: CatchUp, 
 /**
  * Create even if a routine with the same title or task exists.
  */
 allow_duplicate?: boolean, };
 
-export type RunOutcome = "ok" | "acknowledged" | "failed" | "timed_out" | "interrupted" | "skipped" | "missed";
+export type RunOutcome = "ok" | "acknowledged" | "failed" | "timed_out" | "interrupted" | "skipped" | "missed" | "unknown";
 
 export type RoutineRun = { run_id: string, routine_id: string, mode: ExecutionMode, 
 /**
@@ -542,7 +553,18 @@ session_id: string | null, summary: string | null, error: string | null,
 /**
  * The model was not called (a deterministic task).
  */
-deterministic: boolean, };
+deterministic: boolean, 
+/**
+ * How many due times this record stands for: several for a `missed` or `skipped`
+ * record of due times in a row, or a `catch_up: all` run told about them; `due_at` is
+ * the first and `last_due_at` the last.
+ */
+due_count: number, last_due_at?: number, 
+/**
+ * For `unknown`: the first thing the run did that changes something ("exec: make
+ * deploy"), recorded before it started.
+ */
+side_effect?: string, };
 
 export type SchedulePreview = { description: string, timezone: string, next_runs: Array<number>, };
 

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { RoutineRun, RoutineView } from '../lib/protocol';
 import {
+  awaitsDecision,
+  CATCH_UP_CHOICES,
+  catchUpLabel,
   checkForm,
   draftFromForm,
   formatRun,
@@ -9,6 +12,7 @@ import {
   madeBy,
   newForm,
   placeError,
+  runWhen,
   splitRemoved,
   stateLabel,
   zoneChoices,
@@ -38,6 +42,8 @@ const routine = (over: Partial<RoutineView> = {}): RoutineView => ({
   problem: null,
   last_run: null,
   removed_at: null,
+  catch_up: 'once',
+  unknown_run: null,
   ...over,
 });
 
@@ -52,9 +58,22 @@ describe('the routine form', () => {
       timezone: 'Europe/Berlin',
       execution_mode: 'inline',
       wake_mode: 'now',
+      catch_up: 'once',
       timeout_seconds: 120,
       enabled: true,
     });
+  });
+
+  it('offers the catch-up policies, once first, and sends the one chosen', () => {
+    expect(CATCH_UP_CHOICES.map((c) => c.value)).toEqual(['once', 'skip', 'all']);
+    expect(newForm('UTC').catch_up).toBe('once');
+    const form = formFromRoutine(routine({ catch_up: 'all' }));
+    expect(form.catch_up).toBe('all');
+    form.catch_up = 'skip';
+    expect(draftFromForm(form).catch_up).toBe('skip');
+    expect(catchUpLabel(routine())).toBeNull();
+    expect(catchUpLabel(routine({ catch_up: 'skip' }))).toBe('skips missed times');
+    expect(catchUpLabel(routine({ catch_up: 'all' }))).toBe('catches up on every missed time');
   });
 
   it('keeps a routine that rides along with the next heartbeat that way', () => {
@@ -111,7 +130,7 @@ describe('times and states', () => {
     const t = Date.UTC(2026, 1, 12, 8, 0);
     const run: RoutineRun = {
       run_id: 'r', routine_id: 'water', mode: 'inline', due_at: t, started_at: t, finished_at: t,
-      outcome: 'timed_out', session_id: null, summary: null, error: 'slow', deterministic: false,
+      outcome: 'timed_out', session_id: null, summary: null, error: 'slow', deterministic: false, due_count: 1,
     };
     expect(lastRunLabel(routine({ last_run: run, last_run_at: t }))).toBe('Timed out Thu 12 Feb, 09:00');
     expect(lastRunLabel(routine({ last_run_at: t }))).toBe('Ran Thu 12 Feb, 09:00');
@@ -130,6 +149,42 @@ describe('times and states', () => {
     expect(madeBy(routine())).toBe('Added by you');
     expect(madeBy(routine({ source: 'chat' }))).toBe('Added by you, in a conversation');
     expect(madeBy(routine({ source: 'heartbeat_reflect' }))).toBe('Added by Vigil on its own');
+  });
+});
+
+describe('the run history', () => {
+  const t = Date.UTC(2026, 1, 12, 8, 0); // Thu 12 Feb 2026, 08:00 UTC
+  const hour = 3_600_000;
+  const run = (over: Partial<RoutineRun>): RoutineRun => ({
+    run_id: 'r', routine_id: 'water', mode: 'isolated', due_at: t, started_at: t, finished_at: t + 60_000,
+    outcome: 'ok', session_id: null, summary: null, error: null, deterministic: false, due_count: 1, ...over,
+  });
+
+  it('says which due times were missed, one or several in one record', () => {
+    expect(runWhen(run({ outcome: 'missed', finished_at: t + 5 * hour }), 'UTC')).toBe('due Thu 12 Feb, 08:00');
+    expect(runWhen(run({ outcome: 'missed', due_count: 4, last_due_at: t + 3 * hour }), 'UTC')).toBe(
+      '4 due times, Thu 12 Feb, 08:00 – Thu 12 Feb, 11:00',
+    );
+    expect(runWhen(run({ outcome: 'skipped', due_count: 2, last_due_at: t + hour }), 'Europe/Berlin')).toBe(
+      '2 due times, Thu 12 Feb, 09:00 – Thu 12 Feb, 10:00',
+    );
+  });
+
+  it('a run shows when it finished, and a catch-up run the due times it stood for', () => {
+    expect(runWhen(run({}), 'UTC')).toBe('Thu 12 Feb, 08:01');
+    expect(runWhen(run({ deterministic: true }), 'UTC')).toBe('Thu 12 Feb, 08:01 · no model');
+    expect(runWhen(run({ due_count: 3, last_due_at: t + 2 * hour, finished_at: t + 3 * hour }), 'UTC')).toBe(
+      'Thu 12 Feb, 11:00 · for 3 due times, Thu 12 Feb, 08:00 – Thu 12 Feb, 10:00',
+    );
+  });
+
+  it('offers Retry and Dismiss only on the unknown run that waits for the user', () => {
+    const cut = run({ run_id: 'r6', outcome: 'unknown', side_effect: 'exec: make deploy' });
+    expect(awaitsDecision(routine({ unknown_run: 'r6' }), cut)).toBe(true);
+    expect(awaitsDecision(routine({ unknown_run: null }), cut), 'answered already').toBe(false);
+    expect(awaitsDecision(routine({ unknown_run: 'r7' }), cut), 'an older one').toBe(false);
+    expect(awaitsDecision(routine({ unknown_run: 'r6' }), run({ run_id: 'r6', outcome: 'failed' }))).toBe(false);
+    expect(lastRunLabel(routine({ last_run: cut }))).toBe('Outcome unknown Thu 12 Feb, 09:01');
   });
 });
 

@@ -3,7 +3,7 @@
 // round trip, errors from the core placed at their field, and times shown in the
 // routine's own zone.
 
-import type { CommandError, RoutineDraft, RoutineRun, RoutineView } from '../lib/protocol';
+import type { CatchUp, CommandError, RoutineDraft, RoutineRun, RoutineView } from '../lib/protocol';
 
 export interface RoutineForm {
   title: string;
@@ -14,6 +14,8 @@ export interface RoutineForm {
   execution_mode: 'inline' | 'isolated';
   /** For inline routines: wake the heartbeat when due, or ride along with the next one. */
   wake_mode: 'now' | 'next_heartbeat';
+  /** What happens to due times missed while the computer slept or Vigil was not running. */
+  catch_up: CatchUp;
   /** Text, so a half-typed number is not rejected while typing. */
   timeout_seconds: string;
   enabled: boolean;
@@ -84,6 +86,7 @@ export function newForm(zone: string): RoutineForm {
     timezone: zone,
     execution_mode: 'inline',
     wake_mode: 'now',
+    catch_up: 'once',
     timeout_seconds: String(DEFAULT_TIMEOUT_SECONDS),
     enabled: true,
   };
@@ -97,6 +100,7 @@ export function formFromRoutine(r: RoutineView): RoutineForm {
     timezone: r.timezone,
     execution_mode: r.execution_mode,
     wake_mode: r.wake_mode,
+    catch_up: r.catch_up,
     timeout_seconds: String(r.timeout_seconds),
     enabled: r.enabled,
   };
@@ -128,12 +132,20 @@ export function draftFromForm(form: RoutineForm): RoutineDraft {
     timezone: form.timezone.trim(),
     execution_mode: form.execution_mode,
     wake_mode: form.wake_mode,
+    catch_up: form.catch_up,
     timeout_seconds: Number(form.timeout_seconds.trim()),
     enabled: form.enabled,
   };
   if (form.schedule.trim() !== '') draft.schedule = form.schedule.trim();
   return draft;
 }
+
+/** The catch-up policies as the editor offers them, the default first. */
+export const CATCH_UP_CHOICES: readonly { value: CatchUp; label: string; hint: string }[] = [
+  { value: 'once', label: 'Run it once', hint: 'if it is at most a day late; the other missed times are listed as missed' },
+  { value: 'skip', label: 'Skip it', hint: 'wait for the next time (for things that only make sense on time)' },
+  { value: 'all', label: 'Catch up on all of them', hint: 'one run, told how many times it missed (a digest that should cover every day)' },
+];
 
 /** Where a refusal from the core goes: at its field, or above the form. */
 export function placeError(e: CommandError): { field: FieldName | null; message: string } {
@@ -188,7 +200,37 @@ export const OUTCOME_WORDS: Record<RoutineRun['outcome'], string> = {
   interrupted: 'Interrupted',
   skipped: 'Skipped',
   missed: 'Missed',
+  unknown: 'Outcome unknown',
 };
+
+/**
+ * The time part of a history line, in the routine's zone: when a run finished (and the
+ * due times a catch-up run stood for), or for due times that did not run, which ones.
+ */
+export function runWhen(run: RoutineRun, zone: string): string {
+  const first = run.due_at ?? run.finished_at;
+  const last = run.last_due_at ?? first;
+  const span = `${formatRun(first, zone)} – ${formatRun(last, zone)}`;
+  if (run.outcome === 'missed' || run.outcome === 'skipped') {
+    return run.due_count > 1 ? `${run.due_count} due times, ${span}` : `due ${formatRun(first, zone)}`;
+  }
+  let when = formatRun(run.finished_at, zone);
+  if (run.due_count > 1) when += ` · for ${run.due_count} due times, ${span}`;
+  if (run.deterministic) when += ' · no model';
+  return when;
+}
+
+/** Whether `run` is the routine's cut-off run that waits for the user's Retry or Dismiss. */
+export function awaitsDecision(r: RoutineView, run: RoutineRun): boolean {
+  return run.outcome === 'unknown' && r.unknown_run === run.run_id;
+}
+
+/** The catch-up policy in a few words for the row; nothing for the default. */
+export function catchUpLabel(r: RoutineView): string | null {
+  if (r.catch_up === 'skip') return 'skips missed times';
+  if (r.catch_up === 'all') return 'catches up on every missed time';
+  return null;
+}
 
 /** The routine's state in a word, for the row's tag. */
 export function stateLabel(r: RoutineView): { text: string; tone: 'ok' | 'muted' | 'warn' | 'danger' } {

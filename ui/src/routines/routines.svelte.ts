@@ -77,6 +77,16 @@ export class RoutinesStore {
     return this.#act(() => ipc.runRoutineNow(id));
   }
 
+  /** Runs again, now, routine `id`'s run `runId` whose outcome is unknown. */
+  retryRun(id: string, runId: string): Promise<boolean> {
+    return this.#act(() => ipc.retryRoutineRun(id, runId));
+  }
+
+  /** Leaves routine `id`'s run `runId`, whose outcome is unknown, as it is. */
+  dismissRun(id: string, runId: string): Promise<boolean> {
+    return this.#act(() => ipc.dismissRoutineRun(id, runId));
+  }
+
   setEnabled(id: string, enabled: boolean): Promise<boolean> {
     return this.#act(() => ipc.setRoutineEnabled(id, enabled));
   }

@@ -207,6 +207,7 @@ impl Scheduler {
                 r.timezone = Some(timezone.clone());
                 r.execution_mode = mode;
                 r.wake_mode = draft.wake_mode.unwrap_or_default();
+                r.catch_up = draft.catch_up.unwrap_or_default();
                 r.source = source;
                 r.enabled = draft.enabled.unwrap_or(true);
                 r.next_run_at = Some(first);
@@ -247,6 +248,9 @@ impl Scheduler {
                 if let Some(w) = changes.wake_mode {
                     r.wake_mode = w;
                 }
+                if let Some(c) = changes.catch_up {
+                    r.catch_up = c;
+                }
                 if let Some(t) = changes.timeout_seconds {
                     if t == 0 || t > MAX_TIMEOUT_SECONDS {
                         return Err(rejected_at(
@@ -284,6 +288,8 @@ impl Scheduler {
                         r.next_run_at = Some(first);
                         r.retry = 0;
                         r.due_at = None;
+                        r.missed_count = 0;
+                        r.missed_from = None;
                         r.error_message = None;
                         r.state = RoutineState::Pending;
                     }
@@ -365,14 +371,48 @@ impl Scheduler {
                 if !r.enabled {
                     return Err(rejected(format!("routine \"{id}\" is paused; resume it first")));
                 }
-                r.state = RoutineState::Pending;
-                r.next_run_at = Some(now);
-                r.due_at = Some(now);
-                r.retry = 0;
+                start_now(r, now);
                 Ok(())
             })
             .await?;
         self.tick().await;
+        Ok(())
+    }
+
+    /// The user's answer to a run that ended `unknown` (it was cut off after it changed
+    /// something): `retry` runs the routine now, outside its schedule; otherwise it is
+    /// dismissed (a one-shot counts as done). Refused if `run_id` is not the run waiting.
+    pub async fn resolve_unknown(&self, id: &str, run_id: &str, retry: bool) -> Result<(), StoreError> {
+        let now = self.deps().clock.now_ms();
+        self.deps()
+            .store
+            .update(|entries| {
+                let r = find(entries, id)?;
+                if r.unknown_run.as_ref().is_none_or(|u| u.run_id != run_id) {
+                    return Err(rejected(format!(
+                        "run {run_id} of routine \"{id}\" is not waiting for a decision"
+                    )));
+                }
+                r.unknown_run = None;
+                r.error_message = None;
+                if retry {
+                    if r.state == RoutineState::Running {
+                        return Err(rejected(format!("routine \"{id}\" is running now")));
+                    }
+                    if !r.enabled {
+                        return Err(rejected(format!("routine \"{id}\" is paused; resume it first")));
+                    }
+                    start_now(r, now);
+                } else if !r.recurring() && r.state == RoutineState::Failed {
+                    r.state = RoutineState::Done;
+                }
+                Ok(())
+            })
+            .await?;
+        self.changed();
+        if retry {
+            self.tick().await;
+        }
         Ok(())
     }
 
@@ -416,6 +456,17 @@ impl Scheduler {
         self.poke();
         Ok(r)
     }
+}
+
+/// Makes a routine due now, outside its schedule (run now, retry): a due time of its own,
+/// so the scheduled ones stay as they are.
+fn start_now(r: &mut Routine, now: i64) {
+    r.state = RoutineState::Pending;
+    r.next_run_at = Some(now);
+    r.due_at = Some(now);
+    r.retry = 0;
+    r.missed_count = 0;
+    r.missed_from = None;
 }
 
 /// A recurring routine coming back (resumed, restored) whose time passed while it was out

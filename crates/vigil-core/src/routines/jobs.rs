@@ -4,17 +4,25 @@
 //! delivery of the result to the conversation's mailbox with a card and a notification,
 //! and the archive and retention of finished job sessions.
 //!
+//! A job's first tool call that changes something (`exec`, `write`, `edit`, …) is written
+//! into its claim in the task block before it runs ([`JobEffects`]): a job cut off after
+//! that — a crash, a kill, its timeout — ends `unknown`, is not retried, and the user is
+//! told once and decides (Retry / Dismiss). One cut off before it changed anything is
+//! retried as usual.
+//!
 //! Must never: run a job whose routine it did not claim; leave a claim without
-//! [`Scheduler::finish`]; let a job's failure reach another routine.
+//! [`Scheduler::finish`]; let a job's failure reach another routine; run a tool that
+//! changes something before its evidence is written.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
-use vigil_protocol::{Event, NotificationKind, RunOutcome, Scope, Source, StopReason};
+use vigil_protocol::{Event, NotificationKind, RoutineRun, RunOutcome, Scope, Source, StopReason};
 
-use super::model::KIND_TIME_REMINDER;
+use super::model::{Routine, KIND_TIME_REMINDER};
 use super::scheduler::{Claimed, RunResult, Scheduler};
 use super::{JobOutcome, JobTurn};
 use crate::session::{MailboxEvent, SessionType, PRIMARY_SESSION};
@@ -45,7 +53,79 @@ fn job_prompt(c: &Claimed) -> String {
     } else {
         format!("{}\n\n{}", r.title, r.description)
     };
-    format!("Scheduled routine \"{}\" is due. The task:\n\n{task}", r.id)
+    let told = super::catch_up::told_words(r)
+        .map(|t| format!("\n\n{t}"))
+        .unwrap_or_default();
+    format!("Scheduled routine \"{}\" is due. The task:\n\n{task}{told}", r.id)
+}
+
+/// "exec: make deploy": what a tool call that changes something does, briefly.
+fn effect_words(tool: &str, input: &serde_json::Value) -> String {
+    let what = ["command", "path", "action", "id", "title"]
+        .iter()
+        .find_map(|k| input.get(*k).and_then(|v| v.as_str()));
+    match what {
+        Some(w) => {
+            let mut short: String = w.chars().take(80).collect();
+            if short.len() < w.len() {
+                short.push('…');
+            }
+            format!("{tool}: {short}")
+        }
+        None => tool.to_string(),
+    }
+}
+
+/// The [`crate::agent::EffectWatch`] of one job: before its first tool call that changes
+/// something runs, writes what it is into the routine's claim (`side_effect`), so that a
+/// crash or a kill from then on leaves the evidence on disk.
+pub(super) struct JobEffects {
+    scheduler: Scheduler,
+    routine_id: String,
+    run_id: String,
+    /// Set once written; later calls wait for the first write, then go.
+    first: tokio::sync::OnceCell<String>,
+}
+
+impl JobEffects {
+    /// What the job did first that changes something, if it did.
+    fn fired(&self) -> Option<String> {
+        self.first.get().cloned()
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::agent::EffectWatch for JobEffects {
+    async fn before_effect(&self, tool: &str, input: &serde_json::Value) {
+        self.first
+            .get_or_init(|| async {
+                let words = effect_words(tool, input);
+                let written = self
+                    .scheduler
+                    .deps()
+                    .store
+                    .update(|entries| {
+                        let mine = entries
+                            .iter_mut()
+                            .filter_map(|e| e.routine.as_mut().ok())
+                            .find(|r| r.id == self.routine_id && r.run_id.as_deref() == Some(self.run_id.as_str()));
+                        if let Some(r) = mine {
+                            r.side_effect.get_or_insert_with(|| words.clone());
+                        }
+                        Ok(())
+                    })
+                    .await;
+                if let Err(e) = written {
+                    // The run goes on; only a crash right now would be retried blindly.
+                    tracing::warn!(
+                        "routine {}: could not record its first change ({words}): {e}",
+                        self.routine_id
+                    );
+                }
+                words
+            })
+            .await;
+    }
 }
 
 /// The first non-blank line, cut to [`SUMMARY_CHARS`].
@@ -135,12 +215,19 @@ impl Scheduler {
         let session = job_session_id(&c.routine.id, &c.run_id);
         self.shared.job_sessions.fetch_add(1, Ordering::Relaxed);
         let cancel = CancellationToken::new();
+        let effects = Arc::new(JobEffects {
+            scheduler: self.clone(),
+            routine_id: c.routine.id.clone(),
+            run_id: c.run_id.clone(),
+            first: Default::default(),
+        });
         let turn = JobTurn {
             session_id: session.clone(),
             run_id: c.run_id.clone(),
             text: job_prompt(&c),
             system_section: JOB_SECTION.into(),
             cancel: cancel.clone(),
+            effects: crate::agent::Effects(effects.clone()),
         };
         let timeout = Duration::from_secs(c.routine.timeout_seconds.max(1) as u64);
         let job = host.run_job(turn);
@@ -186,7 +273,21 @@ impl Scheduler {
                 }
             }
         };
-        if let RunResult::Failed { error, .. } = &result {
+        let result = match (result, effects.fired()) {
+            // Cut off after it changed something: retrying could do it twice.
+            (RunResult::Failed { error, .. }, Some(effect)) => RunResult::Failed {
+                outcome: RunOutcome::Unknown,
+                error: format!("{error}, after it had started to change something ({effect})"),
+            },
+            (result, _) => result,
+        };
+        if let RunResult::Failed {
+            outcome: RunOutcome::Unknown,
+            error,
+        } = &result
+        {
+            self.tell_unknown_now(&c, &session, error).await;
+        } else if let RunResult::Failed { error, .. } = &result {
             // Only the last attempt is announced; earlier ones are retried quietly.
             if c.routine.retry >= c.routine.max_retry {
                 let text = format!("{} failed: {error}", c.routine.title);
@@ -197,6 +298,67 @@ impl Scheduler {
         }
         self.finish(&c, result, Some(session.clone()), false).await;
         self.archive(&session).await;
+    }
+
+    /// Tells the user, once, about a run recovered as `unknown` at a start or after a stuck
+    /// run: it had changed something when it was cut off, so it is not retried.
+    pub(super) async fn tell_unknown(&self, r: &Routine, run: &RoutineRun) {
+        let c = Claimed {
+            routine: r.clone(),
+            run_id: run.run_id.clone(),
+            due_at: run.due_at.unwrap_or(0),
+            started_at: run.started_at,
+        };
+        let why = run.error.clone().unwrap_or_default();
+        let session = job_session_id(&r.id, &run.run_id);
+        let what = run.side_effect.as_deref().unwrap_or("something");
+        self.tell_unknown_now(
+            &c,
+            &session,
+            &format!("{why}, after it had started to change something ({what})"),
+        )
+        .await;
+    }
+
+    async fn tell_unknown_now(&self, c: &Claimed, session: &str, error: &str) {
+        let text = format!(
+            "\"{}\" was cut off ({error}). Whether it did its work is unknown, so it is not run again on its own: \
+             check, then retry or dismiss it in the routine's history.",
+            c.routine.title
+        );
+        if let Err(e) = self
+            .deliver(session, c, "job_unknown", "Vigil: a routine was cut off", &text)
+            .await
+        {
+            tracing::warn!("could not tell about routine {}: {e}", c.routine.id);
+        }
+    }
+
+    /// Emits the one notification that sums up what a wake-up found: "3 routines missed
+    /// while the computer slept; 1 ran now". `late` holds, for each routine that fell due
+    /// while Vigil could not run it, whether it runs now; `away` says why.
+    pub(super) fn tell_late(&self, late: &[bool], away: super::catch_up::Away) {
+        if late.is_empty() {
+            return;
+        }
+        let body = super::catch_up::summary(late.len(), late.iter().filter(|ran| **ran).count(), away);
+        tracing::info!("{body}");
+        if !self.host().is_none_or(|h| h.notifications()) {
+            return;
+        }
+        self.deps().emitter.for_session(PRIMARY_SESSION, Scope::Primary).emit(
+            Source::Scheduler,
+            Event::Notification {
+                kind: NotificationKind::Routine,
+                title: "Vigil: missed routines".into(),
+                body,
+                event_id: None,
+                process_id: None,
+                approval_id: None,
+                session_id: None,
+                message_ts: None,
+            },
+        );
     }
 
     /// Mailbox first (the durable copy), then the card and the notification.

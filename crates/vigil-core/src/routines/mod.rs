@@ -8,8 +8,11 @@
 //! - [`store`] — the task block: parse (`ok | corrupted | empty`), atomic locked writes,
 //!   `.heartbeat_snapshot.json`.
 //! - [`scheduler`] — the tick (claim before run), the single timing loop.
-//! - `state` — the state machine: done / next time / retry with back-off, stale claims.
-//! - `jobs` — isolated job sessions, deterministic tasks, delivery to the mailbox.
+//! - `state` — the state machine: done / next time / retry with back-off, `unknown`,
+//!   stale claims, the due times a routine passes over.
+//! - `catch_up` — missed runs by policy (`once`, `skip`, `all`) and the wake-up summary.
+//! - `jobs` — isolated job sessions, deterministic tasks, delivery to the mailbox, the
+//!   side-effect evidence that makes a cut-off run `unknown`.
 //! - [`edit`] — create / update / delete / run-now / pause, with the tools' validation.
 //! - [`view`] — the editor's view and previews.
 //! - [`runlog`] — each routine's bounded run history.
@@ -20,6 +23,7 @@
 //! Must never: run a routine it has not claimed; write `HEARTBEAT.md` outside [`store`];
 //! read the system clock.
 
+mod catch_up;
 mod describe;
 pub mod edit;
 mod jobs;
@@ -121,6 +125,9 @@ pub struct JobTurn {
     pub system_section: String,
     /// Cancelled when the job's timeout passes; the turn must end promptly.
     pub cancel: CancellationToken,
+    /// Goes into the turn's [`crate::agent::TurnExtras::effects`]: the job's first tool
+    /// call that changes something is written into its claim before it runs.
+    pub effects: crate::agent::Effects,
 }
 
 /// How a job turn ended.

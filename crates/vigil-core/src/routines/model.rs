@@ -10,7 +10,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use vigil_protocol::{ExecutionMode, RoutineSource, RoutineState, WakeMode};
+use vigil_protocol::{CatchUp, ExecutionMode, RoutineSource, RoutineState, WakeMode};
 
 /// `timeout_seconds` when a task does not say (short enough that inference says `inline`).
 pub const DEFAULT_TIMEOUT_SECONDS: u32 = 60;
@@ -47,6 +47,10 @@ pub struct Routine {
     /// or ride along with the next interval heartbeat (`next_heartbeat`).
     #[serde(default, skip_serializing_if = "is_now")]
     pub wake_mode: WakeMode,
+    /// What happens to due times missed while Vigil could not run it: `once` (the default,
+    /// not written), `skip` or `all`.
+    #[serde(default, skip_serializing_if = "is_once")]
+    pub catch_up: CatchUp,
     #[serde(default)]
     pub source: RoutineSource,
     #[serde(default = "yes")]
@@ -79,6 +83,24 @@ pub struct Routine {
     /// The slot being run or retried (a retry's `next_run_at` is its back-off, not the slot).
     #[serde(default, with = "iso", skip_serializing_if = "Option::is_none")]
     pub due_at: Option<i64>,
+    /// The running attempt's run id (a job's session is `job_<id>_<run_id>`), so a run
+    /// cut off by a crash is recorded under its own id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The first thing the running attempt did that changes something (`exec: …`),
+    /// written before it started: after a crash, the evidence that retrying could do it
+    /// twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side_effect: Option<String>,
+    /// For a `catch_up: all` run in hand: how many earlier due times it also stands for,
+    /// from `missed_from`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub missed_count: u32,
+    #[serde(default, with = "iso", skip_serializing_if = "Option::is_none")]
+    pub missed_from: Option<i64>,
+    /// A run that ended `unknown` and waits for the user's Retry or Dismiss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown_run: Option<UnknownRun>,
     /// A routine the agent registered on its own has been announced to the user.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub announced: bool,
@@ -90,6 +112,15 @@ pub struct Routine {
     /// Fields this version does not know, kept as they were.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A run cut off after it changed something, waiting for the user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnknownRun {
+    pub run_id: String,
+    /// The due time it ran for.
+    #[serde(default, with = "iso")]
+    pub due_at: Option<i64>,
 }
 
 /// An empty schedule reads as none, as it is written (found by the task-block fuzz target:
@@ -105,6 +136,14 @@ fn is_none_or_empty(s: &Option<String>) -> bool {
 
 fn is_now(m: &WakeMode) -> bool {
     *m == WakeMode::Now
+}
+
+fn is_once(c: &CatchUp) -> bool {
+    *c == CatchUp::Once
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn inline() -> ExecutionMode {
@@ -134,6 +173,7 @@ impl Routine {
             timezone: None,
             execution_mode: ExecutionMode::Inline,
             wake_mode: WakeMode::Now,
+            catch_up: CatchUp::Once,
             source: RoutineSource::Manual,
             enabled: true,
             state: RoutineState::Pending,
@@ -148,6 +188,11 @@ impl Routine {
             claimed_by: None,
             run_started_at: None,
             due_at: None,
+            run_id: None,
+            side_effect: None,
+            missed_count: 0,
+            missed_from: None,
+            unknown_run: None,
             announced: false,
             removed_at: None,
             extra: Default::default(),

@@ -145,6 +145,9 @@ mod tests {
             summary: None,
             error: None,
             deterministic: false,
+            due_count: 1,
+            last_due_at: None,
+            side_effect: None,
         }
     }
 

@@ -13,16 +13,19 @@
 //! next time / into a retry with back-off.
 //!
 //! ## Decisions
-//! - **Catch-up**: a run missed while Vigil was not running (or the machine slept) runs
-//!   once when it wakes — the routine's `next_run_at` is one time, however many slots
-//!   passed — if it is at most [`SchedulerConfig::catch_up_limit`] (24 h) late; later than
-//!   that it is recorded as `missed` and the routine moves to its next time (a one-shot
-//!   fails with that reason).
+//! - **Catch-up**: due times that passed while Vigil was not running, the machine slept or
+//!   background work was paused are handled by the routine's `catch_up` policy (`once`, the
+//!   default: one run if at most [`SchedulerConfig::catch_up_limit`] late; `skip`; `all`: one
+//!   run told how many it stands for — see [`super::catch_up`]). Every due time that does not
+//!   run is a `missed` or `skipped` record in the run log, and one notification sums up what
+//!   a wake-up found.
 //! - **Crash mid-run**: a `running` claim by an earlier instance of this process, or by a
 //!   process that no longer exists, counts as a failed attempt (`interrupted`) at once; a
 //!   claim by a live process is cleared when older than the routine's timeout plus
 //!   [`SchedulerConfig::stuck_grace`]. Either way the retry rules apply; the run is never
-//!   started twice at the same time.
+//!   started twice at the same time — unless the attempt had already changed something (its
+//!   claim records the first `exec` / `write` / `edit` before it runs): then its outcome is
+//!   `unknown`, it is not retried, and the user decides (Retry / Dismiss).
 //! - **Retries**: back-off 30 s, 1 min, 5 min, 15 min, 60 min (OpenClaw's cron) up to
 //!   `max_retry`; then a recurring routine gives up on that slot and waits for its next
 //!   one, a one-shot becomes `failed`.
@@ -41,9 +44,13 @@ use vigil_protocol::{
     ErrorKind, Event, ExecutionMode, RoutineRun, RoutineSource, RoutineState, RunOutcome, Source, WakeMode,
 };
 
+use super::catch_up::{decide, Away, Watch};
 use super::model::Routine;
 use super::schedule::Spec;
-use super::state::{apply_failure, apply_success, release, run_entry, stale_claim};
+use super::state::{
+    apply_failure, apply_missed, apply_skipped, apply_success, apply_unknown, covered, gap_entry, release, run_entry,
+    stale_claim,
+};
 use super::store::{Parsed, StoreError};
 use super::Deps;
 use crate::heartbeat::DueTask;
@@ -52,8 +59,11 @@ use crate::wake::Wake;
 /// Timings and limits; [`Default`] is what Vigil uses.
 #[derive(Debug, Clone)]
 pub struct SchedulerConfig {
-    /// How late a missed run may be and still run (see the module docs).
+    /// How late a missed run may be and still run with `catch_up: once` (see the module docs).
     pub catch_up_limit: Duration,
+    /// A due time this old is late (missed while Vigil could not run it) if it came after
+    /// the scheduler last looked; younger ones run as usual (a quick restart, a short nap).
+    pub late_grace: Duration,
     /// A live claim older than timeout + this is cleared as stuck.
     pub stuck_grace: Duration,
     /// Retry back-off by attempt; the last value repeats.
@@ -78,6 +88,7 @@ impl Default for SchedulerConfig {
         let m = |n: u64| Duration::from_secs(60 * n);
         Self {
             catch_up_limit: m(24 * 60),
+            late_grace: m(2),
             stuck_grace: m(5),
             backoff: vec![Duration::from_secs(30), m(1), m(5), m(15), m(60)],
             max_nap: Duration::from_secs(30),
@@ -168,6 +179,11 @@ pub(super) struct Shared {
     problems: Mutex<(usize, HashMap<String, String>)>,
     /// Job sessions started since start (seed 003 §12 Phase 2: `job_session_created`).
     pub(super) job_sessions: AtomicU64,
+    /// `std` lock: when a tick last looked at the routines (not paused); `None` before the
+    /// first tick of this start. Due times after it and older than the grace are late.
+    watched: Mutex<Option<i64>>,
+    /// A tick found background work paused since the routines were last looked at.
+    paused_seen: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -193,6 +209,8 @@ impl Scheduler {
                 reported: Mutex::new(HashMap::new()),
                 problems: Mutex::new((0, HashMap::new())),
                 job_sessions: AtomicU64::new(0),
+                watched: Mutex::new(None),
+                paused_seen: Default::default(),
             }),
         }
     }
@@ -288,10 +306,12 @@ impl Scheduler {
             .remove("file");
         let host = self.shared.host.read().unwrap_or_else(|e| e.into_inner()).clone();
         if host.is_some_and(|h| h.paused()) {
+            self.shared.paused_seen.store(true, Ordering::Relaxed);
             report.paused = true;
             report.next_due = self.next_due();
             return report;
         }
+        let away = self.away();
         let problems = self.problems(&state.parsed, Arc::as_ptr(&state) as usize);
         let in_flight = self.shared.in_flight.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut work = false;
@@ -312,16 +332,26 @@ impl Scheduler {
         }
         if work {
             match self.claim(now, &problems, &mut report).await {
-                Ok((claimed, announce)) => {
+                Ok(Claims {
+                    claimed,
+                    announce,
+                    late,
+                    unknown,
+                }) => {
                     self.dispatch(claimed);
                     for r in announce {
                         self.announce(&r).await;
+                    }
+                    self.tell_late(&late, away);
+                    for (r, run) in unknown {
+                        self.tell_unknown(&r, &run).await;
                     }
                     self.changed();
                 }
                 Err(e) => self.report_once("claim", format!("Routines could not be updated: {e}")),
             }
         }
+        *self.shared.watched.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
         report.next_due = self.next_due_except(&report.waiting);
         report
     }
@@ -370,10 +400,14 @@ impl Scheduler {
         now: i64,
         problems: &HashMap<String, String>,
         report: &mut TickReport,
-    ) -> Result<(Vec<Claimed>, Vec<Routine>), StoreError> {
+    ) -> Result<Claims, StoreError> {
         let zone = self.shared.config.default_zone.clone();
         let instance = self.shared.instance.clone();
-        let limit = self.shared.config.catch_up_limit.as_millis() as i64;
+        let watch = Watch {
+            watched: *self.shared.watched.lock().unwrap_or_else(|e| e.into_inner()),
+            grace: self.shared.config.late_grace.as_millis() as i64,
+            limit: self.shared.config.catch_up_limit.as_millis() as i64,
+        };
         let grace = self.shared.config.stuck_grace.as_millis() as i64;
         let mut runs = Vec::new();
         let result = self
@@ -389,8 +423,7 @@ impl Scheduler {
                     .filter_map(|e| e.routine.as_ref().ok())
                     .filter(|r| r.state == RoutineState::Running && in_flight.contains(&r.id) && is_job(r))
                     .count();
-                let mut claimed = Vec::new();
-                let mut announce = Vec::new();
+                let mut out = Claims::default();
                 for e in entries.iter_mut() {
                     let Ok(r) = &mut e.routine else { continue };
                     if r.timezone.is_none() {
@@ -408,14 +441,23 @@ impl Scheduler {
                     };
                     if r.source == RoutineSource::HeartbeatReflect && !r.announced {
                         r.announced = true;
-                        announce.push(r.clone());
+                        out.announce.push(r.clone());
                     }
                     if r.state == RoutineState::Running && !in_flight.contains(&r.id) {
                         let why = stale_claim(r, &instance, now, grace);
                         if let Some(why) = why {
                             report.recovered.push(r.id.clone());
-                            runs.push(run_entry(r, RunOutcome::Interrupted, now, Some(why.clone())));
-                            apply_failure(r, &spec, now, why, self.backoff(r.retry + 1));
+                            if r.side_effect.is_some() {
+                                // It had changed something: running it again could do it twice.
+                                let run = run_entry(r, RunOutcome::Unknown, now, Some(why.clone()));
+                                let passed = apply_unknown(r, &spec, now, &run.run_id, &why);
+                                out.unknown.push((r.clone(), run.clone()));
+                                runs.push(run);
+                                runs.extend(passed);
+                            } else {
+                                runs.push(run_entry(r, RunOutcome::Interrupted, now, Some(why.clone())));
+                                runs.extend(apply_failure(r, &spec, now, why, self.backoff(r.retry + 1)));
+                            }
                         }
                     }
                     if !r.live() || r.state != RoutineState::Pending {
@@ -435,25 +477,28 @@ impl Scheduler {
                     if due > now {
                         continue;
                     }
-                    if now - due > limit {
-                        report.missed.push(r.id.clone());
-                        let why = format!(
-                            "missed: it was due at {} and Vigil was not running until {}",
-                            super::model::iso_string(due),
-                            super::model::iso_string(now)
-                        );
-                        runs.push(run_entry(r, RunOutcome::Missed, now, Some(why.clone())));
-                        r.due_at = None;
-                        r.retry = 0;
-                        match spec.next_after(now, anchor) {
-                            Some(next) if r.recurring() => r.next_run_at = Some(next),
-                            _ => {
-                                r.state = RoutineState::Failed;
-                                r.next_run_at = None;
-                                r.error_message = Some(why);
-                            }
+                    let decision = decide(r, &spec, now, watch);
+                    if let Some((slots, outcome, why)) = &decision.not_run {
+                        if *outcome == RunOutcome::Missed {
+                            report.missed.push(r.id.clone());
                         }
+                        runs.push(gap_entry(r, *outcome, *slots, now, why.clone()));
+                    }
+                    if decision.late {
+                        out.late.push(decision.run.is_some());
+                    }
+                    let Some(slot) = decision.run else {
+                        let why = decision.not_run.map(|(.., why)| why).unwrap_or_default();
+                        apply_missed(r, &spec, now, &why);
                         continue;
+                    };
+                    if r.due_at != Some(slot) {
+                        // A due time of its own (not a retry's): kept while it waits for a
+                        // job slot, so the decision is made once.
+                        r.due_at = Some(slot);
+                        r.retry = 0;
+                        r.missed_count = decision.told.map_or(0, |t| t.count);
+                        r.missed_from = decision.told.map(|t| t.first);
                     }
                     if is_job(r) {
                         if jobs_running >= self.shared.config.max_concurrent_jobs {
@@ -462,20 +507,22 @@ impl Scheduler {
                         }
                         jobs_running += 1;
                     }
+                    let run_id = short_id();
                     r.state = RoutineState::Running;
                     r.claimed_by = Some(instance.clone());
                     r.run_started_at = Some(now);
-                    let slot = *r.due_at.get_or_insert(due);
+                    r.run_id = Some(run_id.clone());
+                    r.side_effect = None;
                     report.claimed.push(r.id.clone());
                     in_flight.insert(r.id.clone());
-                    claimed.push(Claimed {
+                    out.claimed.push(Claimed {
                         routine: r.clone(),
-                        run_id: short_id(),
+                        run_id,
                         due_at: slot,
                         started_at: now,
                     });
                 }
-                Ok((claimed, announce))
+                Ok(out)
             })
             .await;
         for run in &runs {
@@ -485,13 +532,16 @@ impl Scheduler {
     }
 
     /// Moves a claimed run to its next state (seed 003 §11: done / pending with the next
-    /// time / retry), records it in the run log, and releases it.
+    /// time / retry; `unknown`: waits for the user), records it in the run log with the due
+    /// times passed over meanwhile, and releases it.
     pub async fn finish(&self, claimed: &Claimed, result: RunResult, session_id: Option<String>, deterministic: bool) {
         let now = self.now();
         let zone = self.shared.config.default_zone.clone();
         let instance = self.shared.instance.clone();
         let id = claimed.routine.id.clone();
         let backoff = self.backoff(claimed.routine.retry + 1);
+        let mut passed = None;
+        let mut effect = None;
         let outcome = self
             .shared
             .deps
@@ -509,24 +559,24 @@ impl Scheduler {
                     return Ok(false);
                 }
                 let spec = Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(&zone));
-                match (&result, spec) {
+                effect = r.side_effect.clone();
+                passed = match (&result, spec) {
                     (RunResult::Ok { .. } | RunResult::Acknowledged, Ok(spec)) => apply_success(r, &spec, now),
+                    (
+                        RunResult::Failed {
+                            outcome: RunOutcome::Unknown,
+                            error,
+                        },
+                        Ok(spec),
+                    ) => apply_unknown(r, &spec, now, &claimed.run_id, error),
                     (RunResult::Failed { error, .. }, Ok(spec)) => apply_failure(r, &spec, now, error.clone(), backoff),
-                    (RunResult::Skipped(why), Ok(spec)) => {
-                        release(r);
-                        r.due_at = None;
-                        match spec.next_after(now, r.created_at.unwrap_or(now)) {
-                            Some(next) => r.next_run_at = Some(next),
-                            // A one-shot waits a while for the heartbeat to be able to take it.
-                            None => r.next_run_at = Some(now + 15 * 60_000),
-                        }
-                        r.error_message = Some(format!("skipped: {why}"));
-                    }
+                    (RunResult::Skipped(why), Ok(spec)) => apply_skipped(r, &spec, now, why),
                     (_, Err(p)) => {
                         release(r);
                         r.error_message = Some(p);
+                        None
                     }
-                }
+                };
                 Ok(true)
             })
             .await;
@@ -547,11 +597,12 @@ impl Scheduler {
             RunResult::Failed { outcome, error } => (outcome, None, Some(error)),
             RunResult::Skipped(why) => (RunOutcome::Skipped, None, Some(why)),
         };
+        let (due_at, due_count, last_due_at) = covered(&claimed.routine, Some(claimed.due_at));
         self.shared.deps.runlog.record(&RoutineRun {
             run_id: claimed.run_id.clone(),
             routine_id: id,
             mode: claimed.routine.execution_mode,
-            due_at: Some(claimed.due_at),
+            due_at,
             started_at: claimed.started_at,
             finished_at: now,
             outcome,
@@ -559,9 +610,28 @@ impl Scheduler {
             summary,
             error,
             deterministic,
+            due_count,
+            last_due_at,
+            side_effect: effect.filter(|_| outcome == RunOutcome::Unknown),
         });
+        if let Some(p) = passed {
+            self.shared.deps.runlog.record(&p);
+        }
         self.changed();
         self.poke();
+    }
+
+    /// Why routines found late by this tick were: Vigil had not looked since it started,
+    /// the tray paused background work, or the computer slept.
+    fn away(&self) -> Away {
+        let paused = self.shared.paused_seen.swap(false, Ordering::Relaxed);
+        if self.shared.watched.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
+            Away::Stopped
+        } else if paused {
+            Away::Paused
+        } else {
+            Away::Asleep
+        }
     }
 
     /// Starts what a tick claimed.
@@ -627,7 +697,7 @@ impl Scheduler {
         self.host().is_some_and(|h| h.heartbeat_scheduled())
     }
 
-    fn host(&self) -> Option<Arc<dyn super::JobHost>> {
+    pub(super) fn host(&self) -> Option<Arc<dyn super::JobHost>> {
         self.shared.host.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
@@ -689,11 +759,28 @@ impl Scheduler {
 }
 
 pub(super) fn due_task(c: &Claimed) -> DueTask {
+    let description = match super::catch_up::told_words(&c.routine) {
+        Some(told) if c.routine.description.trim().is_empty() => told,
+        Some(told) => format!("{}\n{told}", c.routine.description),
+        None => c.routine.description.clone(),
+    };
     DueTask {
         id: c.routine.id.clone(),
         title: c.routine.title.clone(),
-        description: c.routine.description.clone(),
+        description,
     }
+}
+
+/// What the locked part of a tick did, for what follows it.
+#[derive(Default)]
+struct Claims {
+    claimed: Vec<Claimed>,
+    /// Routines the agent added on its own, to announce.
+    announce: Vec<Routine>,
+    /// One per routine that fell due while Vigil could not run it: whether it runs now.
+    late: Vec<bool>,
+    /// Runs recovered as `unknown` (they had changed something), to tell the user.
+    unknown: Vec<(Routine, RoutineRun)>,
 }
 
 /// 8 hex characters.

@@ -29,6 +29,8 @@ pub(super) struct FakeHost {
     pub heartbeat_scheduled: bool,
     /// The heartbeat is switched off.
     pub heartbeat_off: bool,
+    /// Each job first runs a command (`exec: make deploy`), as far as its claim can tell.
+    pub changes_first: bool,
 }
 
 use std::sync::Mutex;
@@ -48,6 +50,10 @@ impl JobHost for FakeHost {
     }
 
     async fn run_job(&self, job: JobTurn) -> JobOutcome {
+        if self.changes_first {
+            let exec = serde_json::json!({"command": "make deploy"});
+            job.effects.0.before_effect("exec", &exec).await;
+        }
         if self.hang {
             job.cancel.cancelled().await;
             return JobOutcome {
@@ -165,6 +171,18 @@ impl Rig {
 
     fn outcomes(&self, id: &str) -> Vec<RunOutcome> {
         self.s.history(id).into_iter().map(|r| r.outcome).collect()
+    }
+
+    /// The notifications titled `title` since the last look, by body (drops the other events).
+    fn notifications(&self, title: &str) -> Vec<String> {
+        self.sink
+            .take()
+            .into_iter()
+            .filter_map(|e| match e.event {
+                vigil_protocol::Event::Notification { title: t, body, .. } if t == title => Some(body),
+                _ => None,
+            })
+            .collect()
     }
 
     fn errors(&self) -> Vec<String> {
@@ -434,9 +452,35 @@ async fn after_ten_hours_asleep_each_missed_routine_runs_once() {
     r.s.settle().await;
     assert!(r.s.tick().await.claimed.is_empty());
     assert_eq!(r.host.runs.lock().unwrap().len(), 3);
-    for id in &ids {
-        assert_eq!(r.outcomes(id), [RunOutcome::Ok], "{id}");
-    }
+    // Each ran once (`catch_up: once`), for its latest due time; the earlier ones are
+    // recorded missed, in one record each.
+    // Per routine: the due time its run was for, and its missed record (first, count).
+    type RanFor = (Option<i64>, Option<(i64, u32)>);
+    let ran_for: Vec<RanFor> = ids
+        .iter()
+        .map(|id| {
+            let h = r.s.history(id);
+            let missed = h.iter().find(|x| x.outcome == RunOutcome::Missed);
+            assert_eq!(h.iter().filter(|x| x.outcome == RunOutcome::Ok).count(), 1, "{id}");
+            (
+                h.iter().find(|x| x.outcome == RunOutcome::Ok).and_then(|x| x.due_at),
+                missed.map(|m| (m.due_at.unwrap(), m.due_count)),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ran_for,
+        [
+            (Some(T0 + 10 * HOUR), Some((T0 + 30 * MIN, 19))),
+            (Some(T0 + 10 * HOUR), Some((T0 + HOUR, 9))),
+            (Some(T0 + 10 * HOUR), Some((T0 + 15 * MIN, 39))),
+            (Some(T0 + 10 * HOUR), Some((T0 + 2 * HOUR, 4))),
+            (Some(T0 + 3 * HOUR), None),
+        ]
+    );
+    // One notification sums it up.
+    let notes = r.notifications("Vigil: missed routines");
+    assert_eq!(notes, ["5 routines missed while Vigil was not running; 5 ran now"]);
     // Next times are on their grids, in the future.
     let next: Vec<Option<i64>> = ids.iter().map(|id| r.routine(id).next_run_at).collect();
     let now = T0 + 10 * HOUR + 7 * MIN;
@@ -450,11 +494,21 @@ async fn after_ten_hours_asleep_each_missed_routine_runs_once() {
             None
         ]
     );
-    // Two days away: too late to be useful; recorded as missed, not run.
+    // Two days asleep: too late to be useful; recorded as missed, not run.
     r.advance_to(now + 48 * HOUR);
     let t = r.s.tick().await;
     assert_eq!(t.missed.len(), 4);
     assert!(t.claimed.is_empty());
+    assert_eq!(
+        r.notifications("Vigil: missed routines"),
+        ["4 routines missed while the computer slept; none ran now (their catch-up setting)"]
+    );
+    let hourly = r.s.history(&ids[1]);
+    let last = hourly.last().unwrap();
+    assert_eq!(
+        (last.outcome, last.due_at, last.last_due_at, last.due_count),
+        (RunOutcome::Missed, Some(T0 + 11 * HOUR), Some(T0 + 58 * HOUR), 48)
+    );
 }
 
 #[tokio::test]
@@ -637,6 +691,165 @@ async fn a_job_past_its_timeout_is_stopped_and_retried() {
     let x = r.routine(&job.id);
     assert_eq!((x.state, x.retry), (RoutineState::Pending, 1));
     assert!(x.error_message.unwrap().contains("timed out after 5 s"));
+}
+
+/// The routine's job claimed by an instance whose job never ends (after it ran a command
+/// when `changes`), the instance then gone: the state a restart after a SIGKILL finds.
+async fn killed_mid_job(r: &Rig, job: &Routine, changes: bool) -> String {
+    let doomed = scheduler(r.dir.path(), &r.clock, Arc::new(NullSink));
+    doomed.set_host(Arc::new(FakeHost {
+        hang: true,
+        changes_first: changes,
+        ..FakeHost::default()
+    }));
+    assert_eq!(doomed.tick().await.claimed, std::slice::from_ref(&job.id));
+    let claim = r.routine(&job.id);
+    if changes {
+        // The evidence is on disk before the command would start.
+        let written = async {
+            while r.routine(&job.id).side_effect.is_none() {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(10), written)
+            .await
+            .unwrap();
+        assert_eq!(r.routine(&job.id).side_effect.as_deref(), Some("exec: make deploy"));
+    }
+    claim.run_id.unwrap()
+}
+
+#[tokio::test]
+async fn a_run_killed_after_it_ran_a_command_is_unknown_never_retried_and_the_user_decides() {
+    let r = rig(FakeHost::default());
+    let job = r.add(draft("Deploy", Some("1d"), ExecutionMode::Isolated)).await;
+    r.advance_to(T0 + 24 * HOUR);
+    let run_id = killed_mid_job(&r, &job, true).await;
+    // The restart: recovered as unknown, not retried.
+    let t = r.s.tick().await;
+    assert_eq!((t.recovered.clone(), t.claimed.clone()), (vec![job.id.clone()], vec![]));
+    let h = r.s.history(&job.id);
+    assert_eq!(h.len(), 1);
+    assert_eq!(
+        (
+            h[0].outcome,
+            h[0].run_id.as_str(),
+            h[0].side_effect.as_deref(),
+            h[0].due_at
+        ),
+        (
+            RunOutcome::Unknown,
+            run_id.as_str(),
+            Some("exec: make deploy"),
+            Some(T0 + 24 * HOUR)
+        )
+    );
+    let x = r.routine(&job.id);
+    assert_eq!(
+        (
+            x.state,
+            x.retry,
+            x.next_run_at,
+            x.unknown_run.as_ref().map(|u| u.run_id.clone())
+        ),
+        (RoutineState::Pending, 0, Some(T0 + 48 * HOUR), Some(run_id.clone()))
+    );
+    assert_eq!((x.side_effect, x.claimed_by), (None, None));
+    for later in [30_000, 5 * MIN, HOUR] {
+        r.advance_to(T0 + 24 * HOUR + later);
+        assert!(r.s.tick().await.claimed.is_empty(), "no automatic second run");
+    }
+    r.s.settle().await;
+    assert!(r.host.runs.lock().unwrap().is_empty());
+    // The user was told once.
+    let mailbox = r.s.deps().meta.load(PRIMARY_SESSION).unwrap().meta.mailbox;
+    let told: Vec<&str> = mailbox
+        .iter()
+        .filter(|e| e.event_type == "job_unknown")
+        .map(|e| e.summary.as_str())
+        .collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0].starts_with("\"Deploy\" was cut off"), "{told:?}");
+    let view = r.s.view().routines.into_iter().find(|v| v.id == job.id).unwrap();
+    assert_eq!(view.unknown_run.as_deref(), Some(run_id.as_str()));
+    // Retry: it runs now, once; the schedule stays.
+    let err = r.s.resolve_unknown(&job.id, "other", true).await.unwrap_err();
+    assert!(err.to_string().contains("not waiting for a decision"), "{err}");
+    r.s.resolve_unknown(&job.id, &run_id, true).await.unwrap();
+    r.s.settle().await;
+    assert_eq!(r.host.runs.lock().unwrap().len(), 1);
+    assert_eq!(r.outcomes(&job.id), [RunOutcome::Unknown, RunOutcome::Ok]);
+    let x = r.routine(&job.id);
+    assert_eq!((x.unknown_run, x.next_run_at), (None, Some(T0 + 48 * HOUR)));
+    assert!(
+        r.s.resolve_unknown(&job.id, &run_id, false).await.is_err(),
+        "answered already"
+    );
+}
+
+#[tokio::test]
+async fn a_run_killed_before_it_changed_anything_is_retried_and_a_dismissed_unknown_one_shot_is_done() {
+    let r = rig(FakeHost::default());
+    let job = r.add(draft("Summarize", Some("1d"), ExecutionMode::Isolated)).await;
+    r.advance_to(T0 + 24 * HOUR);
+    killed_mid_job(&r, &job, false).await;
+    assert_eq!(r.s.tick().await.recovered, std::slice::from_ref(&job.id));
+    assert_eq!(r.outcomes(&job.id), [RunOutcome::Interrupted]);
+    r.advance_to(T0 + 24 * HOUR + 30_000);
+    assert_eq!(
+        r.s.tick().await.claimed,
+        std::slice::from_ref(&job.id),
+        "retried as before"
+    );
+    r.s.settle().await;
+    assert_eq!(r.outcomes(&job.id), [RunOutcome::Interrupted, RunOutcome::Ok]);
+    // A one-shot cut off after a command: unknown; dismissed, it counts as done.
+    let once = r
+        .add(RoutineDraft {
+            next_run_at: Some(T0 + 30 * HOUR),
+            ..draft("Migrate once", None, ExecutionMode::Isolated)
+        })
+        .await;
+    r.advance_to(T0 + 30 * HOUR);
+    let run_id = killed_mid_job(&r, &once, true).await;
+    r.s.tick().await;
+    let x = r.routine(&once.id);
+    assert_eq!((x.state, x.next_run_at), (RoutineState::Failed, None));
+    r.s.resolve_unknown(&once.id, &run_id, false).await.unwrap();
+    let x = r.routine(&once.id);
+    assert_eq!(
+        (x.state, x.unknown_run, x.error_message),
+        (RoutineState::Done, None, None)
+    );
+    assert_eq!(r.outcomes(&once.id), [RunOutcome::Unknown]);
+}
+
+#[tokio::test]
+async fn a_job_past_its_timeout_after_it_ran_a_command_is_unknown_not_retried() {
+    let r = rig(FakeHost {
+        hang: true,
+        changes_first: true,
+        ..FakeHost::default()
+    });
+    let job = r
+        .add(RoutineDraft {
+            timeout_seconds: Some(1),
+            ..draft("Hangs after a command", Some("1h"), ExecutionMode::Isolated)
+        })
+        .await;
+    r.advance_to(T0 + HOUR);
+    r.s.tick().await;
+    r.s.settle().await;
+    let h = r.s.history(&job.id);
+    assert_eq!(h.iter().map(|x| x.outcome).collect::<Vec<_>>(), [RunOutcome::Unknown]);
+    assert!(h[0].error.as_deref().unwrap().contains("timed out after 1 s"), "{h:?}");
+    assert_eq!(h[0].side_effect.as_deref(), Some("exec: make deploy"));
+    let x = r.routine(&job.id);
+    assert_eq!(
+        (x.state, x.retry, x.next_run_at),
+        (RoutineState::Pending, 0, Some(T0 + 2 * HOUR))
+    );
+    assert!(x.unknown_run.is_some());
 }
 
 #[tokio::test]

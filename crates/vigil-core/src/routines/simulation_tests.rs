@@ -1,11 +1,14 @@
 //! 10 000 simulated hours with a restart about every 100 hours — some with a few hours of
-//! downtime, some crashing in the middle of a job — checked against an independent model
-//! of when each routine is due: every due run happened exactly once.
+//! downtime, some with more than a day, some crashing in the middle of a job — and the
+//! computer asleep now and then, checked against an independent model of when each routine
+//! is due and what its `catch_up` policy (`once`, `skip`, `all`) makes of the due times that
+//! pass while Vigil cannot run it: every due time is accounted for exactly once, by a run or
+//! a `missed` record, as the policy says (0 duplicates, 0 silent misses).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use vigil_protocol::{ExecutionMode, RoutineDraft, RoutineRun, RoutineSource};
+use vigil_protocol::{CatchUp, ExecutionMode, RoutineDraft, RoutineRun, RoutineSource};
 
 use super::scheduler_tests::{scheduler, FakeHost, NullSink, HOUR, MIN, T0};
 use super::*;
@@ -13,8 +16,10 @@ use crate::clock::ManualClock;
 use crate::session::PRIMARY_SESSION;
 
 const END: i64 = T0 + 10_000 * HOUR;
+/// When the one-shots are due: inside a sleep (see [`sleeps`]).
+const ONCE_AT: i64 = T0 + 5000 * HOUR + 17 * MIN;
 
-/// Restart times (~every 100 h, jittered), and which restarts have downtime or crash mid-job.
+/// Restart times (~every 100 h, jittered), their downtime, and which crash mid-job.
 fn restarts() -> Vec<(i64, i64, bool)> {
     let mut out = Vec::new();
     let mut t = T0;
@@ -24,11 +29,38 @@ fn restarts() -> Vec<(i64, i64, bool)> {
         if t >= END {
             return out;
         }
-        let downtime = if k % 5 == 4 { 3 * HOUR + 20 * MIN } else { 0 };
+        let downtime = match k % 20 {
+            // More than a day: past `once`'s limit.
+            14 => 26 * HOUR + 10 * MIN,
+            _ if k % 5 == 4 => 3 * HOUR + 20 * MIN,
+            _ => 0,
+        };
         let crash = k % 10 == 7;
         out.push((t, downtime, crash));
         k += 1;
     }
+}
+
+/// Times the computer sleeps (the same scheduler, no tick meanwhile), `(from, to)`: about
+/// every 230 h, for 45 min, 5 h, 30 h or 90 s (within the grace: not late), none within two
+/// hours of a restart; and one over the one-shots' time.
+fn sleeps(restarts: &[(i64, i64, bool)]) -> Vec<(i64, i64)> {
+    let lengths = [45 * MIN, 5 * HOUR, 30 * HOUR, 90_000];
+    let mut out: Vec<(i64, i64)> = (1..)
+        .map(|k: i64| {
+            let from = T0 + k * 230 * HOUR + (k * 17 % 60) * MIN + 7_000;
+            (from, from + lengths[k as usize % lengths.len()])
+        })
+        .take_while(|&(_, to)| to < END)
+        .collect();
+    out.push((ONCE_AT - 2 * HOUR - 3 * MIN, ONCE_AT + 2 * HOUR));
+    out.retain(|&(from, to)| {
+        restarts
+            .iter()
+            .all(|&(at, down, _)| to + 2 * HOUR < at || from > at + down + 2 * HOUR)
+    });
+    out.sort();
+    out
 }
 
 /// Every slot of a routine in `(T0, END)`, worked out without the scheduler's schedule code:
@@ -39,7 +71,7 @@ fn slots(title: &str) -> Vec<i64> {
     use chrono::{Datelike, TimeZone, Timelike, Weekday};
     let matches: Box<dyn Fn(i64) -> bool> = match title {
         "Every 7 hours" => return (1..).map(|k| T0 + k * 7 * HOUR).take_while(|&t| t < END).collect(),
-        "Once" => return vec![T0 + 5000 * HOUR + 17 * MIN],
+        "Once" => return vec![ONCE_AT],
         // 0 9 * * 1-5, Europe/Berlin
         "Weekday report" => Box::new(|t| {
             let l = chrono_tz::Europe::Berlin.timestamp_millis_opt(t).unwrap();
@@ -64,20 +96,69 @@ fn slots(title: &str) -> Vec<i64> {
         .collect()
 }
 
-/// The runs the model expects: each slot once, except that slots inside a downtime window
-/// (inclusive of the restart moment) collapse into one run of the first of them.
-fn expected(all: &[i64], down: &[(i64, i64)]) -> Vec<i64> {
-    let mut slots = all.to_vec();
-    slots.retain(|&t| {
-        !down
-            .iter()
-            .any(|&(a, b)| t > a && t <= b && all.iter().any(|&u| u >= a && u < t))
-    });
-    slots
+/// What a policy makes of the due times of a routine: each due time runs, except those in
+/// a window when Vigil could not run it (`[from, to]`, the look at `to`), where the policy
+/// decides. Returns the runs (first and last due time they stand for, and how many) and the
+/// `missed` records, the same way.
+type Span = (i64, i64, u32);
+
+fn model(all: &[i64], windows: &[(i64, i64)], policy: CatchUp) -> (Vec<Span>, Vec<Span>) {
+    const GRACE: i64 = 2 * MIN;
+    const LIMIT: i64 = 24 * HOUR;
+    let (mut runs, mut missed) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < all.len() {
+        let Some(&(_, to)) = windows.iter().find(|&&(from, to)| all[i] >= from && all[i] <= to) else {
+            runs.push((all[i], all[i], 1));
+            i += 1;
+            continue;
+        };
+        let due: Vec<i64> = all[i..].iter().copied().take_while(|&t| t <= to).collect();
+        i += due.len();
+        let (first, last, n) = (due[0], due[due.len() - 1], due.len() as u32);
+        if to - first <= GRACE {
+            assert_eq!(n, 1, "the model's schedules are hours apart");
+            runs.push((first, first, 1));
+            continue;
+        }
+        let earlier = (n > 1).then(|| (first, due[due.len() - 2], n - 1));
+        match policy {
+            CatchUp::All => runs.push((first, last, n)),
+            CatchUp::Once if to - first > LIMIT => missed.push((first, last, n)),
+            CatchUp::Skip if to - last > GRACE => missed.push((first, last, n)),
+            CatchUp::Once | CatchUp::Skip => {
+                runs.push((last, last, 1));
+                missed.extend(earlier);
+            }
+        }
+    }
+    (runs, missed)
+}
+
+/// The span a record stands for.
+fn span(r: &RoutineRun) -> Span {
+    let first = r.due_at.unwrap();
+    (first, r.last_due_at.unwrap_or(first), r.due_count)
 }
 
 #[tokio::test]
-async fn ten_thousand_hours_with_restarts_every_due_run_happens_exactly_once() {
+async fn ten_thousand_hours_catch_up_once_runs_each_due_time_or_one_late_run_and_records_the_rest() {
+    soak(CatchUp::Once).await;
+}
+
+#[tokio::test]
+async fn ten_thousand_hours_catch_up_skip_runs_only_on_time_and_records_every_missed_due_time() {
+    soak(CatchUp::Skip).await;
+}
+
+#[tokio::test]
+async fn ten_thousand_hours_catch_up_all_runs_once_for_every_missed_due_time() {
+    soak(CatchUp::All).await;
+}
+
+/// The routines of five schedules with `policy`, 10 000 hours (see the module docs). One
+/// policy per test: the three run side by side.
+async fn soak(policy: CatchUp) {
     let base = std::path::Path::new("/dev/shm");
     let dir = if base.is_dir() {
         tempfile::tempdir_in(base).unwrap()
@@ -111,7 +192,7 @@ async fn ten_thousand_hours_with_restarts_every_due_run_happens_exactly_once() {
         ),
         ("Once", None, ExecutionMode::Isolated, None, None),
     ];
-    let mut ids = Vec::new();
+    let mut routines = Vec::new();
     for (title, schedule, mode, kind, zone) in specs {
         let d = RoutineDraft {
             title: Some(title.into()),
@@ -119,18 +200,23 @@ async fn ten_thousand_hours_with_restarts_every_due_run_happens_exactly_once() {
             execution_mode: Some(mode),
             kind: kind.map(str::to_string),
             timezone: zone.map(str::to_string),
-            next_run_at: schedule.is_none().then_some(T0 + 5000 * HOUR + 17 * MIN),
+            next_run_at: schedule.is_none().then_some(ONCE_AT),
+            catch_up: Some(policy),
             ..RoutineDraft::default()
         };
-        ids.push(s.create(d, RoutineSource::Manual, false).await.unwrap().0);
+        let r = s.create(d, RoutineSource::Manual, false).await.unwrap().0;
+        routines.push((title, r));
     }
     let plan = restarts();
-    let down: Vec<(i64, i64)> = plan.iter().filter(|p| p.1 > 0).map(|p| (p.0, p.0 + p.1)).collect();
+    let naps = sleeps(&plan);
+    let mut windows: Vec<(i64, i64)> = plan.iter().filter(|p| p.1 > 0).map(|p| (p.0, p.0 + p.1)).collect();
+    windows.extend(naps.iter().copied());
     let mut seen: BTreeMap<String, Vec<RoutineRun>> = BTreeMap::new();
     let mut next_restart = plan.iter().peekable();
+    let mut next_sleep = naps.iter().peekable();
     let (mut ticks, mut crashes) = (0u64, 0u64);
     let collect = |s: &Scheduler, seen: &mut BTreeMap<String, Vec<RoutineRun>>| {
-        for r in &ids {
+        for (_, r) in &routines {
             let runs = s.history(&r.id);
             s.deps().runlog.remove(&r.id);
             seen.entry(r.id.clone()).or_default().extend(runs);
@@ -165,6 +251,14 @@ async fn ten_thousand_hours_with_restarts_every_due_run_happens_exactly_once() {
             s.deps().meta.ack_drain(PRIMARY_SESSION, &mailbox).await.unwrap();
         }
         let next_due = s.next_due().unwrap_or(END).min(END);
+        let restart_at = next_restart.peek().map_or(i64::MAX, |p| p.0);
+        let sleep_at = next_sleep.peek().map_or(i64::MAX, |p| p.0);
+        if sleep_at <= next_due && sleep_at < restart_at {
+            // Asleep: the same scheduler looks again only when the computer wakes.
+            let (_, to) = next_sleep.next().copied().unwrap();
+            clock.advance(Duration::from_millis((to - now) as u64));
+            continue;
+        }
         match next_restart.peek() {
             Some(&&(at, downtime, crash)) if at <= next_due => {
                 next_restart.next();
@@ -192,37 +286,58 @@ async fn ten_thousand_hours_with_restarts_every_due_run_happens_exactly_once() {
     }
     collect(&s, &mut seen);
     let mut lines = Vec::new();
-    for (r, (title, ..)) in ids.iter().zip(specs) {
+    for (title, r) in &routines {
         let all = slots(title);
         assert_eq!(r.next_run_at, all.first().copied(), "{title}: the first slot");
-        let want = expected(&all, &down);
-        let runs = seen.remove(&r.id).unwrap_or_default();
-        let ok: Vec<i64> = runs
+        let (want_runs, want_missed) = model(&all, &windows, policy);
+        let records = seen.remove(&r.id).unwrap_or_default();
+        let of = |o: RunOutcome| -> Vec<Span> { records.iter().filter(|x| x.outcome == o).map(span).collect() };
+        let (ran, missed) = (of(RunOutcome::Ok), of(RunOutcome::Missed));
+        let interrupted = records.iter().filter(|x| x.outcome == RunOutcome::Interrupted).count();
+        let other: Vec<&RoutineRun> = records
             .iter()
-            .filter(|x| x.outcome == RunOutcome::Ok)
-            .map(|x| x.due_at.unwrap())
-            .collect();
-        let interrupted = runs.iter().filter(|x| x.outcome == RunOutcome::Interrupted).count();
-        let other: Vec<&RoutineRun> = runs
-            .iter()
-            .filter(|x| !matches!(x.outcome, RunOutcome::Ok | RunOutcome::Interrupted))
+            .filter(|x| !matches!(x.outcome, RunOutcome::Ok | RunOutcome::Interrupted | RunOutcome::Missed))
             .collect();
         assert!(other.is_empty(), "{}: {other:?}", r.id);
-        assert_eq!(ok.len(), want.len(), "{}: runs vs due slots", r.id);
-        assert_eq!(ok, want, "{}: every due slot ran exactly once, in order", r.id);
+        assert_eq!(
+            ran, want_runs,
+            "{}: the runs the policy gives, in order, each once",
+            r.id
+        );
+        assert_eq!(missed, want_missed, "{}: the missed records the policy gives", r.id);
+        // Every due time is in exactly one record: a run's or a missed one's.
+        let mut covered: Vec<i64> = Vec::new();
+        for (first, last, n) in ran.iter().chain(&missed) {
+            let inside: Vec<i64> = all.iter().copied().filter(|t| t >= first && t <= last).collect();
+            assert_eq!(inside.len() as u32, *n, "{}: a record's count", r.id);
+            covered.extend(inside);
+        }
+        covered.sort();
+        let duplicates = covered.windows(2).filter(|w| w[0] == w[1]).count();
+        covered.dedup();
+        assert_eq!(
+            (duplicates, covered.len()),
+            (0, all.len()),
+            "{}: 0 duplicates, 0 silent misses",
+            r.id
+        );
         lines.push(format!(
-            "{:<16} due {:>5}, ran {:>5}, interrupted-and-retried {}",
+            "{:<16} due {:>5}: ran {:>5} (standing for {:>5}), missed records {:>3} ({:>4} due times), interrupted-and-retried {}",
             r.id,
-            want.len(),
-            ok.len(),
+            all.len(),
+            ran.len(),
+            ran.iter().map(|x| x.2).sum::<u32>(),
+            missed.len(),
+            missed.iter().map(|x| x.2).sum::<u32>(),
             interrupted
         ));
     }
     println!(
-        "10 000 simulated hours: {} restarts ({} with downtime, {} crashing mid-job), {ticks} ticks",
+        "catch_up {policy:?}, 10 000 simulated hours: {} restarts ({} with downtime, {} crashing mid-job), {} sleeps, {ticks} ticks",
         plan.len(),
-        down.len(),
-        crashes
+        plan.iter().filter(|p| p.1 > 0).count(),
+        crashes,
+        naps.len()
     );
     for l in lines {
         println!("  {l}");

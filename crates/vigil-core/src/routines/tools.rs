@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::json;
-use vigil_protocol::{ExecutionMode, RoutineDraft, RoutineSource, WakeMode};
+use vigil_protocol::{CatchUp, ExecutionMode, RoutineDraft, RoutineSource, WakeMode};
 
 use super::model::parse_iso;
 use super::scheduler::Scheduler;
@@ -50,6 +50,14 @@ fn made_by(source: RoutineSource) -> &'static str {
     }
 }
 
+fn catch_up_word(c: CatchUp) -> &'static str {
+    match c {
+        CatchUp::Once => "once",
+        CatchUp::Skip => "skip",
+        CatchUp::All => "all",
+    }
+}
+
 /// The source of a routine the agent adds in a session of `session_type`.
 fn source_for(session_type: SessionType) -> RoutineSource {
     match session_type {
@@ -83,6 +91,8 @@ struct Fields {
     #[serde(default)]
     wake_mode: Option<WakeMode>,
     #[serde(default)]
+    catch_up: Option<CatchUp>,
+    #[serde(default)]
     timeout_seconds: Option<u32>,
     #[serde(default)]
     enabled: Option<bool>,
@@ -114,6 +124,7 @@ impl Fields {
             max_retry: None,
             enabled: self.enabled,
             kind: self.kind.clone(),
+            catch_up: self.catch_up,
             allow_duplicate: self.allow_duplicate.unwrap_or(false),
         })
     }
@@ -128,6 +139,7 @@ fn props(kind: Kind) -> serde_json::Value {
         "timezone": {"type": "string", "description": "IANA zone the schedule is read in, e.g. \"Europe/Berlin\". Default: the user's zone."},
         "execution_mode": {"type": "string", "enum": ["inline", "isolated"], "description": "inline: light, runs inside the heartbeat (reminders, quick checks). isolated: its own session with tools (fetching, multi-step work). Default: inferred."},
         "wake_mode": {"type": "string", "enum": ["now", "next_heartbeat"], "description": "For inline routines: now (default) wakes the heartbeat when due; next_heartbeat waits for the next regular heartbeat and rides along (fewer model calls, less punctual: fine for checks, not for reminders at a set time)."},
+        "catch_up": {"type": "string", "enum": ["once", "skip", "all"], "description": "When its time passed while the computer slept or Vigil was not running: once (default) runs it once if at most a day late; skip waits for the next time (for things that only make sense on time); all runs it once, told how many times it missed (for digests that should cover every missed day)."},
         "timeout_seconds": {"type": "integer", "minimum": 1, "description": "Longest a run may take."},
         "kind": {"type": "string", "enum": ["time_reminder"], "description": "time_reminder: a plain reminder delivered without calling the model."}
     });
@@ -155,6 +167,10 @@ fn props(kind: Kind) -> serde_json::Value {
 
 #[async_trait::async_trait]
 impl Tool for RoutineTool {
+    fn changes_things(&self, _input: &serde_json::Value) -> bool {
+        !matches!(self.kind, Kind::List)
+    }
+
     fn spec(&self) -> ToolSpec {
         let (name, description, required) = match self.kind {
             Kind::Add => (
@@ -254,6 +270,12 @@ impl Tool for RoutineTool {
                         );
                         if let Some(p) = v.problem.as_ref().or(v.error_message.as_ref()) {
                             l.push_str(&format!(" — problem: {p}"));
+                        }
+                        if v.catch_up != CatchUp::Once {
+                            l.push_str(&format!(" — catch-up: {}", catch_up_word(v.catch_up)));
+                        }
+                        if v.unknown_run.is_some() {
+                            l.push_str(" — its last run was cut off after it changed something; the user decides whether to retry it");
                         }
                         if let Some(at) = v.removed_at {
                             l.push_str(&format!(" — removed {}", super::model::iso_string(at)));

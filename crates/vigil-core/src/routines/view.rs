@@ -70,6 +70,8 @@ pub fn routine_view(r: &Routine, default_zone: &str, now: i64) -> RoutineView {
         // The run log's to tell: [`with_last_run`].
         last_run: None,
         removed_at: r.removed_at,
+        catch_up: r.catch_up,
+        unknown_run: r.unknown_run.as_ref().map(|u| u.run_id.clone()),
     }
 }
 

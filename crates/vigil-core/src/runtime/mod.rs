@@ -344,6 +344,8 @@ impl Runtime {
             Op::RestoreRoutine { id } => self.routine_op(routines::RoutineOp::Restore(id)),
             Op::RunRoutine { id } => self.routine_op(routines::RoutineOp::Run(id)),
             Op::SetRoutineEnabled { id, enabled } => self.routine_op(routines::RoutineOp::Enable(id, enabled)),
+            Op::RetryRoutineRun { id, run_id } => self.routine_op(routines::RoutineOp::Resolve(id, run_id, true)),
+            Op::DismissRoutineRun { id, run_id } => self.routine_op(routines::RoutineOp::Resolve(id, run_id, false)),
             Op::Health => self.report_health(),
             Op::ListMcpServers => self.mcp_op(mcp::McpOp::List),
             Op::AddMcpServers { json, secret } => self.mcp_op(mcp::McpOp::Add(json, secret)),

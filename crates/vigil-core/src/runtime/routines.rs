@@ -57,6 +57,12 @@ impl Runtime {
         self.inner.routines.run_now(id).await
     }
 
+    /// The user's answer to a run whose outcome is unknown: run the routine again now
+    /// (`retry`), or leave it (dismiss).
+    pub async fn resolve_routine_run(&self, id: &str, run_id: &str, retry: bool) -> Result<(), StoreError> {
+        self.inner.routines.resolve_unknown(id, run_id, retry).await
+    }
+
     /// Pauses (`false`) or resumes (`true`).
     pub async fn set_routine_enabled(&self, id: &str, enabled: bool) -> Result<RoutineView, StoreError> {
         let r = self.inner.routines.set_enabled(id, enabled).await?;
@@ -123,6 +129,7 @@ impl Runtime {
                 RoutineOp::Restore(id) => this.restore_routine(&id).await.map(|_| ()),
                 RoutineOp::Run(id) => this.run_routine_now(&id).await,
                 RoutineOp::Enable(id, on) => this.set_routine_enabled(&id, on).await.map(|_| ()),
+                RoutineOp::Resolve(id, run_id, retry) => this.resolve_routine_run(&id, &run_id, retry).await,
             };
             match done {
                 Ok(()) => this.inner.emitter.emit(
@@ -140,6 +147,7 @@ impl Runtime {
     pub(super) async fn run_job_turn(&self, job: JobTurn) -> JobOutcome {
         let extras = TurnExtras {
             system_section: Some(job.system_section),
+            effects: Some(job.effects),
             ..TurnExtras::default()
         };
         let before = self
@@ -183,6 +191,8 @@ pub(super) enum RoutineOp {
     Restore(String),
     Run(String),
     Enable(String, bool),
+    /// A routine, its `unknown` run, and whether to retry it (else dismiss).
+    Resolve(String, String, bool),
 }
 
 fn checks_view(text: String, path: &std::path::Path) -> HeartbeatChecks {

@@ -561,3 +561,191 @@ async fn the_agent_repairs_a_corrupted_task_block_with_routine_restore() {
     );
     rt.shutdown().await;
 }
+
+/// `vigil-headless` killed with SIGKILL in the middle of a routine's job, then started
+/// again on the same data folder: what the next start makes of the cut-off run.
+mod killed_mid_job {
+    use std::path::{Path, PathBuf};
+    use std::sync::Mutex;
+
+    use serde_json::{json, Value};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    const KEY: &str = "sk-killed";
+
+    /// The runner on `dir`, commands allowed, the heartbeat off; its stdout events are
+    /// collected into the returned list. Stdin stays open (the runner keeps running).
+    fn start(
+        dir: &Path,
+        fake: &FakeLlm,
+    ) -> (
+        tokio::process::Child,
+        tokio::process::ChildStdin,
+        Arc<Mutex<Vec<Value>>>,
+    ) {
+        let mut cmd = tokio::process::Command::from(headless(dir, fake, KEY));
+        cmd.env("VIGIL_APPROVAL_POLICY", "full-auto")
+            .env("VIGIL_LOG", "error")
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let seen = events.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    seen.lock().unwrap().push(v);
+                }
+            }
+        });
+        (child, stdin, events)
+    }
+
+    /// A data folder with the heartbeat off, and a runner on it (and its stdin) that was
+    /// given an isolated daily routine `title`, first due in two seconds.
+    async fn with_routine(
+        fake: &FakeLlm,
+        title: &str,
+    ) -> (tempfile::TempDir, tokio::process::Child, tokio::process::ChildStdin) {
+        let dir = super::support::outside_tmp();
+        std::fs::write(
+            dir.path().join("settings.json"),
+            json!({"heartbeat": {"enabled": false}}).to_string(),
+        )
+        .unwrap();
+        let (child, mut stdin, _) = start(dir.path(), fake);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        let add = json!({"type": "add_routine", "routine": {"title": title, "schedule": "1d",
+            "execution_mode": "isolated", "next_run_at": now + 2000}});
+        stdin.write_all(format!("{add}\n").as_bytes()).await.unwrap();
+        (dir, child, stdin)
+    }
+
+    /// The routine's run log, as records.
+    fn runs(dir: &Path, id: &str) -> Vec<Value> {
+        let path = dir.join("routines").join("runs").join(format!("{id}.jsonl"));
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    fn outcomes(dir: &Path, id: &str) -> Vec<String> {
+        runs(dir, id)
+            .iter()
+            .map(|r| r["outcome"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// The job sessions of routine `id` (one per run).
+    fn job_sessions(dir: &Path, id: &str) -> Vec<PathBuf> {
+        let prefix = format!("job_{id}_");
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir.join("sessions"))
+            .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        found.retain(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with(&prefix) && name.ends_with(".jsonl")
+        });
+        found
+    }
+
+    /// Waits (up to `secs`) until `f` holds.
+    async fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        while !f() {
+            assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// A SIGKILL, as a crash or the OOM killer would: nothing is written on the way out.
+    async fn kill(mut child: tokio::process::Child) {
+        child.start_kill().unwrap();
+        child.wait().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_job_killed_after_it_ran_exec_is_unknown_after_restart_and_not_run_again() {
+        let script = Script::steps(vec![Step::tool_call(
+            "c1",
+            "exec",
+            json!({"command": "echo started > deploy-started.txt; sleep 90"}),
+        )])
+        .with_api_key(KEY)
+        .with_fallback(Step::text("Deployed."));
+        let fake = FakeLlm::start(script).await.unwrap();
+        let (dir, child, _stdin) = with_routine(&fake, "Deploy").await;
+        let started = dir.path().join("workspace").join("deploy-started.txt");
+        wait_for(30, "the job's command to run", || started.exists()).await;
+        kill(child).await;
+        assert_eq!(fake.request_count(), 1);
+
+        let (child, mut stdin, events) = start(dir.path(), &fake);
+        wait_for(20, "the cut-off run's record", || {
+            !runs(dir.path(), "deploy").is_empty()
+        })
+        .await;
+        let run = runs(dir.path(), "deploy").remove(0);
+        assert_eq!(run["outcome"], "unknown", "{run}");
+        assert!(
+            run["side_effect"].as_str().unwrap().starts_with("exec: echo started"),
+            "{run}"
+        );
+        // Past the first retry's back-off (30 s): nothing ran again.
+        tokio::time::sleep(Duration::from_secs(35)).await;
+        assert_eq!(outcomes(dir.path(), "deploy"), ["unknown"]);
+        assert_eq!(job_sessions(dir.path(), "deploy").len(), 1, "no second job");
+        let told: Vec<Value> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "notification" && e["title"] == "Vigil: a routine was cut off")
+            .cloned()
+            .collect();
+        assert_eq!(told.len(), 1, "one notification: {told:?}");
+        // The user retries it from the history: it runs now, once.
+        let retry = json!({"type": "retry_routine_run", "id": "deploy", "run_id": run["run_id"]});
+        stdin.write_all(format!("{retry}\n").as_bytes()).await.unwrap();
+        wait_for(20, "the retried run", || outcomes(dir.path(), "deploy").len() == 2).await;
+        assert_eq!(outcomes(dir.path(), "deploy"), ["unknown", "ok"]);
+        assert_eq!(job_sessions(dir.path(), "deploy").len(), 2);
+        kill(child).await;
+    }
+
+    #[tokio::test]
+    async fn a_job_killed_while_it_only_answered_is_retried_after_restart() {
+        // The answer takes a minute to come: the kill lands in the middle of it.
+        let slow = Step::text("Here is the summary.").with_delay_ms(60_000);
+        let fake = FakeLlm::start(
+            Script::steps(vec![slow])
+                .with_api_key(KEY)
+                .with_fallback(Step::text("Summary.")),
+        )
+        .await
+        .unwrap();
+        let (dir, child, _stdin) = with_routine(&fake, "Summarize").await;
+        wait_for(30, "the job's model request", || fake.request_count() == 1).await;
+        kill(child).await;
+
+        let (child, _stdin, _) = start(dir.path(), &fake);
+        wait_for(20, "the cut-off run's record", || {
+            !runs(dir.path(), "summarize").is_empty()
+        })
+        .await;
+        assert_eq!(outcomes(dir.path(), "summarize"), ["interrupted"]);
+        // Retried on its own after the back-off, once.
+        wait_for(45, "the retry", || outcomes(dir.path(), "summarize").len() == 2).await;
+        assert_eq!(outcomes(dir.path(), "summarize"), ["interrupted", "ok"]);
+        assert_eq!(fake.request_count(), 2);
+        kill(child).await;
+    }
+}

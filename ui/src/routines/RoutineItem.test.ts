@@ -1,0 +1,132 @@
+// A routine's run history as the user unfolds it: due times missed while the computer slept
+// are there (several in one line), and a run cut off after it changed something (outcome
+// unknown) offers Retry and Dismiss, which reach the store with the run's id, once answered
+// they are gone. The editor offers the catch-up policy.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { flushSync, mount, tick, unmount } from 'svelte';
+import type { RoutineRun, RoutineView } from '../lib/protocol';
+import RoutineItem from './RoutineItem.svelte';
+
+let mounted: Record<string, unknown>[] = [];
+
+afterEach(() => {
+  for (const m of mounted) unmount(m);
+  mounted = [];
+  document.body.innerHTML = '';
+});
+
+const T = Date.UTC(2026, 1, 12, 8, 0); // Thu 12 Feb 2026, 08:00 UTC
+const HOUR = 3_600_000;
+
+const routine = (over: Partial<RoutineView> = {}): RoutineView => ({
+  id: 'deploy',
+  title: 'Deploy the site',
+  description: '',
+  schedule: '0 * * * *',
+  timezone: 'UTC',
+  execution_mode: 'isolated',
+  wake_mode: 'now',
+  source: 'manual',
+  enabled: true,
+  state: 'pending',
+  last_run_at: null,
+  next_run_at: T + 10 * HOUR,
+  timeout_seconds: 600,
+  retry: 0,
+  max_retry: 3,
+  error_message: null,
+  created_at: 0,
+  kind: null,
+  schedule_description: 'every hour at :00, UTC',
+  next_runs: [],
+  problem: null,
+  last_run: null,
+  removed_at: null,
+  catch_up: 'skip',
+  unknown_run: 'r9',
+  ...over,
+});
+
+const run = (over: Partial<RoutineRun>): RoutineRun => ({
+  run_id: 'r',
+  routine_id: 'deploy',
+  mode: 'isolated',
+  due_at: T,
+  started_at: T,
+  finished_at: T,
+  outcome: 'ok',
+  session_id: null,
+  summary: null,
+  error: null,
+  deterministic: false,
+  due_count: 1,
+  ...over,
+});
+
+const history: RoutineRun[] = [
+  run({ run_id: 'r1', outcome: 'missed', due_count: 3, last_due_at: T + 2 * HOUR, error: 'due 3 times while Vigil could not run it' }),
+  run({ run_id: 'r9', outcome: 'unknown', due_at: T + 3 * HOUR, finished_at: T + 3 * HOUR, side_effect: 'exec: make deploy', error: 'interrupted' }),
+];
+
+async function show(r: RoutineView, props: Record<string, unknown> = {}): Promise<HTMLElement> {
+  const target = document.createElement('ul');
+  document.body.append(target);
+  mounted.push(
+    mount(RoutineItem, {
+      target,
+      props: {
+        routine: r,
+        loadRuns: () => Promise.resolve(history),
+        onEdit: () => {},
+        onRunNow: () => {},
+        onToggle: () => {},
+        onRemove: () => {},
+        onRetryRun: () => {},
+        onDismissRun: () => {},
+        ...props,
+      },
+    }),
+  );
+  flushSync();
+  // Unfolded as the user does: the history is asked for then.
+  target.querySelector<HTMLButtonElement>('button[aria-controls]')?.click();
+  flushSync();
+  await Promise.resolve();
+  await tick();
+  return target;
+}
+
+const all = (root: HTMLElement, id: string) => [...root.querySelectorAll<HTMLElement>(`[data-testid="${id}"]`)];
+const q = (root: HTMLElement, id: string) => root.querySelector<HTMLElement>(`[data-testid="${id}"]`);
+
+describe('a routine’s run history', () => {
+  it('lists the missed due times in one line and says the policy on the row', async () => {
+    const item = await show(routine());
+    const rows = all(item, 'routine-run');
+    expect(rows.map((r) => r.dataset.outcome)).toEqual(['unknown', 'missed']);
+    expect(rows[1].textContent).toContain('Missed');
+    expect(rows[1].textContent).toContain('3 due times, Thu 12 Feb, 08:00 – Thu 12 Feb, 10:00');
+    expect(q(item, 'routine-catch-up-label')?.textContent).toBe(' · skips missed times');
+  });
+
+  it('offers Retry and Dismiss on the cut-off run, with what it had started to do', async () => {
+    const onRetryRun = vi.fn();
+    const onDismissRun = vi.fn();
+    const item = await show(routine(), { onRetryRun, onDismissRun });
+    const rows = all(item, 'routine-run');
+    expect(rows[0].textContent).toContain('Outcome unknown');
+    expect(rows[0].textContent).toContain('(exec: make deploy)');
+    q(item, 'routine-run-retry')?.click();
+    expect(onRetryRun).toHaveBeenCalledWith('r9');
+    q(item, 'routine-run-dismiss')?.click();
+    expect(onDismissRun).toHaveBeenCalledWith('r9');
+    expect(all(item, 'routine-run-retry')).toHaveLength(1);
+  });
+
+  it('once answered, the buttons are gone', async () => {
+    const item = await show(routine({ unknown_run: null }));
+    expect(all(item, 'routine-run')).toHaveLength(2);
+    expect(q(item, 'routine-run-retry')).toBeNull();
+    expect(q(item, 'routine-run-dismiss')).toBeNull();
+  });
+});
