@@ -297,7 +297,7 @@ async fn a_conversation_set_to_zero_does_not_continue_but_keeps_the_notice() {
 /// A continuation that needs an approval under `ask`: the card and a notification with the
 /// question's id; the answer comes back as the `approval` op (or never).
 async fn continuation_asks(answer: Option<ApprovalDecision>) -> (bool, String) {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = super::support::outside_tmp();
     let marker = dir.path().join("workspace/approved-marker");
     let script = Script::steps(vec![
         background("w1", "sleep 0.3; echo tests-pass"),
@@ -390,7 +390,7 @@ fn stopped_notices(dir: &std::path::Path) -> Vec<String> {
 #[tokio::test]
 async fn a_command_running_when_vigil_is_killed_is_announced_once_at_the_next_start() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = super::support::outside_tmp();
     let script = Script::steps(vec![
         background("k1", "sleep 30; echo never-printed"),
         Step::text("Started the long job."),
@@ -479,7 +479,7 @@ async fn a_routine_jobs_background_command_continues_inside_its_job() {
 #[tokio::test]
 async fn a_routine_job_asks_in_the_main_conversation_and_waits_for_the_answer() {
     use vigil_core::protocol::{ExecutionMode, RoutineDraft};
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = super::support::outside_tmp();
     let marker = dir.path().join("workspace/job-approved-marker");
     let script = Script::steps(vec![
         Step::tool_call("q1", "exec", json!({"command": format!("touch {}", marker.display())})),

@@ -285,7 +285,7 @@ async fn the_runtime_keeps_the_computer_awake_while_a_background_command_runs() 
 
     let bus = private_bus().await;
     let mut logind = FakeLogind::start(&bus, false).await;
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = super::support::outside_tmp();
     let script = Script::steps(vec![
         Step::tool_call(
             "k1",

@@ -109,7 +109,7 @@ fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
 #[tokio::test]
 async fn the_agent_calls_real_servers_and_their_results_reach_the_next_request_paired_with_their_calls() {
     for kind in KINDS {
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let dir = super::support::outside_tmp();
         let shared = dir.path().join("shared");
         std::fs::create_dir_all(&shared).unwrap();
         std::fs::write(shared.join("note.txt"), "from the filesystem server\n").unwrap();

@@ -46,12 +46,6 @@ fn results(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
-/// A folder outside `/tmp` (which the sandbox replaces with its own), so what a test sees
-/// refused is the sandbox's read-only file system, not a missing path.
-fn outside_tmp() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
 fn bwrap_ready() {
     assert!(
         matches!(Sandbox::new().availability(), Availability::Ready { .. }),

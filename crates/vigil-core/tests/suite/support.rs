@@ -151,3 +151,17 @@ pub async fn next_matching<T>(rx: &mut Events, mut f: impl FnMut(&vigil_core::pr
         }
     }
 }
+
+/// A temp folder the sandbox does not replace: outside `/tmp` and `/var/tmp` (each sandboxed
+/// command gets private ones), even when the checkout itself lives under `/tmp`.
+pub fn outside_tmp() -> tempfile::TempDir {
+    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let base = if target.starts_with("/tmp") || target.starts_with("/var/tmp") {
+        let home = std::env::var_os("HOME").map_or_else(|| std::path::PathBuf::from("/root"), Into::into);
+        home.join(".cache").join("vigil-tests")
+    } else {
+        target.to_path_buf()
+    };
+    std::fs::create_dir_all(&base).expect("a temp folder outside /tmp");
+    tempfile::tempdir_in(base).expect("a temp folder outside /tmp")
+}
