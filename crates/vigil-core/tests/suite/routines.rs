@@ -611,7 +611,7 @@ mod killed_mid_job {
         fake: &FakeLlm,
         title: &str,
     ) -> (tempfile::TempDir, tokio::process::Child, tokio::process::ChildStdin) {
-        let dir = super::support::outside_tmp();
+        let dir = crate::suite::support::outside_tmp();
         std::fs::write(
             dir.path().join("settings.json"),
             json!({"heartbeat": {"enabled": false}}).to_string(),
