@@ -138,9 +138,11 @@ async fn main() -> std::process::ExitCode {
                 Ok(op) => runtime.submit(op),
                 Err(e) => runtime.report(ErrorKind::InvalidOp, format!("could not read op {line:?}: {e}")),
             },
+            // End of input: what was asked finishes, then everything stops as on the
+            // shutdown op (MCP servers with their process groups included).
             Ok(None) => {
                 runtime.idle().await;
-                return std::process::ExitCode::SUCCESS;
+                break;
             }
             Err(e) => {
                 runtime.report(ErrorKind::InvalidOp, format!("could not read stdin: {e}"));

@@ -634,10 +634,20 @@ async fn an_mcp_call_asks_with_server_tool_and_arguments_and_always_covers_that_
 }
 
 #[tokio::test]
-async fn the_headless_runner_loads_the_same_mcp_json() {
+async fn the_headless_runner_loads_the_same_mcp_json_and_leaves_no_process_behind() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let dir = tempfile::tempdir().unwrap();
-    write_config(dir.path(), json!({"everything": everything(true)}));
+    let pidfile = dir.path().join("helper.pid");
+    // server-everything, with a helper of its own in its process group (as `npx` leaves `node`).
+    let script = format!(
+        "sleep 300 & echo $! > {}; exec node {} stdio",
+        pidfile.display(),
+        node_server("server-everything")
+    );
+    write_config(
+        dir.path(),
+        json!({"everything": {"command": "sh", "args": ["-c", script], "trusted": true}}),
+    );
     let fake = FakeLlm::start(Script::steps(vec![
         Step::tool_call("c1", "mcp__everything__echo", json!({"message": "headless"})),
         Step::text("done"),
@@ -670,4 +680,9 @@ async fn the_headless_runner_loads_the_same_mcp_json() {
     while lines.next_line().await.unwrap().is_some() {}
     assert!(child.wait().await.unwrap().success());
     assert_eq!(result_of(&fake.requests()[1], "c1").0, "Echo: headless");
+    let helper: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert!(
+        gone_within(helper, std::time::Duration::from_secs(2)).await,
+        "the server's helper outlived the runner"
+    );
 }
