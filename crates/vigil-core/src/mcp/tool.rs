@@ -6,8 +6,8 @@
 //! result into what the model reads: text as text, `isError` as a tool error, a call that ran
 //! out of time or was stopped cancelled with `notifications/cancelled`.
 //!
-//! Images in a result reach the model as a line naming them (`[image: image/png, 1234
-//! bytes]`) until tool results can carry image blocks.
+//! Images in a result go to the model as images (the turn checks, downscales and stores
+//! them like a `read` of a picture); audio and binary resources as a line naming them.
 //!
 //! Must never: leave a call running on the server after the agent stopped waiting for it.
 
@@ -203,23 +203,39 @@ async fn call(
 /// A `tools/call` result (as JSON, so new content types the SDK adds cannot break it) as the
 /// model reads it.
 pub fn output(result: Value) -> ToolOutput {
-    let mut parts: Vec<String> = result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(content_text)
-        .collect();
+    let mut parts: Vec<String> = Vec::new();
+    let mut images = Vec::new();
+    for block in result["content"].as_array().into_iter().flatten() {
+        match image(block) {
+            Some(picture) => images.push(picture),
+            None => parts.push(content_text(block)),
+        }
+    }
     if parts.is_empty() {
         if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
             parts.push(structured.to_string());
         }
     }
     let text = parts.join("\n");
-    match result["isError"].as_bool().unwrap_or(false) {
+    let mut out = match result["isError"].as_bool().unwrap_or(false) {
         true if text.is_empty() => ToolOutput::error("The tool reported an error without saying what."),
         true => ToolOutput::error(text),
         false => ToolOutput::ok(text),
+    };
+    out.images = images;
+    out
+}
+
+/// An `image` block's bytes; `None` for anything else, or data that is not base64 (then it
+/// is named in the text instead).
+fn image(block: &Value) -> Option<crate::images::ImageBytes> {
+    if block["type"] != "image" {
+        return None;
     }
+    let data = block["data"].as_str()?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(data.as_bytes()).ok()?;
+    let mime = block["mimeType"].as_str().unwrap_or("application/octet-stream");
+    Some(crate::images::ImageBytes::new(bytes, mime))
 }
 
 /// The size of base64 data once decoded, without decoding it.
@@ -271,9 +287,13 @@ mod tests {
         ]}));
         assert_eq!(
             ok,
-            ToolOutput::ok(
-                "Echo: hi\n[image: image/png, 8 bytes]\n[resource file:///a.txt]\nhello\n[resource link: file:///b (b)]"
-            )
+            ToolOutput::ok("Echo: hi\n[resource file:///a.txt]\nhello\n[resource link: file:///b (b)]")
+                .with_image(b"\x89PNG\r\n\x1a\n".to_vec(), "image/png")
+        );
+        // Data that is not base64 is named, not lost.
+        assert_eq!(
+            output(json!({"content": [{"type": "image", "data": "%%", "mimeType": "image/png"}]})),
+            ToolOutput::ok("[image: image/png, 0 bytes]")
         );
         assert_eq!(
             output(json!({"content": [{"type": "text", "text": "no such file"}], "isError": true})),

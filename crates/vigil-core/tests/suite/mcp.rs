@@ -686,3 +686,40 @@ async fn the_headless_runner_loads_the_same_mcp_json_and_leaves_no_process_behin
         "the server's helper outlived the runner"
     );
 }
+
+#[tokio::test]
+async fn an_image_a_tool_returns_reaches_the_model_as_an_image_in_both_protocols() {
+    for kind in KINDS {
+        let dir = tempfile::tempdir().unwrap();
+        write_config(dir.path(), json!({"everything": everything(true)}));
+        let fake = FakeLlm::start(Script::steps(vec![
+            Step::tool_call("c_img", "mcp__everything__get-tiny-image", json!({})),
+            Step::text("a tiny logo"),
+        ]))
+        .await
+        .unwrap();
+        let (rt, mut rx) = runtime(dir.path(), Some((&fake, kind)));
+        assert!(rt.start_background());
+        view_until(&mut rx, |v| running(v, "everything")).await;
+        rt.submit(user("show me the image"));
+        until_finished(&mut rx).await;
+        let body = fake.requests()[1].body["messages"].to_string();
+        match kind {
+            ProviderKind::Anthropic => assert!(
+                body.contains(r#""type":"image""#) && body.contains(r#""media_type":"image/png""#),
+                "{body}"
+            ),
+            ProviderKind::Openai => assert!(body.contains("data:image/png;base64,"), "{body}"),
+        }
+        assert!(
+            !body.contains("[image: image/png"),
+            "the image is sent, not named: {body}"
+        );
+        // Stored once with the conversation, referenced from the transcript.
+        let blobs = std::fs::read_dir(dir.path().join("sessions/main.blobs"))
+            .unwrap()
+            .count();
+        assert_eq!(blobs, 1, "{kind:?}");
+        rt.shutdown().await;
+    }
+}
