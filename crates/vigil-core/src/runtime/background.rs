@@ -309,7 +309,7 @@ impl Runtime {
             state.cancel.clone()
         };
         self.activity_changed();
-        let base = self.inner.client.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let base = self.client();
         let client = match (base, model) {
             (Some(c), Some(model)) => {
                 let mut config = c.config().clone();
@@ -330,12 +330,7 @@ impl Runtime {
             .emitter
             .with_sink(tap.clone())
             .for_run(session_id, scope, run_id);
-        let config = self
-            .inner
-            .agent_config
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let config = self.agent_config();
         let turn = self.turn(
             session_id,
             lane.as_ref(),

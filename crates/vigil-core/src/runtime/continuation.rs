@@ -252,13 +252,7 @@ impl Runtime {
         self.sessions_changed(Ok(()));
         let before = self.inner.store.load(session_id).map(|l| l.messages.len()).unwrap_or(0);
         let cancel = lane.lock().cancel.clone();
-        let client = self.inner.client.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let config = self
-            .inner
-            .agent_config
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let (client, config) = (self.client(), self.agent_config());
         let background = self.take_background_context(session_id).await;
         let mut extras = background.extras();
         extras.message_kind = MessageKind::SystemEvent;

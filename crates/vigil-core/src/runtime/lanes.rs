@@ -232,13 +232,7 @@ impl Runtime {
             panic!("a planted bug");
         }
         let cancel = lane.lock().cancel.clone();
-        let client = self.inner.client.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let config = self
-            .inner
-            .agent_config
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let (client, config) = (self.client(), self.agent_config());
         let background = self.take_background_context(session_id).await;
         let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, run_id);
         let turn = self.turn(

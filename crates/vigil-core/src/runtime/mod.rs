@@ -438,6 +438,20 @@ impl Runtime {
         self.inner.workspace.root()
     }
 
+    /// The client a turn starting now uses (`None`: no provider is set).
+    fn client(&self) -> Option<ModelClient> {
+        self.inner.client.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The limits a turn starting now uses.
+    fn agent_config(&self) -> AgentConfig {
+        self.inner
+            .agent_config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Replaces the limits used by the next turn.
     pub fn set_agent_config(&self, config: AgentConfig) {
         *self.inner.agent_config.write().unwrap_or_else(|e| e.into_inner()) = config;
