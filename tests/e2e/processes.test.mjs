@@ -1,7 +1,8 @@
 // Real terminals through the real window: the agent's command waits for approval, runs in
 // the background, shows live in the Processes panel, takes what the user types there, and
-// when it exits the agent is woken and its report reaches the desktop as one notification
-// and the chat as a background-update card.
+// when it exits the conversation carries on by itself (issue 19: a continuation) and its
+// answer reaches the desktop as one notification and the chat as the agent's reply, after
+// the exit notice's system line.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -56,18 +57,21 @@ test('an approved background command runs live in the panel, takes input, and it
   await waitFor('the process to echo', async () => (await terminalText(id)).includes('got:hello'), 10000);
   await waitFor('the process to be finished', async () => (await attr(`[data-testid="process-item"][data-process-id="${id}"]`, 'data-state')) === 'exited', 10000);
 
-  // The agent is woken and reports: one notification, one background-update card.
-  await waitFor('the report on D-Bus', async () => h.notificationLog().includes('got:hello'), 15000);
+  // The conversation continues by itself: one notification, the answer in the chat after
+  // the exit notice's system line.
+  await waitFor('the answer on D-Bus', async () => h.notificationLog().includes('got:hello'), 15000);
   const notifies = (h.notificationLog().match(/member=Notify/g) ?? []).length;
   assert.equal(notifies, 1, h.notificationLog());
   await css('[data-testid="processes-toggle"]').click().catch(() => {});
-  await waitFor('the background-update card', async () => {
-    const text = await driver.executeScript(
-      'return [...document.querySelectorAll(\'[data-testid="background-update"]\')].map((e) => e.innerText).join("\\n")',
-    );
-    return text.includes('got:hello');
+  await waitFor('the continuation in the chat', async () => {
+    const text = await driver.executeScript('return document.querySelector(\'[data-testid="chat"], main\')?.innerText ?? ""');
+    return text.includes('Your command finished and printed got:hello.');
   }, 10000);
-  await screenshot(driver, 'background-update.png');
+  const lines = await driver.executeScript(
+    'return [...document.querySelectorAll(\'[data-testid="system-line"]\')].map((e) => e.innerText).join("\\n")',
+  );
+  assert.match(lines, /Exec completed \([0-9a-f]+, code 0\) :: .*got:hello/, 'the exit notice is a system line');
+  await screenshot(driver, 'continuation-in-chat.png');
 });
 
 test("a command run from the panel is announced when it ends, and the notification's click opens its terminal", async () => {

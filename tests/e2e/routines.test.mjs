@@ -89,6 +89,12 @@ test('the agent registers a reminder from the chat; it fires, notifies, and land
   assert.equal(chatRequests() - before, 2);
 });
 
+/** The editor's Save, scrolled into view first (the editor can be taller than the pane). */
+async function save() {
+  await driver.executeScript('document.querySelector(\'[data-testid="routine-save"]\').scrollIntoView({ block: "center" })');
+  await css('[data-testid="routine-save"]').click();
+}
+
 test('a routine made in the pane is written to HEARTBEAT.md, fires, and its notification leads to it; a bad cron saves nothing', async () => {
   await css('[data-testid="routines-toggle"]').click();
   await waitFor('the pane', async () => (await count('[data-testid="routines-pane"]')) === 1);
@@ -100,7 +106,7 @@ test('a routine made in the pane is written to HEARTBEAT.md, fires, and its noti
   await fill('[data-testid="routine-title"]', 'Water the plants');
   await fill('[data-testid="routine-description"]', 'Check the plants on the windowsill and tell me which need water.');
   await fill('[data-testid="routine-schedule"]', '61 25 * * *');
-  await css('[data-testid="routine-save"]').click();
+  await save();
   await waitFor('the inline schedule error', async () => /cron/.test((await textOf('[data-testid="routine-schedule-error"]')) ?? ''), 5000);
   const scheduleError = await textOf('[data-testid="routine-schedule-error"]');
   assert.match(scheduleError, /the minute field "61"/, 'the error names the field the user wrote');
@@ -117,7 +123,7 @@ test('a routine made in the pane is written to HEARTBEAT.md, fires, and its noti
     return /every minute/i.test(p) && /Next:/.test(p) && (await count('[data-testid="routine-schedule-error"]')) === 0;
   }, 5000);
   await screenshot(driver, 'routines-editor.png');
-  await css('[data-testid="routine-save"]').click();
+  await save();
   await waitFor('the editor closed and two routines listed', async () =>
     (await count('[data-testid="routine-editor"]')) === 0 && (await count('[data-testid="routine-item"]')) === 2, 10000);
   const file = readHeartbeat();
@@ -264,7 +270,7 @@ test('an inline routine can wait for the next regular heartbeat instead of wakin
   await css('input[name="routine-mode"][value="inline"]').click();
   await css('[data-testid="routine-next-heartbeat"]').click();
   await screenshot(driver, 'routines-editor-next-heartbeat.png');
-  await css('[data-testid="routine-save"]').click();
+  await save();
   await waitFor('the routine listed', async () => (await count('[data-routine-id="tidy_the_downloads"]')) === 1, 10000);
   assert.match(await textOf('[data-routine-id="tidy_the_downloads"] [data-testid="routine-item-schedule"]'), /with the next heartbeat/);
   assert.match(readHeartbeat(), /"wake_mode": "next_heartbeat"/);
