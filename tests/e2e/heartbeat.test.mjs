@@ -1,6 +1,7 @@
 // The heartbeat in the real app: with a HEARTBEAT.md check and a short interval, a scripted
 // alert reaches the desktop as exactly one notification; HEARTBEAT_OK replies raise none;
-// the heartbeat runs in its own session and never sees the conversation beside it.
+// the heartbeat runs in its own session and never sees the conversation beside it (only the
+// daily reflection reads what the user wrote, once).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -53,8 +54,17 @@ test('an alert from HEARTBEAT.md raises exactly one notification; HEARTBEAT_OK r
   const shown = (await messages(driver)).map((m) => m.text);
   assert.ok(shown.length >= 2 && shown.slice(0, 2).every((t) => t.includes(SECRET)), `the conversation is shown: ${JSON.stringify(shown)}`);
   // ...and every heartbeat ran in its own session and never saw it: no request carries its words.
+  // The one exception is the daily reflection after the first poll: its briefing quotes what
+  // the user wrote (never Vigil's replies), to find routines they asked for.
   const requests = h.fakeRequests().filter((r) => r.path === '/v1/messages');
+  const reflection = (r) => JSON.stringify(r.body.messages.at(-1)).includes('Reflection: under');
+  const reflections = requests.filter(reflection);
+  assert.equal(reflections.length, 1, 'one daily reflection');
+  const briefing = JSON.stringify(reflections[0].body);
+  assert.ok(briefing.includes(`the code word for the launch is ${SECRET}`), 'the user’s words are in the briefing');
+  assert.ok(!briefing.includes(`Noted: ${SECRET}`), 'Vigil’s reply is not');
   for (const [i, r] of requests.entries()) {
+    if (reflection(r)) continue;
     const sent = JSON.stringify(r.body);
     assert.match(sent, /If disk usage is over 80/, `request ${i} is a heartbeat`);
     assert.ok(!sent.includes(SECRET), `heartbeat request ${i} carries the conversation: ${sent.slice(0, 600)}`);

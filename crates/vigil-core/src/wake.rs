@@ -153,6 +153,8 @@ fn priority(reason: WakeReason) -> u8 {
         WakeReason::Interval => 1,
         WakeReason::ExecEvent | WakeReason::Cron | WakeReason::Wake => 2,
         WakeReason::Manual | WakeReason::Hook => 3,
+        // Not a wake (the runner starts it itself); ranked with the interval it follows.
+        WakeReason::Reflection => 1,
     }
 }
 

@@ -29,6 +29,9 @@ pub enum WakeReason {
     Manual,
     /// An earlier run found the conversation busy and is tried again.
     Retry,
+    /// The daily reflection (seed 003 §8.3): a run of its own after an interval poll, when
+    /// one is due and the user wrote something since the last. Never asked for as a wake.
+    Reflection,
 }
 
 impl WakeReason {
@@ -47,6 +50,7 @@ impl WakeReason {
             WakeReason::Hook => "hook",
             WakeReason::Manual => "manual",
             WakeReason::Retry => "retry",
+            WakeReason::Reflection => "reflection",
         }
     }
 }
@@ -181,6 +185,14 @@ pub struct HeartbeatSettings {
     /// interval, up to 8×; the next user message brings it back. `0` turns the idle gate off.
     #[serde(default = "default_idle_after_hours", alias = "idle_after_hours")]
     pub idle_after_hours: u32,
+    /// How often, in hours, Vigil reads what the user wrote lately and looks for routines
+    /// they asked for and never got (seed 003 §8.3); `0` turns reflection off.
+    #[serde(default = "default_reflection_every_hours", alias = "reflection_every_hours")]
+    pub reflection_every_hours: u32,
+    /// What reflection finds becomes a routine at once; off (the default), it is a
+    /// suggestion the user turns on under Routines.
+    #[serde(default, alias = "reflection_adds_routines")]
+    pub reflection_adds_routines: bool,
 }
 
 impl Default for HeartbeatSettings {
@@ -195,12 +207,18 @@ impl Default for HeartbeatSettings {
             notifications: true,
             daily_token_budget: 0,
             idle_after_hours: default_idle_after_hours(),
+            reflection_every_hours: default_reflection_every_hours(),
+            reflection_adds_routines: false,
         }
     }
 }
 
 fn default_idle_after_hours() -> u32 {
     8
+}
+
+fn default_reflection_every_hours() -> u32 {
+    24
 }
 
 fn yes() -> bool {

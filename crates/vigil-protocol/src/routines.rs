@@ -136,6 +136,9 @@ pub struct RoutineView {
     /// A run whose outcome is `unknown` (cut off after it changed something) waits for the
     /// user: Retry or Dismiss in its history. The run's id.
     pub unknown_run: Option<String>,
+    /// Vigil's daily reflection suggested it: off until the user turns it on.
+    #[serde(default)]
+    pub suggested: bool,
 }
 
 /// The routine list and the state of the file it comes from.

@@ -37,7 +37,7 @@ const RoutinesPane = (await import('../routines/RoutinesPane.svelte')).default;
 
 function view(): HeartbeatView {
   return {
-    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8 },
+    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8, reflectionEveryHours: 24, reflectionAddsRoutines: false },
     interval_ms: 30 * 60_000,
     last_run_at: null,
     last_reason: null,

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { HeartbeatSettings } from '../lib/protocol';
 import { formFromSettings, hoursNote, parseHhmm, settingsFromForm, validate, type HeartbeatForm } from './form';
 
-const defaults: HeartbeatSettings = { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8 };
+const defaults: HeartbeatSettings = { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8, reflectionEveryHours: 24, reflectionAddsRoutines: false };
 const form = (patch: Partial<HeartbeatForm> = {}): HeartbeatForm => ({ ...formFromSettings(defaults), ...patch });
 
 describe('heartbeat settings form', () => {
@@ -15,6 +15,8 @@ describe('heartbeat settings form', () => {
       notifications: false,
       dailyTokenBudget: 50_000,
       idleAfterHours: 0,
+      reflectionEveryHours: 0,
+      reflectionAddsRoutines: true,
       prompt: 'Check the backups.',
       model: 'claude-haiku-4-5',
       activeHours: { start: '08:00', end: '24:00', timezone: 'Europe/Berlin' },
@@ -23,6 +25,16 @@ describe('heartbeat settings form', () => {
     expect(settingsFromForm(form({ start: '22:00', end: '06:00', prompt: '  ', model: ' ' }))).toEqual({
       settings: { ...defaults, activeHours: { start: '22:00', end: '06:00' } },
     });
+  });
+
+  it('turns the daily reflection off and on again, keeping its period', () => {
+    const every48 = formFromSettings({ ...defaults, reflectionEveryHours: 48 });
+    expect(every48.reflect).toBe(true);
+    const off = settingsFromForm({ ...every48, reflect: false });
+    expect('settings' in off && off.settings.reflectionEveryHours).toBe(0);
+    const on = settingsFromForm({ ...formFromSettings({ ...defaults, reflectionEveryHours: 0 }), reflect: true });
+    expect('settings' in on && on.settings.reflectionEveryHours, 'back to once a day').toBe(24);
+    expect(settingsFromForm({ ...every48 })).toEqual({ settings: { ...defaults, reflectionEveryHours: 48 } });
   });
 
   it('parses HH:MM as the core does, 24:00 only as an end', () => {

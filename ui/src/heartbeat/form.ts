@@ -19,6 +19,12 @@ export interface HeartbeatForm {
   dailyTokenBudget: string;
   /** Hours without a user message before quiet runs stretch the interval; 0: off. */
   idleAfterHours: string;
+  /** The daily reflection looks for routines the user asked for. */
+  reflect: boolean;
+  /** Its period when on, kept as the settings had it (24 by default). */
+  reflectionEveryHours: number;
+  /** What reflection finds is made at once, not suggested. */
+  reflectionAddsRoutines: boolean;
 }
 
 export type HeartbeatField = 'every' | 'start' | 'end' | 'timezone' | 'ackMaxChars' | 'dailyTokenBudget' | 'idleAfterHours';
@@ -40,8 +46,14 @@ export function formFromSettings(s: HeartbeatSettings): HeartbeatForm {
     notifications: s.notifications,
     dailyTokenBudget: s.dailyTokenBudget > 0 ? String(s.dailyTokenBudget) : '',
     idleAfterHours: String(s.idleAfterHours),
+    reflect: s.reflectionEveryHours > 0,
+    reflectionEveryHours: s.reflectionEveryHours > 0 ? s.reflectionEveryHours : DEFAULT_REFLECTION_HOURS,
+    reflectionAddsRoutines: s.reflectionAddsRoutines,
   };
 }
+
+/** The core's default period of the reflection. */
+export const DEFAULT_REFLECTION_HOURS = 24;
 
 /** `HH:MM` → minutes since midnight; `24:00` only where `allow24` (an end). As the core's `parse_hhmm`. */
 export function parseHhmm(text: string, allow24: boolean): number | null {
@@ -108,6 +120,8 @@ export function settingsFromForm(form: HeartbeatForm): { settings: HeartbeatSett
     notifications: form.notifications,
     dailyTokenBudget: form.dailyTokenBudget.trim() === '' ? 0 : Number(form.dailyTokenBudget.trim()),
     idleAfterHours: Number(form.idleAfterHours.trim()),
+    reflectionEveryHours: form.reflect ? form.reflectionEveryHours : 0,
+    reflectionAddsRoutines: form.reflectionAddsRoutines,
   };
   if (form.start.trim() !== '') {
     const timezone = form.timezone.trim();

@@ -10,7 +10,7 @@ const clock = (ms: number) => new Date(ms).toISOString().slice(11, 16);
 
 function view(patch: Partial<HeartbeatView> = {}): HeartbeatView {
   return {
-    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8 },
+    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8, reflectionEveryHours: 24, reflectionAddsRoutines: false },
     interval_ms: 30 * 60_000,
     last_run_at: at(12, 30),
     last_reason: 'interval',

@@ -51,6 +51,7 @@ export const REASON_LABEL: Record<WakeReason, string> = {
   hook: 'hook',
   manual: 'manual',
   retry: 'retry',
+  reflection: 'daily reflection',
 };
 
 export const STATUS_LABEL: Record<HeartbeatStatus, string> = {

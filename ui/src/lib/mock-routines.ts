@@ -79,6 +79,7 @@ export function createMockRoutines(variant: string, emit: Emit) {
       removed_at: null,
       catch_up: d.catch_up ?? 'once',
       unknown_run: null,
+      suggested: false,
       ...extra,
     };
   }

@@ -346,7 +346,7 @@ warnings: Array<string>, };
 
 export type ConnectionVerdict = { ok: boolean, message: string, };
 
-export type WakeReason = "interval" | "exec-event" | "cron" | "wake" | "hook" | "manual" | "retry";
+export type WakeReason = "interval" | "exec-event" | "cron" | "wake" | "hook" | "manual" | "retry" | "reflection";
 
 export type HeartbeatStatus = "ok-token" | "ok-empty" | "sent" | "skipped" | "failed";
 
@@ -407,7 +407,17 @@ dailyTokenBudget: number,
  * After this many hours with no user message, each quiet interval run doubles the
  * interval, up to 8×; the next user message brings it back. `0` turns the idle gate off.
  */
-idleAfterHours: number, };
+idleAfterHours: number, 
+/**
+ * How often, in hours, Vigil reads what the user wrote lately and looks for routines
+ * they asked for and never got (seed 003 §8.3); `0` turns reflection off.
+ */
+reflectionEveryHours: number, 
+/**
+ * What reflection finds becomes a routine at once; off (the default), it is a
+ * suggestion the user turns on under Routines.
+ */
+reflectionAddsRoutines: boolean, };
 
 export type HeartbeatStats = { 
 /**
@@ -517,7 +527,11 @@ catch_up: CatchUp,
  * A run whose outcome is `unknown` (cut off after it changed something) waits for the
  * user: Retry or Dismiss in its history. The run's id.
  */
-unknown_run: string | null, };
+unknown_run: string | null, 
+/**
+ * Vigil's daily reflection suggested it: off until the user turns it on.
+ */
+suggested: boolean, };
 
 export type RoutinesView = { status: ParseStatus, 
 /**

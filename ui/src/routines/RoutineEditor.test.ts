@@ -46,6 +46,7 @@ const existing: RoutineView = {
   removed_at: null,
   catch_up: 'all',
   unknown_run: null,
+  suggested: false,
 };
 
 function show(routine: RoutineView | null, save: (id: string | null, d: RoutineDraft) => Promise<string[]>): HTMLElement {

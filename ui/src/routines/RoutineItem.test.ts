@@ -44,6 +44,7 @@ const routine = (over: Partial<RoutineView> = {}): RoutineView => ({
   removed_at: null,
   catch_up: 'skip',
   unknown_run: 'r9',
+  suggested: false,
   ...over,
 });
 

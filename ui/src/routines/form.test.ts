@@ -44,6 +44,7 @@ const routine = (over: Partial<RoutineView> = {}): RoutineView => ({
   removed_at: null,
   catch_up: 'once',
   unknown_run: null,
+  suggested: false,
   ...over,
 });
 
@@ -149,6 +150,10 @@ describe('times and states', () => {
     expect(madeBy(routine())).toBe('Added by you');
     expect(madeBy(routine({ source: 'chat' }))).toBe('Added by you, in a conversation');
     expect(madeBy(routine({ source: 'heartbeat_reflect' }))).toBe('Added by Vigil on its own');
+    // A suggestion from the daily reflection waits, off, for the user.
+    const suggestion = routine({ source: 'heartbeat_reflect', suggested: true, enabled: false });
+    expect(madeBy(suggestion)).toMatch(/^Suggested by Vigil/);
+    expect(stateLabel(suggestion).text).toBe('Suggested');
   });
 });
 

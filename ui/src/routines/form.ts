@@ -238,12 +238,14 @@ export function stateLabel(r: RoutineView): { text: string; tone: 'ok' | 'muted'
   if (r.state === 'failed') return { text: 'Failed', tone: 'danger' };
   if (r.state === 'running') return { text: 'Running', tone: 'ok' };
   if (r.state === 'done') return { text: 'Done', tone: 'muted' };
+  if (r.suggested && !r.enabled) return { text: 'Suggested', tone: 'muted' };
   if (!r.enabled) return { text: 'Paused', tone: 'warn' };
   return { text: 'Active', tone: 'ok' };
 }
 
 /** Who made the routine: you (in the editor, or by asking in a conversation) or Vigil on its own. */
 export function madeBy(r: RoutineView): string {
+  if (r.suggested) return 'Suggested by Vigil from what you wrote: turn it on to use it';
   if (r.source === 'heartbeat_reflect') return 'Added by Vigil on its own';
   if (r.source === 'chat') return 'Added by you, in a conversation';
   return 'Added by you';

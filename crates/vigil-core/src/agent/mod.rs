@@ -119,6 +119,9 @@ pub struct TurnExtras {
     /// Told, and awaited, before each tool call that may change something (a routine's job
     /// writes the first one into its claim, so a crash leaves the evidence).
     pub effects: Option<Effects>,
+    /// The daily reflection, not allowed to add routines: `routine_add` suggests
+    /// ([`crate::tools::ToolContext::suggest_routines`]).
+    pub suggest_routines: bool,
 }
 
 /// Watches a turn's tool calls that may change something ([`crate::tools::Tool::changes_things`]).
@@ -479,6 +482,7 @@ impl Turn<'_> {
                     data_dir: self.data_dir.clone(),
                     started: self.started.clone(),
                     sandbox: self.sandbox.clone(),
+                    suggest_routines: self.extras.suggest_routines,
                 };
                 // Live output (throttled by the tool) goes out as it comes; any left when the
                 // call ends is stale next to the result and is dropped.

@@ -46,12 +46,17 @@ impl Zone {
 
     /// The local date at `ms`, `YYYY-MM-DD`: the day the background budget counts.
     pub fn date(&self, ms: i64) -> String {
+        self.format(ms, "%Y-%m-%d")
+    }
+
+    /// The local time at `ms` in chrono's `format`; empty for a time chrono cannot hold.
+    pub fn format(&self, ms: i64, format: &str) -> String {
         let Some(utc) = DateTime::from_timestamp_millis(ms) else {
             return String::new();
         };
         match self {
-            Zone::Iana(tz) => utc.with_timezone(tz).format("%Y-%m-%d").to_string(),
-            Zone::Local => utc.with_timezone(&chrono::Local).format("%Y-%m-%d").to_string(),
+            Zone::Iana(tz) => utc.with_timezone(tz).format(format).to_string(),
+            Zone::Local => utc.with_timezone(&chrono::Local).format(format).to_string(),
         }
     }
 
@@ -116,6 +121,10 @@ pub struct HeartbeatConfig {
     /// The idle gate: after this long with no user message, quiet interval runs stretch the
     /// interval; `None`: off.
     pub idle_after: Option<Duration>,
+    /// How often the reflection run may happen; `None`: never.
+    pub reflection_every: Option<Duration>,
+    /// Reflection's routines are made at once instead of suggested.
+    pub reflection_adds_routines: bool,
     /// One sentence per problem, naming the field and what is used instead.
     pub warnings: Vec<String>,
 }
@@ -179,6 +188,9 @@ impl HeartbeatConfig {
             daily_token_budget: settings.daily_token_budget,
             idle_after: (settings.idle_after_hours > 0)
                 .then(|| Duration::from_secs(u64::from(settings.idle_after_hours.min(24 * 366)) * 3600)),
+            reflection_every: (settings.reflection_every_hours > 0)
+                .then(|| Duration::from_secs(u64::from(settings.reflection_every_hours.min(24 * 366)) * 3600)),
+            reflection_adds_routines: settings.reflection_adds_routines,
             warnings,
         }
     }

@@ -12,6 +12,7 @@
 //! - [`file`] — reading `HEARTBEAT.md` and the effectively-empty rule.
 //! - [`prompts`] — the poll, exec-event and cron prompts, the system-prompt section.
 //! - [`reply`] — `HEARTBEAT_OK` stripping and the suppress/deliver decision.
+//! - [`reflection`] — the daily reflection: the user's recent words → suggested routines.
 //! - [`budget`] — tokens background work used today, and the daily budget that pauses it.
 //! - [`run_lock`] — the lock a run holds, so two never overlap (across processes too).
 //! - `runner` — one run: preflight, the run lock, the turn, the reply, delivery, retries.
@@ -27,6 +28,7 @@ pub mod budget;
 pub mod config;
 pub mod file;
 pub mod prompts;
+pub mod reflection;
 pub mod reply;
 pub mod run_lock;
 mod runner;

@@ -12,6 +12,8 @@
 //! on the `heartbeat` event. Idle gate: a quiet interval run after `idleAfterHours` without a user
 //! message doubles the interval (the scheduler's [`crate::routines::IntervalTimer`] reads it).
 //!
+//! After an interval poll, the daily reflection when one is due ([`super::reflection`]).
+//!
 //! Retries: a busy conversation or a taken lock is a skip the wake loop retries with back-off; a
 //! provider error is retried up to [`super::PROVIDER_RETRIES`] times (the routines it took wait for
 //! the retry), then recorded failed.
@@ -31,7 +33,7 @@ use crate::system_events;
 use crate::wake::{PendingWake, WakeOutcome};
 
 /// Messages of the heartbeat session a run sees (seed 003 §4.3: "极短").
-const HISTORY_LIMIT: usize = 6;
+pub(super) const HISTORY_LIMIT: usize = 6;
 /// The same text is not delivered twice within this (seed 002 §7.2).
 const DEDUPE_WINDOW_MS: i64 = 24 * 3600 * 1000;
 /// Where the last delivery is remembered: the heartbeat session's metadata, so the 24-hour
@@ -41,7 +43,7 @@ const LAST_DELIVERY_KEY: &str = "heartbeat_last_delivery";
 const SUMMARY_CHARS: usize = 160;
 
 /// How a run ended, before it is recorded.
-struct Outcome {
+pub(super) struct Outcome {
     status: HeartbeatStatus,
     skip: Option<HeartbeatSkip>,
     detail: Option<String>,
@@ -63,7 +65,7 @@ impl Outcome {
         }
     }
 
-    fn status(status: HeartbeatStatus) -> Self {
+    pub(super) fn status(status: HeartbeatStatus) -> Self {
         Self {
             status,
             skip: None,
@@ -73,7 +75,7 @@ impl Outcome {
         }
     }
 
-    fn failed(detail: String) -> Self {
+    pub(super) fn failed(detail: String) -> Self {
         Self {
             detail: Some(detail),
             ..Self::status(HeartbeatStatus::Failed)
@@ -117,10 +119,15 @@ impl Heartbeat {
         let next = outcome.next;
         let interval = wake.effective_reason() == WakeReason::Interval;
         self.record(wake.reason, interval, outcome, usage);
+        if interval && next == WakeOutcome::Done {
+            if let Some((outcome, usage)) = self.reflect_if_due().await {
+                self.record(WakeReason::Reflection, false, outcome, usage);
+            }
+        }
         next
     }
 
-    fn due_source(&self) -> Option<std::sync::Arc<dyn super::DueTasks>> {
+    pub(super) fn due_source(&self) -> Option<std::sync::Arc<dyn super::DueTasks>> {
         self.shared.due_tasks.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
@@ -336,7 +343,7 @@ impl Heartbeat {
 
     /// Cuts the run's lines off the heartbeat transcript and puts `updated_at` back, so an
     /// uneventful run leaves no trace (seed 002 §7.1).
-    async fn take_back(&self, session: &str, size: u64, updated_at: Option<i64>) {
+    pub(super) async fn take_back(&self, session: &str, size: u64, updated_at: Option<i64>) {
         let deps = &self.shared.deps;
         if let Err(e) = deps.store.truncate_async(session, size).await {
             tracing::warn!("could not prune the heartbeat transcript: {e}");
@@ -363,7 +370,13 @@ impl Heartbeat {
     }
 
     /// Mailbox first (the one durable copy), then the card and the notification.
-    async fn deliver(&self, session: &str, kind: &PromptKind, text: &str, notify: bool) -> Result<(), String> {
+    pub(super) async fn deliver(
+        &self,
+        session: &str,
+        kind: &PromptKind,
+        text: &str,
+        notify: bool,
+    ) -> Result<(), String> {
         let deps = &self.shared.deps;
         let now = deps.clock.now_ms();
         let summary = summarize(text);

@@ -138,6 +138,25 @@ impl Scheduler {
         source: RoutineSource,
         enforce_limit: bool,
     ) -> Result<(Routine, Vec<String>), StoreError> {
+        self.make(draft, source, enforce_limit, false).await
+    }
+
+    /// A routine the daily reflection found, suggested to the user: off until they turn it
+    /// on. Refused when a similar routine exists in any state, removed ones included, so a
+    /// suggestion the user declined is not made again.
+    pub async fn suggest(&self, mut draft: RoutineDraft) -> Result<Routine, StoreError> {
+        draft.enabled = Some(false);
+        draft.allow_duplicate = false;
+        Ok(self.make(draft, RoutineSource::HeartbeatReflect, true, true).await?.0)
+    }
+
+    async fn make(
+        &self,
+        draft: RoutineDraft,
+        source: RoutineSource,
+        enforce_limit: bool,
+        suggested: bool,
+    ) -> Result<(Routine, Vec<String>), StoreError> {
         let now = self.deps().clock.now_ms();
         let zone = self.config().default_zone.clone();
         let title = draft.title.as_deref().map(str::trim).unwrap_or("").to_string();
@@ -175,7 +194,9 @@ impl Scheduler {
                     .filter(|r| r.active())
                     .collect();
                 if !draft.allow_duplicate {
-                    let same = active.iter().find(|r| {
+                    let all: Vec<&Routine> = entries.iter().filter_map(|e| e.routine.as_ref().ok()).collect();
+                    let compared = if suggested { &all } else { &active };
+                    let same = compared.iter().find(|r| {
                         normalized(&r.title) == normalized(&title)
                             || (!description.trim().is_empty()
                                 && normalized(&r.description) == normalized(&description)
@@ -214,6 +235,7 @@ impl Scheduler {
                 r.timeout_seconds = timeout;
                 r.max_retry = draft.max_retry.unwrap_or(model::DEFAULT_MAX_RETRY);
                 r.kind = draft.kind.clone();
+                r.suggested = suggested;
                 entries.push(Entry::new(r.clone()));
                 Ok((r, warnings))
             })
@@ -265,6 +287,8 @@ impl Scheduler {
                 }
                 if let Some(e) = changes.enabled {
                     r.enabled = e;
+                    // Turned on, a suggestion is the user's routine like any other.
+                    r.suggested &= !e;
                 }
                 if changes.kind.is_some() {
                     r.kind = changes.kind.clone().filter(|k| !k.is_empty());
@@ -424,6 +448,7 @@ impl Scheduler {
                 skip_missed(r, now, zone)?;
             }
             r.enabled = enabled;
+            r.suggested &= !enabled;
             Ok(())
         })
         .await

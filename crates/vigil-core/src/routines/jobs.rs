@@ -461,10 +461,23 @@ impl Scheduler {
     /// §12 Phase 4).
     pub(super) async fn announce(&self, r: &super::Routine) {
         let when = super::view::describe(r, &self.config().default_zone);
-        let text = format!(
-            "I added a routine on my own: \"{}\" ({when}). You can pause or delete it under Routines.",
-            r.title
-        );
+        let (title, text) = if r.suggested {
+            (
+                "Vigil suggests a routine",
+                format!(
+                    "I suggest a routine: \"{}\" ({when}). It is off: turn it on under Routines if you want it, or remove it.",
+                    r.title
+                ),
+            )
+        } else {
+            (
+                "Vigil added a routine",
+                format!(
+                    "I added a routine on my own: \"{}\" ({when}). You can pause or delete it under Routines.",
+                    r.title
+                ),
+            )
+        };
         let c = Claimed {
             routine: r.clone(),
             run_id: super::scheduler::short_id(),
@@ -476,7 +489,7 @@ impl Scheduler {
                 &crate::heartbeat::session_id(crate::heartbeat::AGENT),
                 &c,
                 "routine_added",
-                "Vigil added a routine",
+                title,
                 &text,
             )
             .await

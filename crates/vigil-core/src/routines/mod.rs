@@ -221,13 +221,13 @@ impl IntervalTimer {
     }
 }
 
-/// The heartbeat's instructions for routines (seed 003 §8.3): due tasks first, reflection
-/// only when nothing is due. Byte-stable, so the prompt cache holds.
+/// The heartbeat's instructions for routines (seed 003 §8.3): due tasks, and reflection in
+/// its own daily run ([`crate::heartbeat::reflection`]). Byte-stable, so the prompt cache holds.
 pub const HEARTBEAT_ROUTINES_SECTION: &str = "## Routines\n\
-Phase 1 — due tasks: when the message lists `## Due Tasks`, do each one now and report the result briefly.\n\
-Phase 2 — reflection (only when no task is due): look through MEMORY.md and recent context for routines the user \
-asked for that are not registered yet (check with `routine_list` first to avoid duplicates). Register them with \
-`routine_add`; they are marked as yours and announced to the user. If there is nothing, reply HEARTBEAT_OK.\n\
+Due tasks: when the message lists `## Due Tasks`, do each one now and report the result briefly.\n\
+Reflection: about once a day a message starting with \"Reflection:\" asks you to look for routines the user asked \
+for and does not have yet; only in that run look for such routines. In every other heartbeat, do not add routines \
+nobody asked for there.\n\
 Rules: routine changes need no confirmation; dangerous operations do. A new routine starts at its next scheduled \
 time, not in this heartbeat. Manage routines with the routine tools, never by editing HEARTBEAT.md.";
 

@@ -104,6 +104,10 @@ pub struct Routine {
     /// A routine the agent registered on its own has been announced to the user.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub announced: bool,
+    /// Found by the daily reflection and suggested, not made: it stays off until the user
+    /// turns it on (which makes it an ordinary routine).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub suggested: bool,
     /// When it was removed without `hard` (seed 003 §8.2: `remove --id` keeps the entry,
     /// `remove --id --hard` deletes it): kept in the block, never run, listed apart so the
     /// user can restore it. `None` for a routine in use.
@@ -194,6 +198,7 @@ impl Routine {
             missed_from: None,
             unknown_run: None,
             announced: false,
+            suggested: false,
             removed_at: None,
             extra: Default::default(),
         }

@@ -240,6 +240,15 @@ impl Tool for RoutineTool {
                     Ok(d) => d,
                     Err(out) => return out,
                 };
+                if ctx.suggest_routines {
+                    return match s.suggest(draft).await {
+                        Ok(r) => ToolOutput::ok(format!(
+                            "Suggested routine {} — it is off until the user turns it on under Routines.",
+                            line(&r)
+                        )),
+                        Err(e) => refused("suggest", e),
+                    };
+                }
                 // Not `ctx.owner`: a heartbeat call's owner is the conversation's.
                 let source = source_for(ctx.session_type);
                 match s.create(draft, source, true).await {
@@ -276,6 +285,9 @@ impl Tool for RoutineTool {
                         }
                         if v.unknown_run.is_some() {
                             l.push_str(" — its last run was cut off after it changed something; the user decides whether to retry it");
+                        }
+                        if v.suggested {
+                            l.push_str(" — suggested by you, not turned on by the user yet");
                         }
                         if let Some(at) = v.removed_at {
                             l.push_str(&format!(" — removed {}", super::model::iso_string(at)));

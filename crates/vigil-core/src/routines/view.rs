@@ -72,6 +72,7 @@ pub fn routine_view(r: &Routine, default_zone: &str, now: i64) -> RoutineView {
         removed_at: r.removed_at,
         catch_up: r.catch_up,
         unknown_run: r.unknown_run.as_ref().map(|u| u.run_id.clone()),
+        suggested: r.suggested,
     }
 }
 

@@ -88,6 +88,9 @@ pub struct ToolContext {
     pub started: StartedHere,
     /// How `exec` sandboxes commands; `None` runs them unsandboxed (tests of other things).
     pub sandbox: Option<crate::sandbox::TurnSandbox>,
+    /// The run is the daily reflection and the user did not let it add routines: what
+    /// `routine_add` makes is a suggestion, off until the user turns it on.
+    pub suggest_routines: bool,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -114,6 +117,7 @@ impl ToolContext {
             data_dir: None,
             started: StartedHere::default(),
             sandbox: None,
+            suggest_routines: false,
         }
     }
 

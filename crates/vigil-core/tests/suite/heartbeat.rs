@@ -586,6 +586,12 @@ async fn the_system_prompt_stays_byte_identical_around_a_background_update() {
         .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let (rt, mut rx) = runtime(dir.path(), Some((&fake, kind)));
+        // The interval poll alone (the daily reflection that may follow it is tested in
+        // `reflection.rs`).
+        rt.set_heartbeat_settings(&HeartbeatSettings {
+            reflection_every_hours: 0,
+            ..HeartbeatSettings::default()
+        });
         std::fs::write(rt.workspace().join("HEARTBEAT.md"), "- check disk\n").unwrap();
         let say = |text: &str| Op::UserMessage {
             text: text.into(),

@@ -13,6 +13,7 @@ mod images;
 mod inhibit;
 mod mcp;
 mod provider;
+mod reflection;
 mod routines;
 mod runtime;
 mod sandbox;
