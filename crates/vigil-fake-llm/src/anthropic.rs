@@ -48,7 +48,7 @@ pub(crate) fn stream(reply: &Reply, model: &str, id: &str) -> Rendered {
             json!({"type": "message_start", "message": {
                 "id": id, "type": "message", "role": "assistant", "model": model,
                 "content": [], "stop_reason": null, "stop_sequence": null,
-                "usage": {"input_tokens": reply.input_tokens, "output_tokens": 1},
+                "usage": usage(reply, 1),
             }}),
         ),
         event("ping", json!({"type": "ping"})),
@@ -136,7 +136,7 @@ pub(crate) fn message(reply: &Reply, model: &str, id: &str) -> Value {
     json!({
         "id": id, "type": "message", "role": "assistant", "model": model,
         "content": content, "stop_reason": stop_reason(reply.stop), "stop_sequence": null,
-        "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+        "usage": usage(reply, reply.output_tokens),
     })
 }
 
@@ -173,4 +173,14 @@ pub(crate) fn error_type_for_status(status: u16) -> &'static str {
         529 => "overloaded_error",
         _ => "api_error",
     }
+}
+
+/// The `usage` object: the uncached input, the cache's part, and `output` tokens.
+fn usage(reply: &Reply, output: u64) -> Value {
+    json!({
+        "input_tokens": reply.input_tokens,
+        "cache_read_input_tokens": reply.cache_read_tokens,
+        "cache_creation_input_tokens": reply.cache_write_tokens,
+        "output_tokens": output,
+    })
 }

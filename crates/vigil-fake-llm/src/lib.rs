@@ -10,6 +10,7 @@
 //!
 //! - [`script`] — the JSON script format ([`Script`], [`Step`]) and constructors.
 //! - `faults` — [`StreamOptions`] and [`Faults`]: chunking, delays and wire faults of a step.
+//! - `prompt_cache` — Anthropic's prompt cache: breakpoints, reads, writes, 5 min / 1 h.
 //! - `reply` — resolves a step against the request (echo text, token estimates).
 //! - `anthropic` / `openai` — render a reply and errors in each protocol's shapes.
 //! - `sse` — SSE framing, fault injection, and the chunk-by-chunk streaming body.
@@ -22,6 +23,7 @@
 mod anthropic;
 mod faults;
 mod openai;
+mod prompt_cache;
 mod reply;
 pub mod script;
 mod server;
@@ -147,6 +149,11 @@ impl FakeLlm {
     /// How many requests were recorded, without copying them.
     pub fn request_count(&self) -> usize {
         self.shared.request_count()
+    }
+
+    /// Moves the prompt cache's clock on by `by`: entries expire as if that time had passed.
+    pub fn advance_clock(&self, by: std::time::Duration) {
+        self.shared.cache.advance(by);
     }
 
     /// Replace the script and start again from its first step.

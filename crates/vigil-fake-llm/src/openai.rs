@@ -168,11 +168,18 @@ pub(crate) fn completion(reply: &Reply, model: &str, id: &str, created: u64) -> 
 }
 
 fn usage(reply: &Reply) -> Value {
-    json!({
+    let mut usage = json!({
         "prompt_tokens": reply.input_tokens,
         "completion_tokens": reply.output_tokens,
         "total_tokens": reply.input_tokens + reply.output_tokens,
-    })
+    });
+    if let Some(cached) = reply.cached_tokens {
+        usage["prompt_tokens_details"] = json!({"cached_tokens": cached});
+    }
+    if let Some(cost) = reply.cost {
+        usage["cost"] = json!(cost);
+    }
+    usage
 }
 
 #[cfg(test)]

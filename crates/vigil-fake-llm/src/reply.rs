@@ -25,8 +25,17 @@ pub(crate) struct Reply {
     pub text: String,
     pub calls: Vec<ToolCall>,
     pub stop: StopReason,
+    /// Input tokens not read from or written to the prompt cache.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Anthropic's `cache_read_input_tokens`, from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// Anthropic's `cache_creation_input_tokens`.
+    pub cache_write_tokens: u64,
+    /// OpenAI-compatible `prompt_tokens_details.cached_tokens`, as scripted.
+    pub cached_tokens: Option<u64>,
+    /// OpenRouter's `usage.cost` in dollars, as scripted.
+    pub cost: Option<f64>,
     /// Always at least 1, so chunking terminates.
     pub chunk_chars: usize,
     pub delay: Duration,
@@ -101,6 +110,10 @@ pub(crate) fn resolve(step: &Step, request: &Value, n: u64) -> Action {
             .input_tokens
             .unwrap_or_else(|| estimate_tokens(request.to_string().chars().count())),
         output_tokens: usage.output_tokens.unwrap_or_else(|| estimate_tokens(output_chars)),
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        cached_tokens: usage.cached_tokens,
+        cost: usage.cost,
         chunk_chars: stream.chunk_chars.max(1),
         delay: Duration::from_millis(stream.delay_ms),
         faults: stream.faults.clone(),

@@ -215,11 +215,15 @@ impl Step {
     }
 
     /// Set the token counts reported (text and tool-call steps; ignored otherwise).
-    pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
-        let usage = Some(Usage::new(input_tokens, output_tokens));
+    pub fn with_usage(self, input_tokens: u64, output_tokens: u64) -> Self {
+        self.with_usage_of(Usage::new(input_tokens, output_tokens))
+    }
+
+    /// Set the whole usage reported (cached tokens and cost too).
+    pub fn with_usage_of(mut self, usage: Usage) -> Self {
         match &mut self {
-            Step::Text(s) => s.usage = usage,
-            Step::ToolCalls(s) => s.usage = usage,
+            Step::Text(s) => s.usage = Some(usage),
+            Step::ToolCalls(s) => s.usage = Some(usage),
             _ => {}
         }
         self
@@ -409,12 +413,19 @@ pub enum StopReason {
 }
 
 /// Reported token counts; a missing one is estimated.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
+    /// OpenAI-compatible replies: `prompt_tokens_details.cached_tokens`. (Anthropic's cache
+    /// counts come from the fake's own prompt cache.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+    /// OpenAI-compatible replies: OpenRouter's `usage.cost`, in dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 impl Usage {
@@ -423,6 +434,7 @@ impl Usage {
         Usage {
             input_tokens: Some(input_tokens),
             output_tokens: Some(output_tokens),
+            ..Usage::default()
         }
     }
 }

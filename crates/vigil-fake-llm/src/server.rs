@@ -54,6 +54,8 @@ pub(crate) struct Shared {
     pub(crate) shutdown: CancellationToken,
     /// Numbers response ids so each reply is distinguishable in client logs.
     next_id: AtomicU64,
+    /// Anthropic's prompt cache, for the usage a reply reports.
+    pub(crate) cache: crate::prompt_cache::PromptCache,
 }
 
 struct ScriptState {
@@ -79,6 +81,7 @@ impl Shared {
             keep_messages,
             shutdown,
             next_id: AtomicU64::new(1),
+            cache: Default::default(),
         }
     }
 
@@ -239,7 +242,12 @@ fn chat(shared: &Shared, protocol: Protocol, path: &str, headers: &HeaderMap, bo
     match reply::resolve(&step, &request, n) {
         Action::Error(e) => error_response(protocol, &e),
         Action::Raw(r) => raw_response(&r, shared.shutdown.clone()),
-        Action::Reply(r) => {
+        Action::Reply(mut r) => {
+            if protocol == Protocol::Anthropic {
+                let cached = shared.cache.account(&request);
+                r.input_tokens = r.input_tokens.saturating_sub(cached.read + cached.write).max(1);
+                (r.cache_read_tokens, r.cache_write_tokens) = (cached.read, cached.write);
+            }
             let streaming = request.get("stream").and_then(Value::as_bool) == Some(true);
             reply_response(protocol, &r, model, n, streaming, &request, shared)
         }

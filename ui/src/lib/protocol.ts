@@ -168,7 +168,24 @@ usage?: Usage, } | { "type": "background_update", update: BackgroundUpdate, unre
 
 export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "policy" | "error";
 
-export type Usage = { input_tokens: number, output_tokens: number, };
+export type Usage = { 
+/**
+ * Every input token, the cached ones included.
+ */
+input_tokens: number, output_tokens: number, 
+/**
+ * Of `input_tokens`, read from the provider's prompt cache (cheaper).
+ */
+cache_read_tokens?: number, 
+/**
+ * Of `input_tokens`, written to the provider's prompt cache (dearer, once).
+ */
+cache_write_tokens?: number, 
+/**
+ * What the provider says the call cost, in millionths of a US dollar (OpenRouter's
+ * `usage.cost`); 0 when it says nothing.
+ */
+cost_micro_usd?: number, };
 
 export type ErrorKind = "auth" | "model_not_found" | "bad_request" | "rate_limited" | "server" | "network" | "timeout" | "stream" | "config" | "storage" | "invalid_op" | "attachment" | "session" | "desktop" | "internal";
 

@@ -156,6 +156,7 @@ pub async fn summarise(
         messages: vec![Message::user_text(text, now_ms)],
         tools: vec![],
         images: Default::default(),
+        cache: Default::default(),
     };
     let done = client
         .stream(&request, cancel, &mut |_| {})

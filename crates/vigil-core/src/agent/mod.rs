@@ -21,7 +21,7 @@ use vigil_protocol::{ContentBlock, ErrorKind, Event, Message, MessageKind, Role,
 
 use crate::clock::Clock;
 use crate::events::Emitter;
-use crate::provider::{ChatRequest, Completion, ModelClient, ProviderError, StreamEvent, INVALID_ARGUMENTS};
+use crate::provider::{CacheLife, ChatRequest, Completion, ModelClient, ProviderError, StreamEvent, INVALID_ARGUMENTS};
 use crate::session::SessionStore;
 use crate::tools::{truncate_head_tail, ToolContext, ToolOutput, ToolRegistry};
 use crate::workspace::Workspace;
@@ -122,6 +122,9 @@ pub struct TurnExtras {
     /// The daily reflection, not allowed to add routines: `routine_add` suggests
     /// ([`crate::tools::ToolContext::suggest_routines`]).
     pub suggest_routines: bool,
+    /// A background run that comes back within the hour: its stable prefix is cached for an
+    /// hour ([`crate::provider::CacheLife::Hour`]).
+    pub cache_hour: bool,
 }
 
 /// Watches a turn's tool calls that may change something ([`crate::tools::Tool::changes_things`]).
@@ -350,6 +353,11 @@ impl Turn<'_> {
                 images: images::request_images(self.store, self.session_id, &view).await,
                 messages: view,
                 tools: self.tools.specs(),
+                cache: if self.extras.cache_hour {
+                    CacheLife::Hour
+                } else {
+                    CacheLife::Minutes
+                },
             };
             let emitter = self.emitter.clone();
             let mut on_event = move |ev: StreamEvent| {
@@ -519,6 +527,5 @@ impl Turn<'_> {
 }
 
 fn add_usage(total: &mut Usage, add: Usage) {
-    total.input_tokens += add.input_tokens;
-    total.output_tokens += add.output_tokens;
+    *total += add;
 }

@@ -24,6 +24,12 @@ pub struct Day {
     pub date: String,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    #[serde(default)]
+    pub cost_micro_usd: u64,
     /// Background runs that reached the model.
     pub runs: u64,
     /// The budget the "budget spent" notification was raised for today, if any.
@@ -33,7 +39,18 @@ pub struct Day {
 
 impl Day {
     pub fn tokens(&self) -> u64 {
-        self.input_tokens.saturating_add(self.output_tokens)
+        self.usage().total()
+    }
+
+    /// The day's totals as one [`Usage`].
+    pub fn usage(&self) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cache_read_tokens: self.cache_read_tokens,
+            cache_write_tokens: self.cache_write_tokens,
+            cost_micro_usd: self.cost_micro_usd,
+        }
     }
 }
 
@@ -85,8 +102,11 @@ impl Ledger {
                     ..Day::default()
                 };
             }
-            day.input_tokens = day.input_tokens.saturating_add(usage.input_tokens);
-            day.output_tokens = day.output_tokens.saturating_add(usage.output_tokens);
+            let mut sum = day.usage();
+            sum += usage;
+            (day.input_tokens, day.output_tokens) = (sum.input_tokens, sum.output_tokens);
+            (day.cache_read_tokens, day.cache_write_tokens) = (sum.cache_read_tokens, sum.cache_write_tokens);
+            day.cost_micro_usd = sum.cost_micro_usd;
             day.runs += 1;
             day.clone()
         };
@@ -138,6 +158,7 @@ mod tests {
         Usage {
             input_tokens: input,
             output_tokens: output,
+            ..Usage::default()
         }
     }
 

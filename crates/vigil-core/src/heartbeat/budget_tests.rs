@@ -51,6 +51,7 @@ impl HeartbeatHost for FakeHost {
             usage: Some(Usage {
                 input_tokens: 100,
                 output_tokens: 20,
+                ..Usage::default()
             }),
             ..TurnResult::ended(StopReason::EndTurn)
         }
@@ -163,6 +164,7 @@ async fn a_spent_budget_skips_background_runs_with_one_notification_until_raised
     let used = Some(Usage {
         input_tokens: 100,
         output_tokens: 20,
+        ..Usage::default()
     });
     let ok = (HeartbeatStatus::OkEmpty, None, used);
     let budget = (HeartbeatStatus::Skipped, Some(HeartbeatSkip::Budget), None);

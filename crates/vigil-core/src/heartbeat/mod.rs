@@ -315,6 +315,14 @@ impl Heartbeat {
         }
     }
 
+    /// Whether the next interval run comes within the hour (the interval as the idle gate
+    /// stretched it): then a run caches its prefix for an hour, so the next one reads it
+    /// instead of writing it again (Anthropic's default cache lives 5 minutes).
+    pub fn back_within_the_hour(&self) -> bool {
+        self.interval()
+            .is_some_and(|i| i * self.interval_factor() < std::time::Duration::from_secs(3600))
+    }
+
     /// How many times the interval is stretched now (1 = normal).
     pub fn interval_factor(&self) -> u32 {
         self.idle().factor
@@ -415,10 +423,7 @@ impl Heartbeat {
             warnings: config.warnings,
             stats,
             paused: self.is_paused(),
-            usage_today: Usage {
-                input_tokens: today.input_tokens,
-                output_tokens: today.output_tokens,
-            },
+            usage_today: today.usage(),
             runs_today: today.runs,
             budget_spent,
             idle_factor,

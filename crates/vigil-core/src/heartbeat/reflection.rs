@@ -163,6 +163,7 @@ impl Heartbeat {
                     context_sections: vec![briefing],
                     history_limit: Some(super::runner::HISTORY_LIMIT),
                     suggest_routines: !config.reflection_adds_routines,
+                    cache_hour: self.back_within_the_hour(),
                     ..TurnExtras::default()
                 },
                 model: config.model.clone(),

@@ -267,6 +267,7 @@ impl Heartbeat {
                     }),
                     context_sections: sections,
                     history_limit: Some(HISTORY_LIMIT),
+                    cache_hour: self.back_within_the_hour(),
                     ..TurnExtras::default()
                 },
                 model: config.model.clone(),

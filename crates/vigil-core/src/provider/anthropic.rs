@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use vigil_protocol::{ContentBlock, Message, Role, StopReason};
 
 use super::images::{Wire, WireImage};
-use super::{join_url, Assembler, ChatRequest, Flow, ProviderConfig, ProviderError, StreamEvent};
+use super::{join_url, Assembler, CacheLife, ChatRequest, Flow, ProviderConfig, ProviderError, StreamEvent};
 
 const API_VERSION: &str = "2023-06-01";
 
@@ -19,7 +19,11 @@ pub(super) fn request(cfg: &ProviderConfig, req: &ChatRequest, images: &Wire) ->
     });
     if !req.system.is_empty() {
         // The breakpoint caches tools + system: both are byte-stable from turn to turn.
-        body["system"] = json!([{"type": "text", "text": req.system, "cache_control": {"type": "ephemeral"}}]);
+        let mut control = json!({"type": "ephemeral"});
+        if req.cache == CacheLife::Hour {
+            control["ttl"] = json!("1h");
+        }
+        body["system"] = json!([{"type": "text", "text": req.system, "cache_control": control}]);
     }
     if !req.tools.is_empty() {
         body["tools"] = req
@@ -136,9 +140,11 @@ pub(super) fn on_event(
             let msg = &v["message"];
             asm.model = msg["model"].as_str().map(str::to_string);
             let usage = &msg["usage"];
+            asm.usage.cache_read_tokens = usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
+            asm.usage.cache_write_tokens = usage["cache_creation_input_tokens"].as_u64().unwrap_or(0);
             asm.usage.input_tokens = usage["input_tokens"].as_u64().unwrap_or(0)
-                + usage["cache_read_input_tokens"].as_u64().unwrap_or(0)
-                + usage["cache_creation_input_tokens"].as_u64().unwrap_or(0);
+                + asm.usage.cache_read_tokens
+                + asm.usage.cache_write_tokens;
             asm.usage.output_tokens = usage["output_tokens"].as_u64().unwrap_or(0);
         }
         "content_block_start" => {
@@ -186,8 +192,15 @@ pub(super) fn on_event(
             if let Some(out) = usage["output_tokens"].as_u64() {
                 asm.usage.output_tokens = out;
             }
+            // The final counts, where the service repeats them (the cache's included).
+            if let Some(read) = usage["cache_read_input_tokens"].as_u64() {
+                asm.usage.cache_read_tokens = read;
+            }
+            if let Some(write) = usage["cache_creation_input_tokens"].as_u64() {
+                asm.usage.cache_write_tokens = write;
+            }
             if let Some(input) = usage["input_tokens"].as_u64().filter(|&n| n > 0) {
-                asm.usage.input_tokens = input;
+                asm.usage.input_tokens = input + asm.usage.cache_read_tokens + asm.usage.cache_write_tokens;
             }
         }
         "error" => {

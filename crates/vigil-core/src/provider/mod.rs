@@ -103,6 +103,20 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     /// The bytes of the images `messages` name; one missing here is sent as a line saying so.
     pub images: RequestImages,
+    /// How long the provider should keep the stable prefix (tools + system) cached.
+    pub cache: CacheLife,
+}
+
+/// How long a prompt cache entry should live, where the provider lets the client say
+/// (Anthropic's `cache_control.ttl`; OpenAI-compatible servers decide for themselves).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CacheLife {
+    /// The provider's default: Anthropic's 5 minutes, enough for a conversation's turns.
+    #[default]
+    Minutes,
+    /// An hour (writes cost 2× instead of 1.25×): for background runs that come back within
+    /// the hour, so each reads the prefix the last one wrote.
+    Hour,
 }
 
 /// What the client reports while a reply streams.
@@ -301,6 +315,7 @@ impl ModelClient {
             messages: vec![Message::user_text("Reply with the word ok.", self.clock.now_ms())],
             tools: vec![],
             images: RequestImages::default(),
+            cache: CacheLife::Minutes,
         };
         let mut probe = self.clone();
         let mut cfg = (*self.config).clone();

@@ -186,6 +186,14 @@ pub(super) fn on_event(
     if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
         asm.usage.input_tokens = usage["prompt_tokens"].as_u64().unwrap_or(asm.usage.input_tokens);
         asm.usage.output_tokens = usage["completion_tokens"].as_u64().unwrap_or(asm.usage.output_tokens);
+        // Servers that cache prompts by themselves say how much they read from it.
+        if let Some(read) = usage["prompt_tokens_details"]["cached_tokens"].as_u64() {
+            asm.usage.cache_read_tokens = read;
+        }
+        // OpenRouter's price of the call, in US dollars.
+        if let Some(cost) = usage["cost"].as_f64().filter(|c| c.is_finite() && *c >= 0.0) {
+            asm.usage.cost_micro_usd = (cost * 1e6).round() as u64;
+        }
     }
     let Some(choices) = v["choices"].as_array() else {
         return Ok(Flow::More);

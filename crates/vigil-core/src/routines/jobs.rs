@@ -228,6 +228,7 @@ impl Scheduler {
             system_section: JOB_SECTION.into(),
             cancel: cancel.clone(),
             effects: crate::agent::Effects(effects.clone()),
+            cache_hour: back_within_the_hour(&c, &self.config().default_zone),
         };
         let timeout = Duration::from_secs(c.routine.timeout_seconds.max(1) as u64);
         let job = host.run_job(turn);
@@ -497,6 +498,18 @@ impl Scheduler {
             tracing::warn!("could not announce routine {}: {e}", r.id);
         }
     }
+}
+
+/// Whether the routine's next due time is less than an hour after this one: then its job's
+/// stable prefix (the same for every job) is cached for an hour, for the next to read.
+fn back_within_the_hour(c: &Claimed, default_zone: &str) -> bool {
+    let zone = c.routine.timezone.as_deref().unwrap_or(default_zone);
+    let Ok(spec) = super::schedule::Spec::parse(c.routine.schedule_text(), zone) else {
+        return false;
+    };
+    let anchor = c.routine.created_at.unwrap_or(c.due_at);
+    spec.next_after(c.due_at, anchor)
+        .is_some_and(|next| next.saturating_sub(c.due_at) < 3_600_000)
 }
 
 #[cfg(test)]

@@ -128,6 +128,8 @@ pub struct JobTurn {
     /// Goes into the turn's [`crate::agent::TurnExtras::effects`]: the job's first tool
     /// call that changes something is written into its claim before it runs.
     pub effects: crate::agent::Effects,
+    /// The routine comes back within the hour: cache the prefix for an hour.
+    pub cache_hour: bool,
 }
 
 /// How a job turn ended.

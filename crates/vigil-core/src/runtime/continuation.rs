@@ -286,11 +286,9 @@ impl Runtime {
             .iter()
             .filter_map(|m| m.usage)
             .fold(None, |sum: Option<Usage>, u| {
-                let s = sum.unwrap_or_default();
-                Some(Usage {
-                    input_tokens: s.input_tokens + u.input_tokens,
-                    output_tokens: s.output_tokens + u.output_tokens,
-                })
+                let mut s = sum.unwrap_or_default();
+                s += u;
+                Some(s)
             });
         if let Some(used) = used {
             self.inner.heartbeat.record_background_usage(used);

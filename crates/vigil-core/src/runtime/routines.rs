@@ -148,6 +148,7 @@ impl Runtime {
         let extras = TurnExtras {
             system_section: Some(job.system_section),
             effects: Some(job.effects),
+            cache_hour: job.cache_hour,
             ..TurnExtras::default()
         };
         let before = self

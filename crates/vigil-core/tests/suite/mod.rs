@@ -12,6 +12,7 @@ mod hostile;
 mod images;
 mod inhibit;
 mod mcp;
+mod prompt_cache;
 mod provider;
 mod reflection;
 mod routines;

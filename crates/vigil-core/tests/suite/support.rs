@@ -35,6 +35,7 @@ pub fn hello() -> ChatRequest {
         system: "be brief".into(),
         messages: vec![Message::user_text("hello", 1)],
         tools: vec![],
+        cache: Default::default(),
     }
 }
 
