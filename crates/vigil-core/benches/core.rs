@@ -427,25 +427,8 @@ async fn timer_lateness(n: i64) -> Vec<i64> {
     late
 }
 
-fn main() {
-    let small = append_cost(10);
-    let large = append_cost(10_000);
-    println!(
-        "session append: at message 10 {:?}, at message 10 000 {:?} -> ratio {:.2}x (goal <= 2x)",
-        small,
-        large,
-        large.as_secs_f64() / small.as_secs_f64()
-    );
-    let (load, parse) = load_cost(10_000);
-    println!(
-        "session load: 10 000 messages in {:?} (goal <= 100 ms); reading the file and parsing each line into Message \
-         with serde_json alone {:?} -> ratio {:.2}x",
-        load,
-        parse,
-        load.as_secs_f64() / parse.as_secs_f64()
-    );
-
-    let rt = tokio::runtime::Runtime::new().unwrap();
+/// Times the turns and prints the core's overhead per turn.
+fn turn_report(rt: &tokio::runtime::Runtime) {
     let turns = rt.block_on(turn_costs());
     let secs = |v: &[Duration]| v.iter().map(Duration::as_secs_f64).collect::<Vec<_>>();
     let (full, bare, durable) = (secs(&turns.full), secs(&turns.bare), secs(&turns.durable));
@@ -472,6 +455,32 @@ fn main() {
         turns.revisions.0,
         turns.revisions.1
     );
+}
+
+fn main() {
+    // `BENCH_ONLY=turn` times the turn alone (while profiling it).
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("turn") {
+        return turn_report(&tokio::runtime::Runtime::new().unwrap());
+    }
+    let small = append_cost(10);
+    let large = append_cost(10_000);
+    println!(
+        "session append: at message 10 {:?}, at message 10 000 {:?} -> ratio {:.2}x (goal <= 2x)",
+        small,
+        large,
+        large.as_secs_f64() / small.as_secs_f64()
+    );
+    let (load, parse) = load_cost(10_000);
+    println!(
+        "session load: 10 000 messages in {:?} (goal <= 100 ms); reading the file and parsing each line into Message \
+         with serde_json alone {:?} -> ratio {:.2}x",
+        load,
+        parse,
+        load.as_secs_f64() / parse.as_secs_f64()
+    );
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    turn_report(&rt);
 
     let (empty, full) = rt.block_on(async { (tick_cost(0).await, tick_cost(1000).await) });
     println!(

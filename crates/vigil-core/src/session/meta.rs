@@ -345,6 +345,7 @@ impl MetaStore {
             }
         }
         self.remove_temp_files(id);
+        self.transcripts.forget_parsed(id);
         let blobs = self.file(id, suffix::BLOBS);
         match fs::remove_dir_all(&blobs) {
             Ok(()) => {}

@@ -19,6 +19,7 @@ pub mod blobs;
 pub mod drain;
 pub mod lock;
 pub mod meta;
+mod parsed;
 pub mod repair;
 pub mod transcript;
 

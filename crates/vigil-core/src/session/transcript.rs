@@ -22,6 +22,7 @@ use std::sync::Arc;
 use vigil_protocol::Message;
 
 use super::lock::{LockOptions, SessionLockGuard, SessionLocks};
+use super::parsed::{check_after, FileId, Parsed, ParsedCache};
 use super::{io, session_file, suffix, validate_id, SessionError};
 use crate::clock::{Clock, SystemClock};
 use crate::durable;
@@ -39,6 +40,8 @@ pub struct Loaded {
 pub struct SessionStore {
     dir: PathBuf,
     locks: SessionLocks,
+    /// The last transcripts as parsed: a load parses only what was appended since.
+    parsed: ParsedCache,
 }
 
 impl SessionStore {
@@ -51,7 +54,11 @@ impl SessionStore {
         let dir = data_dir.join("sessions");
         crate::durable::create_private_dir_all(&dir).map_err(io("create", &dir))?;
         let locks = SessionLocks::new(&dir, opts, clock);
-        Ok(Self { dir, locks })
+        Ok(Self {
+            dir,
+            locks,
+            parsed: ParsedCache::default(),
+        })
     }
 
     /// The `sessions` folder.
@@ -86,17 +93,29 @@ impl SessionStore {
 
     fn load_inner(&self, id: &str, held: Option<&SessionLockGuard>) -> Result<Loaded, SessionError> {
         let path = self.path(id)?;
-        let mut bytes = Vec::new();
-        match File::open(&path) {
-            Ok(mut f) => {
-                f.read_to_end(&mut bytes).map_err(io("read", &path))?;
-            }
+        let mut f = match File::open(&path) {
+            Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
             Err(e) => return Err(io("open", &path)(e)),
-        }
+        };
+        let file = file_id(&f).map_err(io("inspect", &path))?;
+        let known = self.parsed.get(id, file).filter(|p| still_holds(&f, p));
+        let (start, mut messages, mut warnings, check) = match known {
+            Some(p) => (p.len, p.messages, p.warnings, p.check),
+            None => (0, Vec::new(), Vec::new(), Vec::new()),
+        };
+        let mut bytes = Vec::new();
+        f.seek(SeekFrom::Start(start))
+            .and_then(|_| f.read_to_end(&mut bytes))
+            .map_err(io("read", &path))?;
         let mut loaded = Loaded::default();
         let complete_len = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         if complete_len < bytes.len() {
+            if start > 0 {
+                // A torn tail is cut from the whole file's point of view.
+                self.parsed.forget(id);
+                return self.load_inner(id, held);
+            }
             let Some(guard) = held else {
                 // The "torn" tail may be a line another process is writing right now.
                 let guard = self.locks.acquire_blocking(id)?;
@@ -108,13 +127,31 @@ impl SessionStore {
             loaded.warnings.push(torn_warning(&path, bytes.len() - complete_len));
         }
         let parsed = parse_lines(&bytes[..complete_len], &path);
-        loaded.messages = parsed.messages;
-        loaded.warnings.extend(parsed.warnings);
+        messages.extend(parsed.messages);
+        warnings.extend(parsed.warnings);
+        let check = check_after(&check, &bytes[..complete_len]);
+        self.parsed.put(
+            id,
+            Parsed {
+                file,
+                len: start + complete_len as u64,
+                check,
+                messages: messages.clone(),
+                warnings: warnings.clone(),
+            },
+        );
+        loaded.messages = messages;
+        loaded.warnings.extend(warnings);
         self.mark_missing_images(id, &mut loaded);
         for w in &loaded.warnings {
             tracing::warn!("{w}");
         }
         Ok(loaded)
+    }
+
+    /// Drops what was parsed of `id` (it is being deleted).
+    pub(crate) fn forget_parsed(&self, id: &str) {
+        self.parsed.forget(id);
     }
 
     /// The transcript's size in bytes (0 when there is none): a point to truncate back to.
@@ -141,6 +178,7 @@ impl SessionStore {
             return Ok(());
         }
         guard.ensure_held()?;
+        self.parsed.forget(id);
         durable::set_len(&f, &path, len)
             .and_then(|_| durable::sync_data(&f, &path))
             .map_err(io("truncate", &path))
@@ -218,6 +256,23 @@ pub fn parse_lines(bytes: &[u8], path: &Path) -> Loaded {
         }
     }
     loaded
+}
+
+/// The device and inode of an open file.
+fn file_id(f: &File) -> std::io::Result<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let m = f.metadata()?;
+    Ok((m.dev(), m.ino()))
+}
+
+/// Whether `f` still holds what `p` parsed: as long, and the same bytes before its end.
+fn still_holds(f: &File, p: &Parsed) -> bool {
+    use std::os::unix::fs::FileExt;
+    if f.metadata().map_or(true, |m| m.len() < p.len) {
+        return false;
+    }
+    let mut now = vec![0u8; p.check.len()];
+    f.read_exact_at(&mut now, p.len - p.check.len() as u64).is_ok() && now == p.check
 }
 
 fn torn_warning(path: &Path, torn_len: usize) -> String {
@@ -308,6 +363,46 @@ mod tests {
         let loaded = store.load("main").unwrap();
         assert_eq!(loaded.messages, vec![a, b]);
         assert!(loaded.warnings.is_empty());
+    }
+
+    /// A load parses only what was appended since the last one; a cut followed by new lines,
+    /// made by another writer (here another store, as another process would), is noticed.
+    #[tokio::test]
+    async fn reloads_see_every_append_and_a_cut_by_another_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mine, other) = (
+            SessionStore::open(dir.path()).unwrap(),
+            SessionStore::open(dir.path()).unwrap(),
+        );
+        let m = |text: &str, ts| Message::user_text(text, ts);
+        mine.append("main", &m("one", 1)).unwrap();
+        let after_one = mine.size("main").unwrap();
+        mine.append("main", &m("two", 2)).unwrap();
+        mine.append("main", &m("three", 3)).unwrap();
+        assert_eq!(mine.load("main").unwrap().messages.len(), 3);
+        other.append("main", &m("four", 4)).unwrap();
+        let texts = |s: &SessionStore| {
+            s.load("main")
+                .unwrap()
+                .messages
+                .iter()
+                .map(|m| m.text())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(texts(&mine), ["one", "two", "three", "four"]);
+        // The other writer takes back all but the first line and writes longer ones.
+        other.truncate_async("main", after_one).await.unwrap();
+        other.append("main", &m(&"five ".repeat(40), 5)).unwrap();
+        other.append("main", &m("six", 6)).unwrap();
+        assert_eq!(texts(&mine), ["one", &"five ".repeat(40), "six"]);
+        // Its own cut too, then an append of the same size as what was cut.
+        let before = mine.size("main").unwrap();
+        mine.append("main", &m("seven", 7)).unwrap();
+        assert_eq!(texts(&mine).len(), 4);
+        mine.truncate_async("main", before).await.unwrap();
+        mine.append("main", &m("eight", 8)).unwrap();
+        assert_eq!(texts(&mine), ["one", &"five ".repeat(40), "six", "eight"]);
+        assert_eq!(texts(&other), texts(&mine));
     }
 
     #[test]
