@@ -75,7 +75,8 @@ pub struct RegistryConfig {
     pub kill_grace: Duration,
     /// How long a finished process stays listed.
     pub finished_ttl: Duration,
-    /// How often finished processes past their TTL are swept.
+    /// The shortest time between two sweeps of finished processes past their TTL (a sweep
+    /// is due at the first one's end of TTL; with none finished, nothing wakes).
     pub sweep_every: Duration,
     /// Coalescing window for raw output sent to the UI (16 ms ≈ 60 updates/s).
     pub ui_interval: Duration,

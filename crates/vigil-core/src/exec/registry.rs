@@ -407,4 +407,28 @@ mod tests {
         ));
         registry.shutdown().await;
     }
+
+    /// A finished process stays listed for its TTL and is then forgotten: the sweep is armed
+    /// by the finish (an idle registry has no timer to wake it).
+    #[tokio::test]
+    async fn a_finished_process_is_forgotten_after_its_ttl() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = RegistryConfig {
+            finished_ttl: Duration::from_millis(300),
+            sweep_every: Duration::from_millis(50),
+            ..RegistryConfig::default()
+        };
+        let registry = RegistryHandle::start(config, Arc::new(SystemClock), Arc::new(NoExecEvents));
+        let quick = SpawnRequest {
+            pty: false,
+            ..SpawnRequest::new("a", "true", dir.path())
+        };
+        let info = registry.spawn(quick).await.unwrap();
+        registry.wait("a", &info.id).await.unwrap();
+        assert!(registry.info("a", &info.id).await.is_ok(), "kept while its TTL runs");
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        // `info` does not sweep (`list` does): only the timer can have forgotten it.
+        assert!(registry.info("a", &info.id).await.is_err(), "forgotten after it");
+        registry.shutdown().await;
+    }
 }

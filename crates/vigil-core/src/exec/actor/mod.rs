@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
-use tokio::time::{sleep_until, Instant, MissedTickBehavior};
+use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::events::exit_notice_text;
@@ -37,6 +37,9 @@ pub(super) struct Actor {
     /// Processes with raw output for the UI waiting for the next flush.
     ui_dirty: Vec<Arc<str>>,
     flush_at: Option<Instant>,
+    /// When finished processes may be past their TTL; `None` while none is finished, so an
+    /// idle registry never wakes.
+    sweep_at: Option<Instant>,
     shutting_down: bool,
 }
 
@@ -108,6 +111,7 @@ impl Actor {
             self_tx,
             ui_dirty: Vec::new(),
             flush_at: None,
+            sweep_at: None,
             shutting_down: false,
         }
     }
@@ -118,18 +122,15 @@ impl Actor {
         mut pump_rx: mpsc::Receiver<Pump>,
         cancel: CancellationToken,
     ) {
-        let every = self.config.sweep_every;
-        let mut sweep = tokio::time::interval_at(Instant::now() + every, every);
-        sweep.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut waiters = Vec::new();
         loop {
-            let flush_at = self.flush_at;
+            let (flush_at, sweep_at) = (self.flush_at, self.sweep_at);
             // Biased so timers come before a flood of output can starve them.
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => break,
                 () = sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => self.flush_ui(),
-                _ = sweep.tick() => {
+                () = sleep_until(sweep_at.unwrap_or_else(Instant::now)), if sweep_at.is_some() => {
                     self.sweep();
                 }
                 msg = rx.recv() => match msg {
@@ -327,6 +328,8 @@ impl Actor {
         };
         p.info.exit = Some(exit.clone());
         p.info.ended_at = Some(self.clock.now_ms());
+        let due = Instant::now() + self.config.finished_ttl;
+        self.sweep_at = Some(self.sweep_at.map_or(due, |at| at.min(due)));
         p.lingering = !p.eof;
         p.timers.cancel();
         p.master = None;
@@ -370,13 +373,22 @@ impl Actor {
         }
     }
 
-    /// Forgets finished processes whose TTL has passed; returns how many.
+    /// Forgets finished processes whose TTL has passed, and sets when to look again: at the
+    /// next one's end of TTL (no sooner than `sweep_every`), or never while none is left.
+    /// Returns how many it forgot.
     fn sweep(&mut self) -> usize {
         let now = self.clock.now_ms();
         let ttl = self.config.finished_ttl.as_millis() as i64;
         let before = self.procs.len();
         self.procs
             .retain(|_, p| p.info.ended_at.is_none_or(|ended| now.saturating_sub(ended) < ttl));
+        let next = self
+            .procs
+            .values()
+            .filter_map(|p| p.info.ended_at)
+            .map(|ended| std::time::Duration::from_millis((ended + ttl).saturating_sub(now).max(0) as u64))
+            .min();
+        self.sweep_at = next.map(|left| Instant::now() + left.max(self.config.sweep_every));
         before - self.procs.len()
     }
 }
