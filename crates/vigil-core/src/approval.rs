@@ -103,6 +103,9 @@ struct Inner {
     /// Replaceable for tests and platforms without bubblewrap.
     sandbox: Mutex<Sandbox>,
     pending: Mutex<HashMap<String, oneshot::Sender<ApprovalDecision>>>,
+    /// Nobody can answer any more (the headless runner's input ended): what waits is denied
+    /// and what would ask is denied at once.
+    unanswerable: std::sync::atomic::AtomicBool,
 }
 
 /// Programs whose first argument is a subcommand with its own risk (`git status` vs
@@ -219,6 +222,7 @@ impl Approvals {
             sandbox_settings: Mutex::new(file.sandbox),
             sandbox: Mutex::new(Sandbox::new()),
             pending: Mutex::new(HashMap::new()),
+            unanswerable: Default::default(),
         };
         (Self { inner: Arc::new(inner) }, warnings)
     }
@@ -603,11 +607,16 @@ impl Approvals {
         let (parts, unprovable) = self.card_parts(&request);
         let id = uuid::Uuid::new_v4().to_string();
         let (tx, rx) = oneshot::channel();
-        self.inner
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.clone(), tx);
+        {
+            // Under the lock `stop_asking` takes: a question is either denied here or
+            // waiting where it will deny it.
+            let mut pending = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if self.inner.unanswerable.load(std::sync::atomic::Ordering::SeqCst) {
+                drop(pending);
+                return Self::nobody_to_ask(emitter, &what);
+            }
+            pending.insert(id.clone(), tx);
+        }
         let expires_at = timeout.map(|t| now_ms.saturating_add(t.as_millis() as i64));
         emitter.emit(
             Source::Agent,
@@ -704,6 +713,19 @@ impl Approvals {
         Verdict::Denied(format!(
             "Denied: {what} needs the user's approval and this run has nobody to ask. Ask the user in the conversation instead."
         ))
+    }
+
+    /// From now on nobody answers (the headless runner's input ended): every question
+    /// waiting is denied, and later ones are denied at once, so what was asked can finish.
+    pub fn stop_asking(&self) {
+        let waiting: Vec<_> = {
+            let mut pending = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner());
+            self.inner.unanswerable.store(true, std::sync::atomic::Ordering::SeqCst);
+            pending.drain().collect()
+        };
+        for (_, tx) in waiting {
+            let _ = tx.send(ApprovalDecision::Deny);
+        }
     }
 
     /// Delivers the user's answer; false if nothing waits under `id` (already answered).

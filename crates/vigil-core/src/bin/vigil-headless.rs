@@ -4,7 +4,8 @@
 //! stdout, in exactly the shapes the desktop UI receives. Logs go to stderr. The heartbeat
 //! runs as in the app: a `heartbeat` event for every run, a `notification` event for every
 //! notification the app would raise; `{"type":"wake","reason":"manual"}` asks for a run.
-//! At end of input it waits for running turns and requested wakes to finish;
+//! At end of input it waits for running turns and requested wakes to finish (approvals
+//! they would wait for are denied: nobody is left to answer);
 //! `{"type":"shutdown"}`, Ctrl-C and SIGTERM stop them: turns are cancelled keeping what
 //! they said, process groups are killed, pending wakes stay saved.
 //!
@@ -138,9 +139,11 @@ async fn main() -> std::process::ExitCode {
                 Ok(op) => runtime.submit(op),
                 Err(e) => runtime.report(ErrorKind::InvalidOp, format!("could not read op {line:?}: {e}")),
             },
-            // End of input: what was asked finishes, then everything stops as on the
-            // shutdown op (MCP servers with their process groups included).
+            // End of input: what was asked finishes (a question can no longer be answered,
+            // so it is denied), then everything stops as on the shutdown op (MCP servers
+            // with their process groups included).
             Ok(None) => {
+                runtime.stop_asking();
                 runtime.idle().await;
                 break;
             }

@@ -577,6 +577,12 @@ impl Runtime {
             .await;
     }
 
+    /// Nobody will answer questions any more (a script's input ended): approvals waiting
+    /// are denied, later ones denied at once, so [`Self::idle`] can return.
+    pub fn stop_asking(&self) {
+        self.inner.approvals.stop_asking();
+    }
+
     /// Waits until every turn submitted so far, and every wake requested so far, has
     /// finished (for scripts reaching EOF).
     pub async fn idle(&self) {

@@ -262,3 +262,67 @@ async fn headless_answers_a_health_op_with_a_health_event() {
     assert_eq!(h["lanes"], serde_json::json!([]));
     assert!(h["uptime_ms"].is_u64() && h["locks"]["timeouts"] == 0, "{h}");
 }
+
+/// At the end of its input the runner waits for what was asked, but nobody is left to answer
+/// a question: an approval the turn waits for is denied, the turn ends, the runner exits.
+#[tokio::test]
+async fn at_the_end_of_input_a_waiting_approval_is_denied_and_the_runner_exits() {
+    let fake = FakeLlm::start(
+        Script::steps(vec![
+            Step::tool_call("t1", "exec", serde_json::json!({"command": "touch made-anyway.txt"})),
+            Step::text("I could not create it."),
+        ])
+        .with_api_key("sk-headless"),
+    )
+    .await
+    .unwrap();
+    let dir = super::support::outside_tmp();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_vigil-headless"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("VIGIL_PROVIDER", "openai")
+        .env("VIGIL_BASE_URL", fake.openai_base_url())
+        .env("VIGIL_MODEL", "fake-model")
+        .env("VIGIL_API_KEY", "sk-headless")
+        .env("VIGIL_NO_KEYRING", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"type\":\"user_message\",\"text\":\"make a file\"}\n")
+        .await
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut events: Vec<Value> = Vec::new();
+    // The question is out before the input ends.
+    while !events.iter().any(|e| e["type"] == "approval_requested") {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("asked in time")
+            .unwrap()
+            .expect("still running");
+        events.push(serde_json::from_str(&line).unwrap());
+    }
+    drop(stdin);
+    let rest = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            events.push(serde_json::from_str(&line).unwrap());
+        }
+        child.wait().await.unwrap()
+    };
+    let status = tokio::time::timeout(Duration::from_secs(20), rest)
+        .await
+        .expect("the runner exits instead of waiting for an answer forever");
+    assert!(status.success());
+    let resolved: Vec<&Value> = events.iter().filter(|e| e["type"] == "approval_resolved").collect();
+    assert_eq!(resolved.len(), 1, "{events:?}");
+    assert_eq!(resolved[0]["decision"], "deny");
+    let finished = events.iter().find(|e| e["type"] == "tool_call_finished").unwrap();
+    assert_eq!(finished["is_error"], true, "{finished}");
+    assert!(!dir.path().join("workspace/made-anyway.txt").exists());
+    let last = events.iter().rfind(|e| e["type"] == "turn_finished").unwrap();
+    assert_eq!(last["stop_reason"], "end_turn");
+}
