@@ -1,7 +1,7 @@
 // Starts the real pieces an end-to-end test needs: the fake provider, a D-Bus monitor that
 // sees notifications as the desktop does, tauri-driver (WebKitWebDriver underneath), and
 // sessions of the real built app. Everything is torn down by `stop()`.
-import { spawn, spawnSync, execFileSync } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -186,17 +186,34 @@ export async function screenshot(driver, name) {
   return file;
 }
 
-/** Resident memory of the app and every process under it (the webview's too), in KiB. */
-export function processTreeRssKiB(rootName = 'vigil') {
-  const pids = execFileSync('pgrep', ['-x', rootName]).toString().trim().split('\n').filter(Boolean);
-  const ps = execFileSync('ps', ['-e', '-o', 'pid=,ppid=,rss=,comm=']).toString().trim().split('\n');
-  const rows = ps.map((l) => l.trim().split(/\s+/)).map(([pid, ppid, rss, ...comm]) => ({ pid, ppid, rss: Number(rss), comm: comm.join(' ') }));
-  const keep = new Set(pids);
+/** Every process as `{ pid, ppid, stat, rss, comm }`. */
+function processTable() {
+  const ps = execFileSync('ps', ['-e', '-o', 'pid=,ppid=,stat=,rss=,comm=']).toString().trim().split('\n');
+  return ps.map((l) => l.trim().split(/\s+/)).map(([pid, ppid, stat, rss, ...comm]) => ({ pid, ppid, stat, rss: Number(rss), comm: comm.join(' ') }));
+}
+
+/** The pids of `roots` and of every process under them. */
+function descendants(rows, roots) {
+  const keep = new Set(roots.map(String));
   let grew = true;
   while (grew) {
     grew = false;
     for (const r of rows) if (keep.has(r.ppid) && !keep.has(r.pid)) { keep.add(r.pid); grew = true; }
   }
+  return keep;
+}
+
+/** This test file's processes named `name`: under this node process (through tauri-driver
+ *  and WebKitWebDriver), so another test run on the same machine is never counted. */
+function ownProcesses(rows, name) {
+  const mine = descendants(rows, [process.pid]);
+  return rows.filter((r) => r.comm === name && mine.has(r.pid));
+}
+
+/** Resident memory of the app and every process under it (the webview's too), in KiB. */
+export function processTreeRssKiB(rootName = 'vigil') {
+  const rows = processTable();
+  const keep = descendants(rows, ownProcesses(rows, rootName).map((r) => r.pid));
   const members = rows.filter((r) => keep.has(r.pid));
   return { total: members.reduce((s, r) => s + r.rss, 0), members };
 }
@@ -212,17 +229,14 @@ export function fill(driver, selector, value) {
   );
 }
 
-/** The running Vigil apps' pids. An app that exited but whose parent (WebKitWebDriver) has
+/** The running Vigil apps' pids: the ones this test file started (other runs on the
+ *  machine, a developer's or a parallel job's, are not its business). An app that exited but whose parent (WebKitWebDriver) has
  *  not reaped it yet is a zombie, not running: counted, it once made a test signal the dead
  *  process of an earlier session instead of the live one. */
 export function appPids() {
-  const ps = spawnSync('ps', ['-C', 'vigil', '-o', 'pid=,stat=']).stdout.toString();
-  return ps
-    .trim()
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/))
-    .filter(([pid, stat]) => pid && !stat?.startsWith('Z'))
-    .map(([pid]) => pid);
+  return ownProcesses(processTable(), 'vigil')
+    .filter((r) => !r.stat.startsWith('Z'))
+    .map((r) => r.pid);
 }
 
 /** Whether process `pid` exists. */
