@@ -16,7 +16,7 @@
 use vigil_protocol::{HeartbeatStatus, Message, MessageKind, Role, StopReason, Usage};
 
 use super::config::Zone;
-use super::prompts::{heartbeat_prompt, system_section, PromptKind};
+use super::prompts::{heartbeat_prompt, PromptKind};
 use super::reply::{self, ReplyDecision};
 use super::runner::{last_reply, Outcome};
 use super::{run_lock, session_id, Heartbeat, HeartbeatTurn, AGENT};
@@ -142,8 +142,6 @@ impl Heartbeat {
         let before_size = deps.store.size(&session).ok()?;
         let before_count = deps.store.load(&session).map(|l| l.messages.len()).unwrap_or(0);
         let before_updated = deps.meta.load(&session).ok().map(|l| l.meta.updated_at);
-        // The poll's system prompt, byte for byte: the reflection reads the cached prefix.
-        let routine_section = self.due_source().and_then(|d| d.system_section());
         let started = tokio::time::Instant::now();
         let result = self
             .shared
@@ -156,10 +154,8 @@ impl Heartbeat {
                     &config.zone.current_time_line(now),
                 ),
                 extras: TurnExtras {
-                    system_section: Some(match &routine_section {
-                        Some(extra) => format!("{}\n\n{extra}", system_section(&config.prompt)),
-                        None => system_section(&config.prompt),
-                    }),
+                    // The poll's, byte for byte: the reflection reads the cached prefix.
+                    system_section: Some(self.system_section(&config)),
                     context_sections: vec![briefing],
                     history_limit: Some(super::runner::HISTORY_LIMIT),
                     suggest_routines: !config.reflection_adds_routines,

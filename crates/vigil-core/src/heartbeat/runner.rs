@@ -127,6 +127,15 @@ impl Heartbeat {
         next
     }
 
+    /// The heartbeat session's addition to the system prompt: seed 002's section and the
+    /// routines' (byte-stable, so every run reads the cached prefix).
+    pub(super) fn system_section(&self, config: &super::HeartbeatConfig) -> String {
+        match self.due_source().and_then(|d| d.system_section()) {
+            Some(extra) => format!("{}\n\n{extra}", system_section(&config.prompt)),
+            None => system_section(&config.prompt),
+        }
+    }
+
     pub(super) fn due_source(&self) -> Option<std::sync::Arc<dyn super::DueTasks>> {
         self.shared.due_tasks.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
@@ -183,7 +192,6 @@ impl Heartbeat {
         let due = source.as_ref().map(|d| d.due(now)).unwrap_or_default();
         taken.extend(due.iter().cloned());
         let routine_notes = source.as_ref().and_then(|d| d.context());
-        let routine_section = source.as_ref().and_then(|d| d.system_section());
         let nothing_else = queued.is_empty() && due.is_empty() && routine_notes.is_none();
         if let Err(e) = &heartbeat_file {
             // Said every time: a broken file must not quietly stop the checks in it.
@@ -261,10 +269,7 @@ impl Heartbeat {
                 run_id: uuid::Uuid::new_v4().to_string(),
                 text,
                 extras: TurnExtras {
-                    system_section: Some(match &routine_section {
-                        Some(extra) => format!("{}\n\n{extra}", system_section(&config.prompt)),
-                        None => system_section(&config.prompt),
-                    }),
+                    system_section: Some(self.system_section(&config)),
                     context_sections: sections,
                     history_limit: Some(HISTORY_LIMIT),
                     cache_hour: self.back_within_the_hour(),

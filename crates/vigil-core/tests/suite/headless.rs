@@ -277,16 +277,7 @@ async fn at_the_end_of_input_a_waiting_approval_is_denied_and_the_runner_exits()
     .await
     .unwrap();
     let dir = super::support::outside_tmp();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_vigil-headless"))
-        .arg("--data-dir")
-        .arg(dir.path())
-        .env("VIGIL_PROVIDER", "openai")
-        .env("VIGIL_BASE_URL", fake.openai_base_url())
-        .env("VIGIL_MODEL", "fake-model")
-        .env("VIGIL_API_KEY", "sk-headless")
-        .env("VIGIL_NO_KEYRING", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+    let mut child = tokio::process::Command::from(super::support::headless(dir.path(), &fake, "sk-headless"))
         .kill_on_drop(true)
         .spawn()
         .unwrap();
