@@ -19,7 +19,7 @@ use super::config::Zone;
 use super::prompts::{heartbeat_prompt, PromptKind};
 use super::reply::{self, ReplyDecision};
 use super::runner::{last_reply, Outcome};
-use super::{run_lock, session_id, Heartbeat, HeartbeatTurn, AGENT};
+use super::{run_lock, session_id, Heartbeat, AGENT};
 use crate::agent::TurnExtras;
 use crate::session::{MetaStore, SessionType};
 
@@ -139,50 +139,27 @@ impl Heartbeat {
                 return None;
             }
         };
-        let before_size = deps.store.size(&session).ok()?;
-        let before_count = deps.store.load(&session).map(|l| l.messages.len()).unwrap_or(0);
-        let before_updated = deps.meta.load(&session).ok().map(|l| l.meta.updated_at);
-        let started = tokio::time::Instant::now();
-        let result = self
-            .shared
-            .host
-            .run_turn(HeartbeatTurn {
-                session_id: session.clone(),
-                run_id: uuid::Uuid::new_v4().to_string(),
-                text: heartbeat_prompt(
-                    &reflection_prompt(config.reflection_adds_routines),
-                    &config.zone.current_time_line(now),
-                ),
-                extras: TurnExtras {
-                    // The poll's, byte for byte: the reflection reads the cached prefix.
-                    system_section: Some(self.system_section(&config)),
-                    context_sections: vec![briefing],
-                    history_limit: Some(super::runner::HISTORY_LIMIT),
-                    suggest_routines: !config.reflection_adds_routines,
-                    cache_hour: self.back_within_the_hour(),
-                    ..TurnExtras::default()
-                },
-                model: config.model.clone(),
-                may_ask: false,
-            })
-            .await;
+        let mark = self.mark(&session).ok()?;
+        let text = heartbeat_prompt(
+            &reflection_prompt(config.reflection_adds_routines),
+            &config.zone.current_time_line(now),
+        );
+        // The poll's system section, byte for byte: the reflection reads the cached prefix.
+        let extras = TurnExtras {
+            context_sections: vec![briefing],
+            suggest_routines: !config.reflection_adds_routines,
+            ..TurnExtras::default()
+        };
+        let result = self.heartbeat_turn(&config, text, extras, false).await;
         if result.locked {
             return None;
         }
-        if let Some(used) = result.usage {
-            self.record_background_usage(used);
-        }
-        {
-            let mut state = self.state();
-            state.stats.runs += 1;
-            state.durations.add(started.elapsed().as_millis() as u64);
-        }
         let reply_text = last_reply(
             deps.store.load(&session).map(|l| l.messages).unwrap_or_default(),
-            before_count,
+            mark.count,
         );
         // Its work is the routines (announced by the scheduler); the transcript keeps nothing.
-        self.take_back(&session, before_size, before_updated).await;
+        self.take_back(&session, &mark).await;
         if matches!(result.stop_reason, StopReason::Error | StopReason::Cancelled) {
             let detail = result
                 .error
@@ -192,7 +169,7 @@ impl Heartbeat {
         let record = serde_json::Value::from(now);
         if let Err(e) = deps
             .meta
-            .update_keeping_time(&session, before_updated.unwrap_or(now), |m| {
+            .update_keeping_time(&session, mark.updated_at.unwrap_or(now), |m| {
                 m.extra.insert(LAST_REFLECTION_KEY.into(), record)
             })
             .await

@@ -42,6 +42,14 @@ const LAST_DELIVERY_KEY: &str = "heartbeat_last_delivery";
 /// Longest notification body and card summary.
 const SUMMARY_CHARS: usize = 160;
 
+/// Where the heartbeat session stood before a run: what [`Heartbeat::take_back`] returns to.
+pub(super) struct Mark {
+    size: u64,
+    /// Messages before the run: its reply is after them.
+    pub(super) count: usize,
+    pub(super) updated_at: Option<i64>,
+}
+
 /// How a run ended, before it is recorded.
 pub(super) struct Outcome {
     status: HeartbeatStatus,
@@ -251,52 +259,28 @@ impl Heartbeat {
             Ok(_) => {}
         }
 
-        let before_size = match deps.store.size(&session) {
-            Ok(n) => n,
+        let mark = match self.mark(&session) {
+            Ok(mark) => mark,
             Err(e) => {
                 deps.events.restore(&session_id(AGENT), events);
                 return Outcome::failed(e.to_string());
             }
         };
-        let before_count = deps.store.load(&session).map(|l| l.messages.len()).unwrap_or(0);
-        let before_updated = deps.meta.load(&session).ok().map(|l| l.meta.updated_at);
-        let started = tokio::time::Instant::now();
-        let result = self
-            .shared
-            .host
-            .run_turn(HeartbeatTurn {
-                session_id: session.clone(),
-                run_id: uuid::Uuid::new_v4().to_string(),
-                text,
-                extras: TurnExtras {
-                    system_section: Some(self.system_section(&config)),
-                    context_sections: sections,
-                    history_limit: Some(HISTORY_LIMIT),
-                    cache_hour: self.back_within_the_hour(),
-                    ..TurnExtras::default()
-                },
-                model: config.model.clone(),
-                may_ask: !interval,
-            })
-            .await;
+        let extras = TurnExtras {
+            context_sections: sections,
+            ..TurnExtras::default()
+        };
+        let result = self.heartbeat_turn(&config, text, extras, !interval).await;
         if result.locked {
             // A turn already runs in the heartbeat's session: nothing ran.
             deps.events.restore(&session_id(AGENT), events);
             return Outcome::skipped(HeartbeatSkip::Lock, result.error);
         }
-        if let Some(used) = result.usage {
-            self.record_background_usage(used);
-            *usage = Some(used);
-        }
-        {
-            let mut state = self.state();
-            state.stats.runs += 1;
-            state.durations.add(started.elapsed().as_millis() as u64);
-        }
+        *usage = result.usage;
         if matches!(result.stop_reason, StopReason::Error | StopReason::Cancelled) {
             // The model never saw them through: they wait for the next run or turn.
             deps.events.restore(&session_id(AGENT), events);
-            self.take_back(&session, before_size, before_updated).await;
+            self.take_back(&session, &mark).await;
             let detail = result
                 .error
                 .unwrap_or_else(|| format!("the turn ended: {:?}", result.stop_reason));
@@ -314,18 +298,18 @@ impl Heartbeat {
         }
         let reply_text = last_reply(
             deps.store.load(&session).map(|l| l.messages).unwrap_or_default(),
-            before_count,
+            mark.count,
         );
         let exec = kind == PromptKind::ExecEvent;
         // A due routine's result is what the user asked for: however short, it is delivered
         // (the ackMaxChars rule is for the poll's "nothing to report" remarks).
         match reply::decide(&reply_text, config.ack_max_chars, exec || !due.is_empty()) {
             ReplyDecision::OkEmpty => {
-                self.take_back(&session, before_size, before_updated).await;
+                self.take_back(&session, &mark).await;
                 Outcome::status(HeartbeatStatus::OkEmpty)
             }
             ReplyDecision::OkToken => {
-                self.take_back(&session, before_size, before_updated).await;
+                self.take_back(&session, &mark).await;
                 Outcome::status(HeartbeatStatus::OkToken)
             }
             ReplyDecision::Deliver(text) => {
@@ -333,7 +317,7 @@ impl Heartbeat {
                 // alert (seed 002 §7.2); a due routine is meant to repeat ("drink water" every
                 // hour), so a run that carried one is always delivered.
                 if !exec && due.is_empty() && self.delivered_recently(&session, &text, now) {
-                    self.take_back(&session, before_size, before_updated).await;
+                    self.take_back(&session, &mark).await;
                     return Outcome::skipped(HeartbeatSkip::Duplicate, None);
                 }
                 match self.deliver(&session, &kind, &text, config.notifications).await {
@@ -347,14 +331,63 @@ impl Heartbeat {
         }
     }
 
+    /// Where the heartbeat session stands before a run.
+    pub(super) fn mark(&self, session: &str) -> Result<Mark, crate::session::SessionError> {
+        let deps = &self.shared.deps;
+        Ok(Mark {
+            size: deps.store.size(session)?,
+            count: deps.store.load(session).map(|l| l.messages.len()).unwrap_or(0),
+            updated_at: deps.meta.load(session).ok().map(|l| l.meta.updated_at),
+        })
+    }
+
+    /// One turn in the heartbeat session, with its system section, short history and cache
+    /// lifetime added to `extras`. A turn that ran is counted, and its tokens added to today's.
+    pub(super) async fn heartbeat_turn(
+        &self,
+        config: &super::HeartbeatConfig,
+        text: String,
+        extras: TurnExtras,
+        may_ask: bool,
+    ) -> super::TurnResult {
+        let extras = TurnExtras {
+            system_section: Some(self.system_section(config)),
+            history_limit: Some(HISTORY_LIMIT),
+            cache_hour: self.back_within_the_hour(),
+            ..extras
+        };
+        let started = tokio::time::Instant::now();
+        let result = self
+            .shared
+            .host
+            .run_turn(HeartbeatTurn {
+                session_id: session_id(AGENT),
+                run_id: uuid::Uuid::new_v4().to_string(),
+                text,
+                extras,
+                model: config.model.clone(),
+                may_ask,
+            })
+            .await;
+        if !result.locked {
+            if let Some(used) = result.usage {
+                self.record_background_usage(used);
+            }
+            let mut state = self.state();
+            state.stats.runs += 1;
+            state.durations.add(started.elapsed().as_millis() as u64);
+        }
+        result
+    }
+
     /// Cuts the run's lines off the heartbeat transcript and puts `updated_at` back, so an
     /// uneventful run leaves no trace (seed 002 §7.1).
-    pub(super) async fn take_back(&self, session: &str, size: u64, updated_at: Option<i64>) {
+    pub(super) async fn take_back(&self, session: &str, mark: &Mark) {
         let deps = &self.shared.deps;
-        if let Err(e) = deps.store.truncate_async(session, size).await {
+        if let Err(e) = deps.store.truncate_async(session, mark.size).await {
             tracing::warn!("could not prune the heartbeat transcript: {e}");
         }
-        let Some(updated_at) = updated_at else { return };
+        let Some(updated_at) = mark.updated_at else { return };
         let now = deps.meta.load(session).map(|l| l.meta.updated_at);
         if now.is_ok_and(|t| t != updated_at) {
             if let Err(e) = deps.meta.update_keeping_time(session, updated_at, |_| ()).await {
