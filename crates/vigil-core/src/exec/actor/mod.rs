@@ -123,14 +123,22 @@ impl Actor {
         cancel: CancellationToken,
     ) {
         let mut waiters = Vec::new();
+        // Made once and moved when their deadline changes: a flood of output passes through
+        // this loop once per chunk, and a timer built and dropped on each pass cost more than
+        // the chunk's own work.
+        let cancelled = cancel.cancelled();
+        let (flush, sweep) = (sleep_until(Instant::now()), sleep_until(Instant::now()));
+        tokio::pin!(cancelled, flush, sweep);
+        let (mut flush_armed, mut sweep_armed) = (None, None);
         loop {
-            let (flush_at, sweep_at) = (self.flush_at, self.sweep_at);
+            rearm(flush.as_mut(), &mut flush_armed, self.flush_at);
+            rearm(sweep.as_mut(), &mut sweep_armed, self.sweep_at);
             // Biased so timers come before a flood of output can starve them.
             tokio::select! {
                 biased;
-                () = cancel.cancelled() => break,
-                () = sleep_until(flush_at.unwrap_or_else(Instant::now)), if flush_at.is_some() => self.flush_ui(),
-                () = sleep_until(sweep_at.unwrap_or_else(Instant::now)), if sweep_at.is_some() => {
+                () = &mut cancelled => break,
+                () = &mut flush, if flush_armed.is_some() => self.flush_ui(),
+                () = &mut sweep, if sweep_armed.is_some() => {
                     self.sweep();
                 }
                 msg = rx.recv() => match msg {
@@ -390,6 +398,16 @@ impl Actor {
             .min();
         self.sweep_at = next.map(|left| Instant::now() + left.max(self.config.sweep_every));
         before - self.procs.len()
+    }
+}
+
+/// Points `timer` at `wanted` when that differs from where it is `armed`.
+fn rearm(timer: std::pin::Pin<&mut tokio::time::Sleep>, armed: &mut Option<Instant>, wanted: Option<Instant>) {
+    if *armed != wanted {
+        if let Some(at) = wanted {
+            timer.reset(at);
+        }
+        *armed = wanted;
     }
 }
 
