@@ -326,7 +326,11 @@ mod tests {
         assert_eq!(
             serde_json::to_value(HeartbeatSettings::default()).unwrap(),
             json!({"enabled": true, "every": "30m", "ackMaxChars": 300, "notifications": true,
-                "dailyTokenBudget": 0, "idleAfterHours": 8})
+                "dailyTokenBudget": 0, "idleAfterHours": 8, "reflectionEveryHours": 24,
+                "reflectionAddsRoutines": false})
         );
+        // A settings file from before the reflection's settings gets them by default.
+        let old: HeartbeatSettings = serde_json::from_value(json!({"every": "1h", "idle_after_hours": 2})).unwrap();
+        assert_eq!((old.reflection_every_hours, old.reflection_adds_routines), (24, false));
     }
 }
