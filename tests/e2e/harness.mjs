@@ -180,7 +180,17 @@ export async function send(driver, text) {
 export async function screenshot(driver, name) {
   // Two frames, so what the DOM holds now has been painted (WebKit can hand back the last frame).
   await driver.executeAsyncScript('const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 50)));');
+  // WebKit hands the snapshot over after its next paint, and a page where nothing changes
+  // does not paint: a still chat once took 85 s to be captured. A pixel in a corner that
+  // flickers between two near-transparent shades keeps the paints coming meanwhile.
+  await driver.executeScript(`const dot = document.createElement('div');
+    dot.id = 'e2e-paint-tick';
+    dot.style.cssText = 'position:fixed;left:0;bottom:0;width:1px;height:1px;pointer-events:none;z-index:2147483647';
+    document.body.append(dot);
+    let odd = false;
+    window.__e2ePaintTick = setInterval(() => { odd = !odd; dot.style.background = odd ? 'rgba(0,0,0,0.01)' : 'rgba(0,0,0,0.02)'; }, 50);`);
   const png = await driver.takeScreenshot();
+  await driver.executeScript("clearInterval(window.__e2ePaintTick); document.getElementById('e2e-paint-tick')?.remove();");
   const file = path.join(ARTIFACTS, name);
   fs.writeFileSync(file, png, 'base64');
   return file;
