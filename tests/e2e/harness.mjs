@@ -235,6 +235,26 @@ export function appPids() {
     .map(([pid]) => pid);
 }
 
+/** The pids of the processes whose environment holds `name=value` and whose command line
+ *  contains `needle`. A test's data dir is unique, and everything the app starts inherits
+ *  it, so this finds that app's children and nobody else's (other checkouts run the same
+ *  programs at the same time). */
+export function pidsWithEnv(name, value, needle = '') {
+  const want = `${name}=${value}`;
+  const found = [];
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+      const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)?.[0];
+      if (env.includes(want) && cmdline.includes(needle) && state !== 'Z') found.push(Number(pid));
+    } catch {
+      // Gone meanwhile, or someone else's: not ours.
+    }
+  }
+  return found;
+}
+
 /** Whether process `pid` exists. */
 export function alive(pid) {
   try {
