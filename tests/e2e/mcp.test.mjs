@@ -18,6 +18,8 @@ const CONFIG = JSON.stringify(
   2,
 );
 
+const LONG = 'mcp__everything__trigger-long-running-operation';
+
 const h = new Harness();
 let driver;
 
@@ -27,6 +29,8 @@ before(async () => {
     steps: [
       { kind: 'tool_calls', calls: [{ id: 'call_echo', name: 'mcp__everything__echo', arguments: { message: MESSAGE } }] },
       { kind: 'text', text: 'The server echoed it back.' },
+      // A minute's work: Node keeps the server alive for it even after its stdin closes.
+      { kind: 'tool_calls', calls: [{ id: 'call_long', name: LONG, arguments: { duration: 60, steps: 2 } }] },
     ],
     fallback: { kind: 'text', text: 'HEARTBEAT_OK' },
   });
@@ -111,14 +115,21 @@ test("the model calls the server's tool; the user approves it; the card and the 
   assert.notEqual(results[0].is_error, true);
 });
 
-test('quitting Vigil leaves no server process behind', async () => {
+test('quitting Vigil in the middle of a call leaves no server process behind', async () => {
+  await send(driver, 'now something that takes a while');
+  const card = '[data-testid="approval-card"][data-state="pending"]';
+  await waitFor('the approval card', async () => (await text(`${card} [data-testid="approval-mcp-tool"]`)) === 'trigger-long-running-operation', 15000);
+  await driver.findElement(By.css(`${card} [data-testid="approval-approve"]`)).click();
+  await waitFor('the call running', async () => (await driver.executeScript(
+    `return document.querySelector('[data-testid="tool-card"][data-tool-name="${LONG}"]')?.dataset.status`)) === 'running', 15000);
+
   const [server] = serverPids();
   assert.ok(server && alive(server), 'the server runs before the quit');
   const [app] = pidsWithEnv('VIGIL_DATA_DIR', h.dataDir, APP);
   assert.ok(app, 'this test’s app is found');
   // What the tray's Quit sends. The window goes with the app, so the call may not answer.
   await driver.executeScript('window.__TAURI_INTERNALS__.invoke("quit"); return true;').catch(() => {});
-  await waitFor('the app to exit', async () => !alive(app) || pidsWithEnv('VIGIL_DATA_DIR', h.dataDir, APP).length === 0, 15000);
+  await waitFor('the app to exit', async () => pidsWithEnv('VIGIL_DATA_DIR', h.dataDir, APP).length === 0, 15000);
   await waitFor('the server gone with it', async () => serverPids().length === 0, 5000);
   await quit(driver);
   driver = null;
