@@ -114,3 +114,26 @@ test('a pasted image waits as a removable thumbnail, is sent downscaled, and ope
   assert.ok(line.length < 1000, `a short line (${line.length} chars)`);
   assert.deepEqual(JSON.parse(line).content.find((b) => b.type === 'image'), { type: 'image', sha256, mime: 'image/png' });
 });
+
+test('a damaged PNG is refused at the message box with its name, and nothing is sent', async () => {
+  const whole = png('whole.png', '-size', '800x600', 'plasma:fractal', '-seed', '7');
+  // Cut short: the header and the first rows, not the rest.
+  const cut = { name: 'cut-short.png', base64: Buffer.from(whole.base64, 'base64').subarray(0, 4000).toString('base64') };
+  const requestsBefore = h.fakeRequests().length;
+  const shownBefore = (await messages(driver)).length;
+
+  assert.equal(await paste([cut]), true);
+  await waitFor('its thumbnail', async () => (await drafts()).length === 1, 5000);
+  await send(driver, 'and this one?');
+  const error = await waitFor('the refusal', async () => driver.executeScript(
+    'return document.querySelector(\'[data-testid="composer-error"]\')?.innerText ?? null'), 10000);
+  assert.match(error, /cut-short\.png could not be read as a PNG image \(the file may be damaged or cut short\)/);
+  // The message comes back to be fixed: its text and its image.
+  await waitFor('the message back in the box', async () => (await driver.executeScript(
+    'return document.querySelector(\'[data-testid="chat-input"]\').value')) === 'and this one?', 5000);
+  assert.deepEqual(await drafts(), ['cut-short.png']);
+  await screenshot(driver, 'images-damaged.png');
+  assert.equal(h.fakeRequests().length, requestsBefore, 'nothing reached the model');
+  assert.equal((await messages(driver)).length, shownBefore, 'nothing was added to the conversation');
+  assert.deepEqual(fs.readdirSync(path.join(h.dataDir, 'sessions', 'main.blobs')).length, 1, 'nothing stored');
+});
