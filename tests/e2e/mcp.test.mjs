@@ -6,6 +6,7 @@
 // request carries that result. Quitting ends the server: no orphan left.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Harness, ROOT, APP, alive, fill, messages, pidsWithEnv, quit, screenshot, send, By, waitFor } from './harness.mjs';
@@ -29,6 +30,8 @@ before(async () => {
     steps: [
       { kind: 'tool_calls', calls: [{ id: 'call_echo', name: 'mcp__everything__echo', arguments: { message: MESSAGE } }] },
       { kind: 'text', text: 'The server echoed it back.' },
+      { kind: 'tool_calls', calls: [{ id: 'call_image', name: 'mcp__everything__get-tiny-image', arguments: {} }] },
+      { kind: 'text', text: 'That is the MCP logo.' },
       // A minute's work: Node keeps the server alive for it even after its stdin closes.
       { kind: 'tool_calls', calls: [{ id: 'call_long', name: LONG, arguments: { duration: 60, steps: 2 } }] },
     ],
@@ -113,6 +116,39 @@ test("the model calls the server's tool; the user approves it; the card and the 
   const content = typeof results[0].content === 'string' ? results[0].content : results[0].content.map((c) => c.text).join('');
   assert.equal(content, `Echo: ${MESSAGE}`);
   assert.notEqual(results[0].is_error, true);
+});
+
+test("an image the server's tool returns shows on its card and reaches the model as an image", async () => {
+  await send(driver, 'show me the logo');
+  const card = '[data-testid="approval-card"][data-state="pending"]';
+  await waitFor('the approval card', async () => (await text(`${card} [data-testid="approval-mcp-tool"]`)) === 'get-tiny-image', 15000);
+  await driver.findElement(By.css(`${card} [data-testid="approval-approve"]`)).click();
+  await waitFor('the answer', async () => (await messages(driver)).at(-1)?.text === 'That is the MCP logo.', 15000);
+
+  const tool = '[data-testid="tool-card"][data-tool-name="mcp__everything__get-tiny-image"]';
+  const size = await waitFor('the image on the card', async () =>
+    driver.executeScript(`const i = document.querySelector(${JSON.stringify(`${tool} [data-testid="image-thumb"] img`)});
+      return i && i.complete && i.naturalWidth > 0 ? [i.naturalWidth, i.naturalHeight] : null;`), 10000);
+  assert.deepEqual(size, [20, 20], 'the 20 px logo the server sent');
+  await driver.executeScript(`document.querySelector(${JSON.stringify(tool)}).scrollIntoView({ block: 'center' })`);
+  await screenshot(driver, 'mcp-tool-card-image.png');
+
+  // The next request: the result's text and the image inside the tool_result, as base64 PNG.
+  const result = h
+    .fakeRequests()
+    .flatMap((r) => r.body.messages ?? [])
+    .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+    .find((b) => b.type === 'tool_result' && b.tool_use_id === 'call_image');
+  assert.ok(result, 'the next request carries the tool result');
+  assert.ok(Array.isArray(result.content), 'a list of blocks, as a result with an image needs');
+  assert.match(result.content.filter((b) => b.type === 'text').map((b) => b.text).join('\n'), /MCP logo/);
+  const images = result.content.filter((b) => b.type === 'image');
+  assert.equal(images.length, 1, 'one image block in the result');
+  assert.equal(images[0].source.type, 'base64');
+  assert.equal(images[0].source.media_type, 'image/png');
+  // Stored once with the conversation, named by its hash.
+  const sha256 = crypto.createHash('sha256').update(Buffer.from(images[0].source.data, 'base64')).digest('hex');
+  assert.ok(fs.existsSync(path.join(h.dataDir, 'sessions', 'main.blobs', `${sha256}.png`)), 'the image is kept under sessions/main.blobs/');
 });
 
 test('quitting Vigil in the middle of a call leaves no server process behind', async () => {
