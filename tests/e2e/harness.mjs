@@ -197,8 +197,8 @@ export async function screenshot(driver, name) {
 }
 
 /** Resident memory of the app and every process under it (the webview's too), in KiB. */
-export function processTreeRssKiB(rootName = 'vigil') {
-  const pids = execFileSync('pgrep', ['-x', rootName]).toString().trim().split('\n').filter(Boolean);
+export function processTreeRssKiB() {
+  const pids = appPids();
   const ps = execFileSync('ps', ['-e', '-o', 'pid=,ppid=,rss=,comm=']).toString().trim().split('\n');
   const rows = ps.map((l) => l.trim().split(/\s+/)).map(([pid, ppid, rss, ...comm]) => ({ pid, ppid, rss: Number(rss), comm: comm.join(' ') }));
   const keep = new Set(pids);
@@ -222,17 +222,28 @@ export function fill(driver, selector, value) {
   );
 }
 
-/** The running Vigil apps' pids. An app that exited but whose parent (WebKitWebDriver) has
- *  not reaped it yet is a zombie, not running: counted, it once made a test signal the dead
- *  process of an earlier session instead of the live one. */
+/** The pids of this checkout's running Vigil apps. An app that exited but whose parent
+ *  (WebKitWebDriver) has not reaped it yet is a zombie, not running: counted, it once made a
+ *  test signal the dead process of an earlier session instead of the live one. Another
+ *  checkout's Vigil (someone else's test run on the same machine) is not ours either:
+ *  counted, it failed "one Vigil running" with 2 !== 1. */
 export function appPids() {
   const ps = spawnSync('ps', ['-C', 'vigil', '-o', 'pid=,stat=']).stdout.toString();
   return ps
     .trim()
     .split('\n')
     .map((l) => l.trim().split(/\s+/))
-    .filter(([pid, stat]) => pid && !stat?.startsWith('Z'))
+    .filter(([pid, stat]) => pid && !stat?.startsWith('Z') && isApp(pid))
     .map(([pid]) => pid);
+}
+
+/** Whether `pid` runs this checkout's binary (also when a rebuild replaced the file). */
+function isApp(pid) {
+  try {
+    return fs.readlinkSync(`/proc/${pid}/exe`).replace(/ \(deleted\)$/, '') === APP;
+  } catch {
+    return false;
+  }
 }
 
 /** The pids of the processes whose environment holds `name=value` and whose command line

@@ -5,10 +5,10 @@
 // with a process running asks in the window, and confirming shuts down cleanly.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Harness, alive, quit, By, waitFor } from './harness.mjs';
+import { Harness, alive, appPids, quit, By, waitFor } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -105,7 +105,6 @@ test("the tray's Quit asks while a process runs; confirming shuts down and kills
   click('Quit');
   await waitFor('the quit prompt in the window', async () => (await driver.findElements(By.css('[data-testid="quit-prompt"]'))).length === 1, 5000);
   await driver.findElement(By.css('[data-testid="quit-confirm"]')).click().catch(() => {});
-  const appPids = () => spawnSync('pgrep', ['-x', 'vigil']).stdout.toString().trim().split('\n').filter(Boolean);
   await waitFor('the app to exit', async () => appPids().length === 0, 15000);
   await waitFor('the process killed', async () => !alive(pid), 5000);
   await quit(driver);
