@@ -69,7 +69,7 @@ test('a message streams in as rendered markdown', async () => {
   const file = await screenshot(driver, 'chat.png');
   console.log(`artifact: ${file}`);
   await sleep(1500);
-  const rss = processTreeRssKiB('vigil');
+  const rss = processTreeRssKiB();
   console.log(`measure: idle RSS of the app and its webview processes: ${(rss.total / 1024).toFixed(1)} MiB (${rss.members.map((m) => `${m.comm} ${(m.rss / 1024).toFixed(0)}`).join(', ')})`);
 });
 

@@ -180,7 +180,17 @@ export async function send(driver, text) {
 export async function screenshot(driver, name) {
   // Two frames, so what the DOM holds now has been painted (WebKit can hand back the last frame).
   await driver.executeAsyncScript('const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 50)));');
+  // WebKit hands the snapshot over after its next paint, and a page where nothing changes
+  // does not paint: a still chat once took 85 s to be captured. A pixel in a corner that
+  // flickers between two near-transparent shades keeps the paints coming meanwhile.
+  await driver.executeScript(`const dot = document.createElement('div');
+    dot.id = 'e2e-paint-tick';
+    dot.style.cssText = 'position:fixed;left:0;bottom:0;width:1px;height:1px;pointer-events:none;z-index:2147483647';
+    document.body.append(dot);
+    let odd = false;
+    window.__e2ePaintTick = setInterval(() => { odd = !odd; dot.style.background = odd ? 'rgba(0,0,0,0.01)' : 'rgba(0,0,0,0.02)'; }, 50);`);
   const png = await driver.takeScreenshot();
+  await driver.executeScript("clearInterval(window.__e2ePaintTick); document.getElementById('e2e-paint-tick')?.remove();");
   const file = path.join(ARTIFACTS, name);
   fs.writeFileSync(file, png, 'base64');
   return file;
@@ -229,14 +239,35 @@ export function fill(driver, selector, value) {
   );
 }
 
-/** The running Vigil apps' pids: the ones this test file started (other runs on the
- *  machine, a developer's or a parallel job's, are not its business). An app that exited but whose parent (WebKitWebDriver) has
- *  not reaped it yet is a zombie, not running: counted, it once made a test signal the dead
- *  process of an earlier session instead of the live one. */
+/** The running Vigil apps' pids: the ones this test file started (another run on the
+ *  machine, a developer's or a parallel job's, is not its business: counted, it failed "the
+ *  app to exit" and "one Vigil running"). An app that exited but whose parent
+ *  (WebKitWebDriver) has not reaped it yet is a zombie, not running: counted, it once made a
+ *  test signal the dead process of an earlier session instead of the live one. */
 export function appPids() {
   return ownProcesses(processTable(), 'vigil')
     .filter((r) => !r.stat.startsWith('Z'))
     .map((r) => r.pid);
+}
+
+/** The pids of the processes whose environment holds `name=value` and whose command line
+ *  contains `needle`. A test's data dir is unique, and everything the app starts inherits
+ *  it, so this finds that app's children and nobody else's (other checkouts run the same
+ *  programs at the same time). */
+export function pidsWithEnv(name, value, needle = '') {
+  const want = `${name}=${value}`;
+  const found = [];
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+      const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)?.[0];
+      if (env.includes(want) && cmdline.includes(needle) && state !== 'Z') found.push(Number(pid));
+    } catch {
+      // Gone meanwhile, or someone else's: not ours.
+    }
+  }
+  return found;
 }
 
 /** Whether process `pid` exists. */

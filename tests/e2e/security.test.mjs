@@ -112,7 +112,7 @@ test('the CSP refuses an inline script injected at run time', async () => {
 });
 
 test('the app and its WebKit processes listen on no socket', () => {
-  const pids = processTreeRssKiB('vigil').members.map((m) => m.pid);
+  const pids = processTreeRssKiB().members.map((m) => m.pid);
   assert.ok(pids.length >= 2, `app processes: ${pids}`);
   // Under WebDriver, WebKit's automation listens on the inspector address WebKitWebDriver
   // handed the app in WEBKIT_INSPECTOR_SERVER; that socket exists only in tests.

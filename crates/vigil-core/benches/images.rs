@@ -80,6 +80,7 @@ async fn attach_once(fake: &FakeLlm, png: &std::path::Path) -> (Duration, f64, f
         session_id: None,
         attachments: vec![Attachment {
             path: png.display().to_string(),
+            name: None,
         }],
     });
     while fake.request_count() == before {

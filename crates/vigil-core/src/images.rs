@@ -92,11 +92,13 @@ fn mb(bytes: u64) -> String {
 }
 
 /// Reads, checks and prepares the image file at `path` (the size is checked before reading).
-pub fn prepare_file(path: &Path) -> Result<Prepared, ImageError> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string());
+/// Errors call it `name`, the user's name for it, or else by the path's file name.
+pub fn prepare_file(path: &Path, name: Option<&str>) -> Result<Prepared, ImageError> {
+    let name = name.map(str::to_string).unwrap_or_else(|| {
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string())
+    });
     let read_error = |source| ImageError::Read {
         path: path.to_path_buf(),
         source,

@@ -12,6 +12,12 @@ pub struct Attachment {
     /// An absolute path the runtime can read (the desktop app writes pasted images to a file
     /// under the data folder first).
     pub path: String,
+    /// What the user calls the image: the file's name where it was picked, pasted or dropped.
+    /// A refusal names it instead of the path's file name, because a pasted image is staged
+    /// under a generated name the user never saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub name: Option<String>,
 }
 
 /// The largest image file accepted, before downscaling: 20 MB.
@@ -62,7 +68,8 @@ mod tests {
                 text: "what is this?".into(),
                 session_id: None,
                 attachments: vec![Attachment {
-                    path: "/tmp/a.png".into()
+                    path: "/tmp/a.png".into(),
+                    name: None,
                 }]
             }
         );

@@ -105,7 +105,9 @@ export class ChatStore {
     try {
       const attachments: Attachment[] = [];
       for (const image of images) {
-        attachments.push({ path: await ipc.stageAttachment(new Uint8Array(await image.arrayBuffer()), image.type) });
+        const path = await ipc.stageAttachment(new Uint8Array(await image.arrayBuffer()), image.type);
+        // Staged under a generated name: a refusal must name the file the user knows.
+        attachments.push(image.name ? { path, name: image.name } : { path });
       }
       const op: Extract<Op, { type: 'user_message' }> = { type: 'user_message', text, session_id: this.sessionId };
       if (attachments.length > 0) op.attachments = attachments;

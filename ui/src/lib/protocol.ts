@@ -16,7 +16,13 @@ export type Attachment = {
  * An absolute path the runtime can read (the desktop app writes pasted images to a file
  * under the data folder first).
  */
-path: string, };
+path: string, 
+/**
+ * What the user calls the image: the file's name where it was picked, pasted or dropped.
+ * A refusal names it instead of the path's file name, because a pasted image is staged
+ * under a generated name the user never saw.
+ */
+name?: string, };
 
 export type Scope = "primary" | "heartbeat" | "job" | "app";
 

@@ -66,8 +66,8 @@ impl Runtime {
     ) -> Result<Vec<vigil_protocol::ContentBlock>, String> {
         let mut blocks = Vec::new();
         for a in attachments {
-            let path = PathBuf::from(&a.path);
-            let prepared = tokio::task::spawn_blocking(move || crate::images::prepare_file(&path))
+            let (path, name) = (PathBuf::from(&a.path), a.name.clone());
+            let prepared = tokio::task::spawn_blocking(move || crate::images::prepare_file(&path, name.as_deref()))
                 .await
                 .map_err(|e| format!("An image could not be prepared ({e}); the message was not sent."))?
                 .map_err(|e| format!("Cannot send this image: {e}. The message was not sent."))?;

@@ -34,6 +34,7 @@ fn send(text: &str, paths: &[&Path]) -> Op {
             .iter()
             .map(|p| Attachment {
                 path: p.display().to_string(),
+                name: None,
             })
             .collect(),
     }
@@ -263,6 +264,43 @@ async fn a_corrupt_png_is_a_clear_error_and_nothing_is_sent_or_saved() {
     rt.shutdown().await;
 }
 
+/// A pasted image is staged under a generated name; its refusal names it as the user knows it.
+#[tokio::test]
+async fn a_refused_staged_image_is_called_by_the_name_the_user_gave_it() {
+    let fake = FakeLlm::start(Script::steps(vec![Step::text("never")])).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    let mut bytes = png(300, 200);
+    bytes.truncate(bytes.len() / 2);
+    let staged = vigil_core::runtime::stage_attachment(dir.path(), "image.png", &bytes).unwrap();
+
+    rt.submit(Op::UserMessage {
+        text: "what is this?".into(),
+        session_id: None,
+        attachments: vec![Attachment {
+            path: staged.display().to_string(),
+            name: Some("cut-short.png".into()),
+        }],
+    });
+    let env = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let Event::Error { kind, message } = &env.event else {
+        panic!("{:?}", env.event)
+    };
+    assert_eq!(*kind, ErrorKind::Attachment);
+    assert!(
+        message.starts_with("Cannot send this image: cut-short.png could not be read as a PNG image"),
+        "{message}"
+    );
+    let staged_name = staged.file_name().unwrap().to_string_lossy();
+    assert!(!message.contains(&*staged_name), "{message}");
+    rt.idle().await;
+    assert_eq!(fake.request_count(), 0);
+    rt.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_missing_image_file_loads_as_a_placeholder_with_a_warning_and_the_chat_goes_on() {
     let fake = FakeLlm::start(Script::steps(vec![Step::text("Seen."), Step::text("Still here.")]))
@@ -363,6 +401,7 @@ async fn deleting_a_conversation_deletes_its_images() {
         session_id: Some(id.clone()),
         attachments: vec![Attachment {
             path: shot.display().to_string(),
+            name: None,
         }],
     });
     until_finished(&mut rx).await;
