@@ -79,21 +79,35 @@ async function startDunst() {
   fs.writeFileSync(pick, `#!/bin/sh\ncat > '${MENU}'\ngrep -m1 -F -- "$(cat '${CHOICE}')" '${MENU}'\n`, { mode: 0o755 });
   const rc = path.join(DUNST_DIR, 'dunstrc');
   fs.writeFileSync(rc, `[global]\n    dmenu = ${pick}\n    show_indicators = yes\n`);
-  const running = notificationServerPid();
-  if (running !== null) {
-    process.kill(running, 'SIGTERM');
-    await waitFor('the old notification server to go', async () => notificationServerPid() === null, 5000);
+  // Ours must be the one on the bus: a dunst D-Bus starts on its own (activated by a
+  // notification sent meanwhile) has no menu script, and `dunstctl context` would open nothing.
+  for (let attempt = 1; ; attempt++) {
+    const running = notificationServerPid();
+    if (running !== null) {
+      process.kill(running, 'SIGTERM');
+      await waitFor('the old notification server to go', async () => notificationServerPid() === null, 5000);
+    }
+    const ours = h.spawn('dunst', ['-config', rc]);
+    await waitFor('dunst on the bus', async () => notificationServerPid() !== null, 5000);
+    if (notificationServerPid() === ours.pid) return;
+    ours.kill('SIGTERM');
+    if (attempt === 3) throw new Error('another notification server keeps taking the bus name');
   }
-  h.spawn('dunst', ['-config', rc]);
-  await waitFor('dunst on the bus', async () => notificationServerPid() !== null, 5000);
 }
 
 /** Picks the entry for `action` of the one notification showing, from dunst's menu. */
 async function pickAction(action) {
   fs.rmSync(MENU, { force: true });
   fs.writeFileSync(CHOICE, `,${action}]`);
-  execFileSync('dunstctl', ['context']);
-  await waitFor('dunst to run the menu', async () => fs.existsSync(MENU) && fs.readFileSync(MENU, 'utf8').includes(`,${action}]`), 5000);
+  const shown = () => fs.existsSync(MENU) && fs.readFileSync(MENU, 'utf8').includes(`,${action}]`);
+  // A context request made while dunst is still laying the notification out (a loaded
+  // machine) opens no menu: ask again, as a user would click again.
+  for (let attempt = 1; attempt <= 3 && !shown(); attempt++) {
+    execFileSync('dunstctl', ['context']);
+    await waitFor('dunst to run the menu', async () => shown(), attempt === 3 ? 5000 : 2000).catch((e) => {
+      if (attempt === 3) throw e;
+    });
+  }
   return fs.readFileSync(MENU, 'utf8');
 }
 
