@@ -3,6 +3,7 @@
 // `heartbeat` event updates the last view until `heartbeat_view()` answers again.
 
 import { shortDate, shortTime } from '../lib/time';
+import { count, tokensText } from '../lib/usage';
 import type { EventEnvelope, HeartbeatSkip, HeartbeatStatus, HeartbeatView, WakeReason } from '../lib/protocol';
 
 /** Formats a time for the status line; injected so tests do not depend on the locale. */
@@ -133,7 +134,16 @@ export function withHeartbeatEvent(view: HeartbeatView | null, event: EventEnvel
     last_status: event.status,
     last_skip_reason: event.skip_reason ?? null,
     last_detail: event.detail ?? null,
+    last_usage: event.usage ?? null,
   };
+}
+
+/** The card's "Today" line: background work's tokens and cost today, and in how many runs. */
+export function todayText(view: HeartbeatView): string {
+  const runs = `${count(view.runs_today)} background ${view.runs_today === 1 ? 'run' : 'runs'}`;
+  if (view.runs_today === 0) return 'no background runs yet';
+  const budget = view.settings.dailyTokenBudget > 0 ? ` of a daily budget of ${count(view.settings.dailyTokenBudget)}` : '';
+  return `${tokensText(view.usage_today)}${budget} in ${runs}`;
 }
 
 /** "45 s", "30 min", "1 h 30 min", "2 d". */
