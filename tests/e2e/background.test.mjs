@@ -131,12 +131,14 @@ test('the routine’s history shows the due times missed while Vigil was not run
 
 test('with today’s token budget spent the status bar says so and the next check is not made', async () => {
   await openHeartbeat();
+  const earlier = await textOf('[data-testid="heartbeat-check-result"]');
   await css('[data-testid="heartbeat-check-button"]').click();
+  // Two manual checks run at least 30 s apart (the wake loop's spacing): "Checking…" until then.
   const result = await waitFor('the check’s answer', async () => {
     const t = await textOf('[data-testid="heartbeat-check-result"]');
-    return t && /^Not checked/.test(t) ? t : null;
-  }, 20000);
-  assert.match(result, /today’s token budget for background work is spent/);
+    return t && t !== earlier && t !== 'Checking…' ? t : null;
+  }, 45000);
+  assert.match(result, /^Not checked at \d{1,2}:\d{2}( [AP]M)?: today’s token budget for background work is spent$/);
   await waitFor('the budget notice in the status bar', async () => /budget spent today/.test((await textOf('[data-testid="heartbeat-status"]')) ?? ''), 10000);
   assert.equal(await textOf('[data-testid="heartbeat-status"]'), 'Heartbeat: budget spent today · resumes tomorrow');
   assert.equal(modelRequests(), 2, 'the check and the job; the spent budget made no third call');
