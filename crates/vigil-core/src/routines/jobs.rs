@@ -23,8 +23,8 @@ use tokio_util::sync::CancellationToken;
 use vigil_protocol::{Event, NotificationKind, RoutineRun, RunOutcome, Scope, Source, StopReason};
 
 use super::model::{Routine, KIND_TIME_REMINDER};
-use super::scheduler::{Claimed, Ran, RunResult, Scheduler};
-use super::{JobOutcome, JobTurn};
+use super::scheduler::{Claimed, RunResult, Scheduler};
+use super::{JobOutcome, JobTurn, Ran};
 use crate::session::{MailboxEvent, SessionType, PRIMARY_SESSION};
 
 /// How long a timed-out job gets to stop after its cancellation, before it is let go.

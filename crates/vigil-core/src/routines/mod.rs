@@ -143,6 +143,17 @@ pub struct JobOutcome {
     pub usage: Option<vigil_protocol::Usage>,
 }
 
+/// How a run ran, for its run-log record ([`Scheduler::finish`]).
+#[derive(Debug, Clone, Default)]
+pub struct Ran {
+    /// The job session, or the heartbeat session for an inline run.
+    pub session_id: Option<String>,
+    /// The model was not called (a deterministic kind).
+    pub deterministic: bool,
+    /// The tokens of the model turn it ran in (for an inline run, the heartbeat run's).
+    pub usage: Option<vigil_protocol::Usage>,
+}
+
 /// The heartbeat's interval, timed by [`Scheduler::run`]: the one loop that owns timing.
 /// Counted from when the interval was set, so retries and event-driven runs never move it;
 /// after a long sleep (a suspended laptop) it fires once, not a burst. The idle gate
@@ -268,7 +279,7 @@ impl DueTasks for Scheduler {
             let this = self.clone();
             let result = result.clone();
             let session = session.clone();
-            let ran = scheduler::Ran {
+            let ran = Ran {
                 session_id: Some(session),
                 deterministic: false,
                 usage,

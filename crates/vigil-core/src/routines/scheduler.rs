@@ -134,17 +134,6 @@ pub enum RunResult {
     Skipped(String),
 }
 
-/// How a run ran, for its run-log record ([`Scheduler::finish`]).
-#[derive(Debug, Clone, Default)]
-pub struct Ran {
-    /// The job session, or the heartbeat session for an inline run.
-    pub session_id: Option<String>,
-    /// The model was not called (a deterministic kind).
-    pub deterministic: bool,
-    /// The tokens of the model turn it ran in (for an inline run, the heartbeat run's).
-    pub usage: Option<vigil_protocol::Usage>,
-}
-
 /// What one tick did, for tests and the benchmark.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TickReport {
@@ -545,7 +534,7 @@ impl Scheduler {
     /// Moves a claimed run to its next state (seed 003 §11: done / pending with the next
     /// time / retry; `unknown`: waits for the user), records it in the run log with the due
     /// times passed over meanwhile, and releases it.
-    pub async fn finish(&self, claimed: &Claimed, result: RunResult, ran: Ran) {
+    pub async fn finish(&self, claimed: &Claimed, result: RunResult, ran: super::Ran) {
         let now = self.now();
         let zone = self.shared.config.default_zone.clone();
         let instance = self.shared.instance.clone();
