@@ -98,7 +98,7 @@ test('Check now says "All clear at HH:MM" after HEARTBEAT_OK, and the card shows
   assert.equal(await textOf('[data-testid="heartbeat-last-tokens"]'), '2,404 tokens (2,048 cached) · $0.0003');
   assert.equal(
     await textOf('[data-testid="heartbeat-today"]'),
-    '2,404 tokens (2,048 cached) · $0.0003 of a daily budget of 5,000 in 1 background run',
+    '2,404 of 5,000 tokens (2,048 cached) · $0.0003 · 1 background run',
   );
   await driver.actions().sendKeys('\uE00C').perform(); // Escape
 });

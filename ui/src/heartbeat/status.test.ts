@@ -109,11 +109,11 @@ describe('heartbeat status line', () => {
     expect(todayText(view())).toBe('no background runs yet');
     const today = { input_tokens: 41_200, output_tokens: 1_830, cache_read_tokens: 36_400, cost_micro_usd: 2_100 };
     expect(todayText(view({ usage_today: today, runs_today: 14 }))).toBe(
-      '43,030 tokens (36,400 cached) · $0.0021 in 14 background runs',
+      '43,030 tokens (36,400 cached) · $0.0021 · 14 background runs',
     );
     const budget = view({ usage_today: { input_tokens: 900, output_tokens: 20 }, runs_today: 1 });
     budget.settings = { ...budget.settings, dailyTokenBudget: 50_000 };
-    expect(todayText(budget)).toBe('920 tokens of a daily budget of 50,000 in 1 background run');
+    expect(todayText(budget)).toBe('920 of 50,000 tokens · 1 background run');
   });
 
   it('lists skips by reason and writes durations', () => {

@@ -3,7 +3,7 @@
 // `heartbeat` event updates the last view until `heartbeat_view()` answers again.
 
 import { shortDate, shortTime } from '../lib/time';
-import { count, tokensText } from '../lib/usage';
+import { costText, count } from '../lib/usage';
 import type { EventEnvelope, HeartbeatSkip, HeartbeatStatus, HeartbeatView, WakeReason } from '../lib/protocol';
 
 /** Formats a time for the status line; injected so tests do not depend on the locale. */
@@ -138,12 +138,23 @@ export function withHeartbeatEvent(view: HeartbeatView | null, event: EventEnvel
   };
 }
 
-/** The card's "Today" line: background work's tokens and cost today, and in how many runs. */
+/**
+ * The card's "Today" line: background work's tokens today (against the budget when one is
+ * set), their cost where the provider reports it, and in how many runs.
+ */
 export function todayText(view: HeartbeatView): string {
-  const runs = `${count(view.runs_today)} background ${view.runs_today === 1 ? 'run' : 'runs'}`;
   if (view.runs_today === 0) return 'no background runs yet';
-  const budget = view.settings.dailyTokenBudget > 0 ? ` of a daily budget of ${count(view.settings.dailyTokenBudget)}` : '';
-  return `${tokensText(view.usage_today)}${budget} in ${runs}`;
+  const u = view.usage_today;
+  const cached = u.cache_read_tokens ?? 0;
+  const budget = view.settings.dailyTokenBudget;
+  return [
+    `${count(u.input_tokens + u.output_tokens)}${budget > 0 ? ` of ${count(budget)}` : ''} tokens` +
+      (cached > 0 ? ` (${count(cached)} cached)` : ''),
+    (u.cost_micro_usd ?? 0) > 0 ? costText(u.cost_micro_usd ?? 0) : null,
+    `${count(view.runs_today)} background ${view.runs_today === 1 ? 'run' : 'runs'}`,
+  ]
+    .filter((p) => p !== null)
+    .join(' · ');
 }
 
 /** "45 s", "30 min", "1 h 30 min", "2 d". */
