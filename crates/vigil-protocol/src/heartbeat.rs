@@ -284,6 +284,8 @@ pub struct HeartbeatView {
     pub last_status: Option<HeartbeatStatus>,
     pub last_skip_reason: Option<HeartbeatSkip>,
     pub last_detail: Option<String>,
+    /// The tokens the last run's model turn used; `None` when it called no model (a skip).
+    pub last_usage: Option<crate::Usage>,
     #[ts(type = "number | null")]
     pub next_run_at: Option<i64>,
     /// Settings problems (an unknown time zone, a bad interval…), for the status view.

@@ -271,6 +271,12 @@ pub struct RoutineRun {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub side_effect: Option<String>,
+    /// The tokens (and, where the provider says, the cost) of the model turn it ran in: its
+    /// job's turn, or for an inline routine the whole heartbeat run that carried it (shared
+    /// with any routine due in the same run). `None` when no model ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub usage: Option<crate::Usage>,
 }
 
 fn one() -> u32 {

@@ -44,6 +44,7 @@ function view(): HeartbeatView {
     last_status: null,
     last_skip_reason: null,
     last_detail: null,
+    last_usage: null,
     next_run_at: null,
     warnings: [],
     stats: { runs: 0, sent: 0, suppressed: 0, failed: 0, skipped: {}, wakes_requested: 0, wakes_coalesced: 0 },

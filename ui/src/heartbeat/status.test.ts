@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { HeartbeatView } from '../lib/protocol';
 import { ev } from '../chat/testing';
-import { durationText, skippedRows, statusLine, withHeartbeatEvent } from './status';
+import { durationText, skippedRows, statusLine, todayText, withHeartbeatEvent } from './status';
 
 const HOUR = 3_600_000;
 const at = (h: number, m: number) => Date.UTC(2026, 4, 1, h, m);
@@ -17,6 +17,7 @@ function view(patch: Partial<HeartbeatView> = {}): HeartbeatView {
     last_status: 'ok-token',
     last_skip_reason: null,
     last_detail: null,
+    last_usage: null,
     next_run_at: at(13, 0),
     warnings: [],
     stats: { runs: 3, sent: 1, suppressed: 2, failed: 0, skipped: {}, wakes_requested: 5, wakes_coalesced: 1 },
@@ -98,6 +99,21 @@ describe('heartbeat status line', () => {
     );
     expect(statusLine(next, null, clock).text).toBe('Heartbeat: skipped (duplicate) 12:45 · next 13:00');
     expect(withHeartbeatEvent(null, event)).toBeNull();
+    const usage = { input_tokens: 3_140, output_tokens: 64, cache_read_tokens: 2_880 };
+    const ran = { ...ev({ type: 'heartbeat', reason: 'interval', status: 'ok-token', usage }, null, null), ts: at(13, 0) };
+    expect(withHeartbeatEvent(next, ran)?.last_usage, 'the tokens of the run just reported').toEqual(usage);
+    expect(withHeartbeatEvent(withHeartbeatEvent(next, ran), event)?.last_usage, 'a skip used none').toBeNull();
+  });
+
+  it("sums up today's background tokens, against the budget when one is set", () => {
+    expect(todayText(view())).toBe('no background runs yet');
+    const today = { input_tokens: 41_200, output_tokens: 1_830, cache_read_tokens: 36_400, cost_micro_usd: 2_100 };
+    expect(todayText(view({ usage_today: today, runs_today: 14 }))).toBe(
+      '43,030 tokens (36,400 cached) · $0.0021 · 14 background runs',
+    );
+    const budget = view({ usage_today: { input_tokens: 900, output_tokens: 20 }, runs_today: 1 });
+    budget.settings = { ...budget.settings, dailyTokenBudget: 50_000 };
+    expect(todayText(budget)).toBe('920 of 50,000 tokens · 1 background run');
   });
 
   it('lists skips by reason and writes durations', () => {

@@ -3,6 +3,7 @@
 // `heartbeat` event updates the last view until `heartbeat_view()` answers again.
 
 import { shortDate, shortTime } from '../lib/time';
+import { costText, count } from '../lib/usage';
 import type { EventEnvelope, HeartbeatSkip, HeartbeatStatus, HeartbeatView, WakeReason } from '../lib/protocol';
 
 /** Formats a time for the status line; injected so tests do not depend on the locale. */
@@ -133,7 +134,27 @@ export function withHeartbeatEvent(view: HeartbeatView | null, event: EventEnvel
     last_status: event.status,
     last_skip_reason: event.skip_reason ?? null,
     last_detail: event.detail ?? null,
+    last_usage: event.usage ?? null,
   };
+}
+
+/**
+ * The card's "Today" line: background work's tokens today (against the budget when one is
+ * set), their cost where the provider reports it, and in how many runs.
+ */
+export function todayText(view: HeartbeatView): string {
+  if (view.runs_today === 0) return 'no background runs yet';
+  const u = view.usage_today;
+  const cached = u.cache_read_tokens ?? 0;
+  const budget = view.settings.dailyTokenBudget;
+  return [
+    `${count(u.input_tokens + u.output_tokens)}${budget > 0 ? ` of ${count(budget)}` : ''} tokens` +
+      (cached > 0 ? ` (${count(cached)} cached)` : ''),
+    (u.cost_micro_usd ?? 0) > 0 ? costText(u.cost_micro_usd ?? 0) : null,
+    `${count(view.runs_today)} background ${view.runs_today === 1 ? 'run' : 'runs'}`,
+  ]
+    .filter((p) => p !== null)
+    .join(' · ');
 }
 
 /** "45 s", "30 min", "1 h 30 min", "2 d". */

@@ -468,7 +468,11 @@ export type HeartbeatView = { settings: HeartbeatSettings,
 /**
  * The interval in force; `None` when interval runs are off.
  */
-interval_ms: number | null, last_run_at: number | null, last_reason: WakeReason | null, last_status: HeartbeatStatus | null, last_skip_reason: HeartbeatSkip | null, last_detail: string | null, next_run_at: number | null, 
+interval_ms: number | null, last_run_at: number | null, last_reason: WakeReason | null, last_status: HeartbeatStatus | null, last_skip_reason: HeartbeatSkip | null, last_detail: string | null, 
+/**
+ * The tokens the last run's model turn used; `None` when it called no model (a skip).
+ */
+last_usage: Usage | null, next_run_at: number | null, 
 /**
  * Settings problems (an unknown time zone, a bad interval…), for the status view.
  */
@@ -601,7 +605,13 @@ due_count: number, last_due_at?: number,
  * For `unknown`: the first thing the run did that changes something ("exec: make
  * deploy"), recorded before it started.
  */
-side_effect?: string, };
+side_effect?: string, 
+/**
+ * The tokens (and, where the provider says, the cost) of the model turn it ran in: its
+ * job's turn, or for an inline routine the whole heartbeat run that carried it (shared
+ * with any routine due in the same run). `None` when no model ran.
+ */
+usage?: Usage, };
 
 export type SchedulePreview = { description: string, timezone: string, next_runs: Array<number>, };
 

@@ -66,7 +66,15 @@ const run = (over: Partial<RoutineRun>): RoutineRun => ({
 
 const history: RoutineRun[] = [
   run({ run_id: 'r1', outcome: 'missed', due_count: 3, last_due_at: T + 2 * HOUR, error: 'due 3 times while Vigil could not run it' }),
-  run({ run_id: 'r9', outcome: 'unknown', due_at: T + 3 * HOUR, finished_at: T + 3 * HOUR, side_effect: 'exec: make deploy', error: 'interrupted' }),
+  run({
+    run_id: 'r9',
+    outcome: 'unknown',
+    due_at: T + 3 * HOUR,
+    finished_at: T + 3 * HOUR,
+    side_effect: 'exec: make deploy',
+    error: 'interrupted',
+    usage: { input_tokens: 3_180, output_tokens: 30, cache_read_tokens: 2_900, cost_micro_usd: 400 },
+  }),
 ];
 
 async function show(r: RoutineView, props: Record<string, unknown> = {}): Promise<HTMLElement> {
@@ -107,6 +115,9 @@ describe('a routine’s run history', () => {
     expect(rows.map((r) => r.dataset.outcome)).toEqual(['unknown', 'missed']);
     expect(rows[1].textContent).toContain('Missed');
     expect(rows[1].textContent).toContain('3 due times, Thu 12 Feb, 08:00 – Thu 12 Feb, 10:00');
+    // What the run's model turn used is on its line; the missed due times used nothing.
+    expect(all(rows[0], 'routine-run-tokens').map((t) => t.textContent)).toEqual(['3,210 tokens (2,900 cached) · $0.0004']);
+    expect(all(rows[1], 'routine-run-tokens')).toEqual([]);
     expect(q(item, 'routine-catch-up-label')?.textContent).toBe(' · skips missed times');
   });
 

@@ -12,6 +12,7 @@ import {
   madeBy,
   newForm,
   placeError,
+  runTokens,
   runWhen,
   splitRemoved,
   stateLabel,
@@ -181,6 +182,15 @@ describe('the run history', () => {
     expect(runWhen(run({ due_count: 3, last_due_at: t + 2 * hour, finished_at: t + 3 * hour }), 'UTC')).toBe(
       'Thu 12 Feb, 11:00 · for 3 due times, Thu 12 Feb, 08:00 – Thu 12 Feb, 10:00',
     );
+  });
+
+  it('shows what a run’s model turn used; an inline run’s is its heartbeat run’s', () => {
+    const usage = { input_tokens: 3_180, output_tokens: 30, cache_read_tokens: 2_900, cost_micro_usd: 400 };
+    expect(runTokens(run({ usage }))).toBe('3,210 tokens (2,900 cached) · $0.0004');
+    expect(runTokens(run({ mode: 'inline', usage: { input_tokens: 1_500, output_tokens: 9 } }))).toBe(
+      'heartbeat run: 1,509 tokens',
+    );
+    expect(runTokens(run({ deterministic: true })), 'no model ran').toBeNull();
   });
 
   it('offers Retry and Dismiss only on the unknown run that waits for the user', () => {

@@ -4,6 +4,7 @@
 // routine's own zone.
 
 import type { CatchUp, CommandError, RoutineDraft, RoutineRun, RoutineView } from '../lib/protocol';
+import { tokensText } from '../lib/usage';
 
 export interface RoutineForm {
   title: string;
@@ -218,6 +219,17 @@ export function runWhen(run: RoutineRun, zone: string): string {
   if (run.due_count > 1) when += ` · for ${run.due_count} due times, ${span}`;
   if (run.deterministic) when += ' · no model';
   return when;
+}
+
+/**
+ * What a run's model turn used: `3,250 tokens (2,900 cached) · $0.0004`. An inline run rode
+ * in a heartbeat run and shares its tokens with whatever else that run did; null when no
+ * model ran.
+ */
+export function runTokens(run: RoutineRun): string | null {
+  if (!run.usage) return null;
+  const used = tokensText(run.usage);
+  return run.mode === 'inline' ? `heartbeat run: ${used}` : used;
 }
 
 /** Whether `run` is the routine's cut-off run that waits for the user's Retry or Dismiss. */

@@ -87,7 +87,7 @@ describe('the health section', () => {
         delivered: 0,
         suppressed: 4,
         skipped_busy: 0,
-        usage_today: { input_tokens: 48_000, output_tokens: 2_100 },
+        usage_today: { input_tokens: 48_000, output_tokens: 2_100, cache_read_tokens: 30_000, cost_micro_usd: 12_300 },
         runs_today: 4,
         daily_token_budget: 50_000,
         budget_spent: true,
@@ -95,9 +95,39 @@ describe('the health section', () => {
       },
     });
     expect(value(spent, 'heartbeat').value).toBe(
-      '0 delivered · 4 nothing to report · 50,100 tokens today (48,000 in, 2,100 out; 4 background runs): ' +
+      '0 delivered · 4 nothing to report · 50,100 tokens today (48,000 in, 30,000 of them cached, 2,100 out · $0.01; 4 background runs): ' +
         'the daily budget of 50,000 is spent, background work waits until tomorrow · interval ×4 while you are away',
     );
+  });
+
+  it('counts wakes by reason and how long the heartbeat runs took', () => {
+    expect(value(health(), 'wakes').value).toBe('none yet');
+    expect(value(health(), 'runs').value).toBe('none yet');
+    const busy = health({
+      heartbeat: {
+        ...wakes,
+        handler_registered: true,
+        running: false,
+        pending_wakes: 0,
+        delivered: 1,
+        suppressed: 6,
+        skipped_busy: 2,
+        wakes_by_reason: { interval: 8, cron: 3, manual: 1, 'exec-event': 0 },
+        requests_waiting: 2,
+        retried_busy: 2,
+        retried_failed: 1,
+        skipped_lock: 1,
+        run_count: 7,
+        run_ms_total: 13_300,
+        run_ms_max: 2_400,
+        run_ms_last: 850,
+      },
+    });
+    expect(value(busy, 'wakes').value).toBe(
+      '12 requested (interval 8, routine 3, manual 1) · 2 not served yet · 2 retried while busy · ' +
+        '1 retried after an error · 1 skipped, another run held the lock',
+    );
+    expect(value(busy, 'runs').value).toBe('7 runs · last 850 ms · average 1.9 s · longest 2.4 s');
   });
 
   it('flags locks only when one gave up waiting or was taken back', () => {

@@ -1,8 +1,9 @@
 // The Settings pane's Health section, pure: a `HealthView` as a headline and rows of plain
 // words. A row is flagged when it says something the user may want to act on (a lock that
 // timed out or was taken back from a dead holder).
-import { durationText } from '../heartbeat/status';
-import type { HealthView, LaneHealth } from '../lib/protocol';
+import { durationText, REASON_LABEL } from '../heartbeat/status';
+import { costText, count as n } from '../lib/usage';
+import type { HealthView, LaneHealth, WakeReason } from '../lib/protocol';
 
 export interface HealthRow {
   key: string;
@@ -76,6 +77,8 @@ export function healthSummary(h: HealthView): HealthSummary {
       flagged: false,
     },
     { key: 'heartbeat', label: 'Heartbeat', value: heartbeat.join(' · '), flagged: false },
+    { key: 'wakes', label: 'Heartbeat wakes', value: wakesText(hb), flagged: false },
+    { key: 'runs', label: 'Heartbeat runs', value: runsText(hb), flagged: false },
     {
       key: 'mailbox',
       label: 'Background updates',
@@ -94,13 +97,47 @@ export function healthSummary(h: HealthView): HealthSummary {
   return { headline, state, rows };
 }
 
-/** Background work's tokens today, against the budget when one is set. */
+/** Wake requests since start by reason, busiest first, and what became of the ones retried or skipped. */
+function wakesText(hb: HealthView['heartbeat']): string {
+  const reasons = Object.entries(hb.wakes_by_reason)
+    .filter(([, c]) => c > 0)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([reason, c]) => `${REASON_LABEL[reason as WakeReason] ?? reason} ${n(c)}`);
+  const total = Object.values(hb.wakes_by_reason).reduce((a, c) => a + c, 0);
+  return [
+    total === 0 ? 'none yet' : `${n(total)} requested (${reasons.join(', ')})`,
+    hb.requests_waiting > 0 ? `${n(hb.requests_waiting)} not served yet` : null,
+    hb.retried_busy > 0 ? `${n(hb.retried_busy)} retried while busy` : null,
+    hb.retried_failed > 0 ? `${n(hb.retried_failed)} retried after an error` : null,
+    hb.skipped_lock > 0 ? `${n(hb.skipped_lock)} skipped, another run held the lock` : null,
+  ]
+    .filter((p) => p !== null)
+    .join(' · ');
+}
+
+/** `850 ms`, `2.4 s`, `3 min 5 s`. */
+function msText(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  return durationText(ms);
+}
+
+/** How long the heartbeat's model runs took since start. */
+function runsText(hb: HealthView['heartbeat']): string {
+  if (hb.run_count === 0) return 'none yet';
+  const average = hb.run_ms_total / hb.run_count;
+  return `${plural(hb.run_count, 'run')} · last ${msText(hb.run_ms_last)} · average ${msText(average)} · longest ${msText(hb.run_ms_max)}`;
+}
+
+/** Background work's tokens today (the cached part, the cost), against the budget when one is set. */
 function backgroundTokens(hb: HealthView['heartbeat']): string | null {
-  const used = hb.usage_today.input_tokens + hb.usage_today.output_tokens;
+  const u = hb.usage_today;
+  const used = u.input_tokens + u.output_tokens;
   if (used === 0 && hb.daily_token_budget <= 0) return null;
-  const n = (x: number) => x.toLocaleString('en-US');
   const runs = `${hb.runs_today} background ${hb.runs_today === 1 ? 'run' : 'runs'}`;
-  const today = `${n(used)} tokens today (${n(hb.usage_today.input_tokens)} in, ${n(hb.usage_today.output_tokens)} out; ${runs})`;
+  const cached = (u.cache_read_tokens ?? 0) > 0 ? `, ${n(u.cache_read_tokens ?? 0)} of them cached` : '';
+  const cost = (u.cost_micro_usd ?? 0) > 0 ? ` · ${costText(u.cost_micro_usd ?? 0)}` : '';
+  const today = `${n(used)} tokens today (${n(u.input_tokens)} in${cached}, ${n(u.output_tokens)} out${cost}; ${runs})`;
   if (hb.daily_token_budget <= 0) return today;
   return hb.budget_spent
     ? `${today}: the daily budget of ${n(hb.daily_token_budget)} is spent, background work waits until tomorrow`

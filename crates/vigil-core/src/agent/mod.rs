@@ -10,6 +10,7 @@
 
 mod compact;
 mod context;
+mod effects;
 mod images;
 mod policy;
 
@@ -28,6 +29,7 @@ use crate::workspace::Workspace;
 
 pub use compact::{estimate, request_view, SUMMARY_HEADING};
 pub use context::{background_updates, BACKGROUND_UPDATES_HEADING};
+pub use effects::{EffectWatch, Effects};
 pub use policy::AgentConfig;
 use policy::Policy;
 
@@ -116,8 +118,9 @@ pub struct TurnExtras {
     /// The source of `turn_started`/`turn_finished` when it is not the user's turn
     /// (`background` for a continuation).
     pub source: Option<Source>,
-    /// Told, and awaited, before each tool call that may change something (a routine's job
-    /// writes the first one into its claim, so a crash leaves the evidence).
+    /// Told, and awaited, before each tool call that may change something, once its
+    /// approval is given (a routine's job writes the first one into its claim, so a crash
+    /// leaves the evidence): see [`effects`].
     pub effects: Option<Effects>,
     /// The daily reflection, not allowed to add routines: `routine_add` suggests
     /// ([`crate::tools::ToolContext::suggest_routines`]).
@@ -125,23 +128,6 @@ pub struct TurnExtras {
     /// A background run that comes back within the hour: its stable prefix is cached for an
     /// hour ([`crate::provider::CacheLife::Hour`]).
     pub cache_hour: bool,
-}
-
-/// Watches a turn's tool calls that may change something ([`crate::tools::Tool::changes_things`]).
-#[async_trait::async_trait]
-pub trait EffectWatch: Send + Sync {
-    /// Called before such a call starts; the call waits for it.
-    async fn before_effect(&self, tool: &str, input: &serde_json::Value);
-}
-
-/// A shared [`EffectWatch`], for [`TurnExtras::effects`].
-#[derive(Clone)]
-pub struct Effects(pub Arc<dyn EffectWatch>);
-
-impl std::fmt::Debug for Effects {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Effects")
-    }
 }
 
 /// How a turn ended, for the event and the runtime.
@@ -474,11 +460,15 @@ impl Turn<'_> {
             } else if self.cancel.is_cancelled() {
                 ToolOutput::error("Cancelled.")
             } else {
-                if let Some(Effects(watch)) = &self.extras.effects {
-                    if self.tools.changes_things(name, input) {
-                        watch.before_effect(name, input).await;
-                    }
-                }
+                let gate = effects::gate_for_call(
+                    self.extras.effects.as_ref(),
+                    &self.tools,
+                    self.gate.clone(),
+                    self.workspace.root(),
+                    name,
+                    input,
+                )
+                .await;
                 let (updates, mut live) = tokio::sync::mpsc::unbounded_channel();
                 let ctx = ToolContext {
                     workspace: self.workspace.root().to_path_buf(),
@@ -486,7 +476,7 @@ impl Turn<'_> {
                     updates: Some(updates),
                     owner: self.process_owner.to_string(),
                     session_type: crate::session::meta::type_from_id(self.session_id),
-                    gate: self.gate.clone(),
+                    gate,
                     data_dir: self.data_dir.clone(),
                     started: self.started.clone(),
                     sandbox: self.sandbox.clone(),

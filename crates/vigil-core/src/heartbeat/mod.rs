@@ -156,8 +156,9 @@ pub enum DueOutcome {
 pub trait DueTasks: Send + Sync + 'static {
     /// Takes the inline routines due now; each is answered once through [`Self::finished`].
     fn due(&self, now_ms: i64) -> Vec<DueTask>;
-    /// How the run that took `tasks` ended.
-    fn finished(&self, _tasks: &[DueTask], _outcome: DueOutcome) {}
+    /// How the run that took `tasks` ended, and the tokens its model turn used (the whole
+    /// run's: the routines' records show what carrying them cost).
+    fn finished(&self, _tasks: &[DueTask], _outcome: DueOutcome, _usage: Option<Usage>) {}
     /// The run that took `tasks` failed and will be tried again: they wait for that try.
     fn give_back(&self, _tasks: &[DueTask]) {}
     /// The heartbeat will not take the routines waiting for it now (an interval run in
@@ -225,6 +226,7 @@ struct RunState {
     last_status: Option<HeartbeatStatus>,
     last_skip: Option<HeartbeatSkip>,
     last_detail: Option<String>,
+    last_usage: Option<Usage>,
     next_due: Option<Instant>,
     stats: HeartbeatStats,
     durations: RunDurations,
@@ -419,6 +421,7 @@ impl Heartbeat {
             last_status: state.last_status,
             last_skip_reason: state.last_skip,
             last_detail: state.last_detail.clone(),
+            last_usage: state.last_usage,
             next_run_at: next_run_at.filter(|_| config.enabled),
             warnings: config.warnings,
             stats,

@@ -120,7 +120,7 @@ impl Heartbeat {
                 match outcome.next {
                     // The retry takes them again.
                     WakeOutcome::Failed | WakeOutcome::Busy => source.give_back(&taken),
-                    WakeOutcome::Done => source.finished(&taken, due_outcome(&outcome)),
+                    WakeOutcome::Done => source.finished(&taken, due_outcome(&outcome), usage),
                 }
             }
         }
@@ -514,6 +514,7 @@ impl Heartbeat {
             state.last_status = Some(outcome.status);
             state.last_skip = outcome.skip;
             state.last_detail = outcome.detail.clone();
+            state.last_usage = usage;
         }
         self.emitter().emit(
             Source::Heartbeat,

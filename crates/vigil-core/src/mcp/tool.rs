@@ -55,6 +55,11 @@ impl Tool for McpTool {
         !self.tool.read_only
     }
 
+    /// Every call goes to the gate before it reaches the server.
+    fn asks_gate_first(&self, _input: &Value, _workspace: &std::path::Path) -> bool {
+        true
+    }
+
     async fn run(&self, input: Value, ctx: &ToolContext) -> ToolOutput {
         let arguments = match arguments(input) {
             Ok(a) => a,

@@ -5,8 +5,8 @@
 //! and the archive and retention of finished job sessions.
 //!
 //! A job's first tool call that changes something (`exec`, `write`, `edit`, …) is written
-//! into its claim in the task block before it runs ([`JobEffects`]): a job cut off after
-//! that — a crash, a kill, its timeout — ends `unknown`, is not retried, and the user is
+//! into its claim in the task block before it runs and after the approval gate let it
+//! through ([`JobEffects`]; a denied call changed nothing): a job cut off after that — a crash, a kill, its timeout — ends `unknown`, is not retried, and the user is
 //! told once and decides (Retry / Dismiss). One cut off before it changed anything is
 //! retried as usual.
 //!
@@ -24,7 +24,7 @@ use vigil_protocol::{Event, NotificationKind, RoutineRun, RunOutcome, Scope, Sou
 
 use super::model::{Routine, KIND_TIME_REMINDER};
 use super::scheduler::{Claimed, RunResult, Scheduler};
-use super::{JobOutcome, JobTurn};
+use super::{JobOutcome, JobTurn, Ran};
 use crate::session::{MailboxEvent, SessionType, PRIMARY_SESSION};
 
 /// How long a timed-out job gets to stop after its cancellation, before it is let go.
@@ -185,7 +185,11 @@ impl Scheduler {
                         error,
                     },
                 };
-                self.finish(&c, result, None, true).await;
+                let ran = Ran {
+                    deterministic: true,
+                    ..Ran::default()
+                };
+                self.finish(&c, result, ran).await;
             }
             Err(why) => {
                 tracing::warn!(
@@ -210,7 +214,7 @@ impl Scheduler {
                 outcome: RunOutcome::Failed,
                 error: "jobs cannot run yet (the runtime has not started its background work)".into(),
             };
-            return self.finish(&c, result, None, false).await;
+            return self.finish(&c, result, Ran::default()).await;
         };
         let session = job_session_id(&c.routine.id, &c.run_id);
         self.shared.job_sessions.fetch_add(1, Ordering::Relaxed);
@@ -241,6 +245,9 @@ impl Scheduler {
                 None
             }
         };
+        // What the turn used, whatever became of it; a turn cut off by the timeout is let go
+        // before it reports.
+        let usage = outcome.as_ref().and_then(|o| o.usage);
         let result = match outcome {
             None => RunResult::Failed {
                 outcome: RunOutcome::TimedOut,
@@ -297,7 +304,12 @@ impl Scheduler {
                     .await;
             }
         }
-        self.finish(&c, result, Some(session.clone()), false).await;
+        let ran = Ran {
+            session_id: Some(session.clone()),
+            deterministic: false,
+            usage,
+        };
+        self.finish(&c, result, ran).await;
         self.archive(&session).await;
     }
 

@@ -126,7 +126,7 @@ pub struct JobTurn {
     /// Cancelled when the job's timeout passes; the turn must end promptly.
     pub cancel: CancellationToken,
     /// Goes into the turn's [`crate::agent::TurnExtras::effects`]: the job's first tool
-    /// call that changes something is written into its claim before it runs.
+    /// call that changes something is written into its claim once approved, before it runs.
     pub effects: crate::agent::Effects,
     /// The routine comes back within the hour: cache the prefix for an hour.
     pub cache_hour: bool,
@@ -139,6 +139,19 @@ pub struct JobOutcome {
     /// The last assistant text of the turn.
     pub reply: String,
     pub error: Option<String>,
+    /// The tokens the turn's model calls used, if it reported them.
+    pub usage: Option<vigil_protocol::Usage>,
+}
+
+/// How a run ran, for its run-log record ([`Scheduler::finish`]).
+#[derive(Debug, Clone, Default)]
+pub struct Ran {
+    /// The job session, or the heartbeat session for an inline run.
+    pub session_id: Option<String>,
+    /// The model was not called (a deterministic kind).
+    pub deterministic: bool,
+    /// The tokens of the model turn it ran in (for an inline run, the heartbeat run's).
+    pub usage: Option<vigil_protocol::Usage>,
 }
 
 /// The heartbeat's interval, timed by [`Scheduler::run`]: the one loop that owns timing.
@@ -242,7 +255,7 @@ impl DueTasks for Scheduler {
         tasks
     }
 
-    fn finished(&self, tasks: &[DueTask], outcome: DueOutcome) {
+    fn finished(&self, tasks: &[DueTask], outcome: DueOutcome, usage: Option<vigil_protocol::Usage>) {
         let runs: Vec<Claimed> = {
             let mut q = self.shared.inline.lock().unwrap_or_else(|e| e.into_inner());
             let (mine, rest) = std::mem::take(&mut q.serving)
@@ -266,9 +279,14 @@ impl DueTasks for Scheduler {
             let this = self.clone();
             let result = result.clone();
             let session = session.clone();
+            let ran = Ran {
+                session_id: Some(session),
+                deterministic: false,
+                usage,
+            };
             self.shared
                 .jobs
-                .spawn(async move { this.finish(&c, result, Some(session), false).await });
+                .spawn(async move { this.finish(&c, result, ran).await });
         }
     }
 

@@ -148,6 +148,7 @@ mod tests {
             due_count: 1,
             last_due_at: None,
             side_effect: None,
+            usage: None,
         }
     }
 

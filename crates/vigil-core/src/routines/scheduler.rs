@@ -534,7 +534,7 @@ impl Scheduler {
     /// Moves a claimed run to its next state (seed 003 §11: done / pending with the next
     /// time / retry; `unknown`: waits for the user), records it in the run log with the due
     /// times passed over meanwhile, and releases it.
-    pub async fn finish(&self, claimed: &Claimed, result: RunResult, session_id: Option<String>, deterministic: bool) {
+    pub async fn finish(&self, claimed: &Claimed, result: RunResult, ran: super::Ran) {
         let now = self.now();
         let zone = self.shared.config.default_zone.clone();
         let instance = self.shared.instance.clone();
@@ -606,13 +606,14 @@ impl Scheduler {
             started_at: claimed.started_at,
             finished_at: now,
             outcome,
-            session_id,
+            session_id: ran.session_id,
             summary,
             error,
-            deterministic,
+            deterministic: ran.deterministic,
             due_count,
             last_due_at,
             side_effect: effect.filter(|_| outcome == RunOutcome::Unknown),
+            usage: ran.usage,
         });
         if let Some(p) = passed {
             self.shared.deps.runlog.record(&p);

@@ -60,6 +60,7 @@ impl JobHost for FakeHost {
                 stop_reason: StopReason::Cancelled,
                 reply: String::new(),
                 error: Some("cancelled".into()),
+                usage: None,
             };
         }
         if let Some(g) = &self.gate {
@@ -75,12 +76,14 @@ impl JobHost for FakeHost {
                 stop_reason: StopReason::Error,
                 reply: String::new(),
                 error: Some("the provider failed".into()),
+                usage: None,
             };
         }
         JobOutcome {
             stop_reason: StopReason::EndTurn,
             reply: format!("Done: {}", job.session_id),
             error: None,
+            usage: None,
         }
     }
 }
@@ -281,7 +284,7 @@ async fn inline_routines_due_together_go_to_one_heartbeat_and_come_back() {
         [a.id.as_str(), b.id.as_str()]
     );
     assert!(DueTasks::due(&r.s, T0).is_empty());
-    DueTasks::finished(&r.s, &due, DueOutcome::Done("sent".into()));
+    DueTasks::finished(&r.s, &due, DueOutcome::Done("sent".into()), None);
     r.s.settle().await;
     for id in [&a.id, &b.id] {
         let x = r.routine(id);
@@ -296,7 +299,7 @@ async fn inline_routines_due_together_go_to_one_heartbeat_and_come_back() {
     r.advance_to(T0 + 60 * MIN);
     r.s.tick().await;
     let due = DueTasks::due(&r.s, T0);
-    DueTasks::finished(&r.s, &due, DueOutcome::Skipped("heartbeat quiet-hours".into()));
+    DueTasks::finished(&r.s, &due, DueOutcome::Skipped("heartbeat quiet-hours".into()), None);
     r.s.settle().await;
     assert_eq!(r.routine(&a.id).next_run_at, Some(T0 + 90 * MIN));
     assert_eq!(r.outcomes(&a.id), [RunOutcome::Ok, RunOutcome::Skipped]);
@@ -448,7 +451,7 @@ async fn after_ten_hours_asleep_each_missed_routine_runs_once() {
     let t = r.s.tick().await;
     assert_eq!(t.claimed, ids.to_vec());
     let due = DueTasks::due(&r.s, 0);
-    DueTasks::finished(&r.s, &due, DueOutcome::Done("ok".into()));
+    DueTasks::finished(&r.s, &due, DueOutcome::Done("ok".into()), None);
     r.s.settle().await;
     assert!(r.s.tick().await.claimed.is_empty());
     assert_eq!(r.host.runs.lock().unwrap().len(), 3);

@@ -231,7 +231,7 @@ async fn soak(policy: CatchUp) {
         ticks += 1;
         let due = DueTasks::due(&s, now);
         if !due.is_empty() {
-            DueTasks::finished(&s, &due, DueOutcome::Done("ok".into()));
+            DueTasks::finished(&s, &due, DueOutcome::Done("ok".into()), None);
         }
         s.settle().await;
         // The run logs keep 50 runs each: read them well before they fill; nobody reads

@@ -291,6 +291,8 @@ pub(super) fn run_entry(r: &Routine, outcome: RunOutcome, now: i64, error: Optio
         due_count,
         last_due_at,
         side_effect: r.side_effect.clone(),
+        // Recovered after a crash: what the cut-off turn used was not kept.
+        usage: None,
     }
 }
 
@@ -311,5 +313,6 @@ pub(super) fn gap_entry(r: &Routine, outcome: RunOutcome, slots: Slots, now: i64
         due_count: slots.count,
         last_due_at: (slots.count > 1).then_some(slots.last),
         side_effect: None,
+        usage: None,
     }
 }

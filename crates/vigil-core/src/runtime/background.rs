@@ -454,6 +454,7 @@ impl JobHost for Host {
                 stop_reason: StopReason::Cancelled,
                 reply: String::new(),
                 error: Some("Vigil is shutting down".into()),
+                usage: None,
             },
         }
     }

@@ -179,6 +179,7 @@ impl Runtime {
             stop_reason: result.stop_reason,
             reply,
             error: result.error,
+            usage: result.usage,
         }
     }
 }

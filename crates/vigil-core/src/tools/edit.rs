@@ -36,6 +36,10 @@ pub struct EditTool;
 
 #[async_trait::async_trait]
 impl Tool for EditTool {
+    fn asks_gate_first(&self, input: &serde_json::Value, workspace: &std::path::Path) -> bool {
+        super::path::change_asks_gate(input, workspace)
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "edit".into(),

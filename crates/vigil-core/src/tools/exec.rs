@@ -79,6 +79,11 @@ impl Drop for KillOnDrop<'_> {
 
 #[async_trait::async_trait]
 impl Tool for ExecTool {
+    /// Every command goes to the gate before it is started.
+    fn asks_gate_first(&self, _input: &serde_json::Value, _workspace: &std::path::Path) -> bool {
+        true
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "exec".into(),

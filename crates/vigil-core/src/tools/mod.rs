@@ -186,6 +186,15 @@ pub trait Tool: Send + Sync + 'static {
     fn changes_things(&self, _input: &serde_json::Value) -> bool {
         true
     }
+
+    /// Whether every way this call can change something first gets an `Allowed` verdict
+    /// from the turn's [`ToolContext::gate`] (when it has one): then a watched run's evidence
+    /// of the change is written at that verdict, and a denied call leaves none
+    /// ([`crate::agent::EffectWatch`]). No unless the tool knows: the evidence is then
+    /// written before the call starts.
+    fn asks_gate_first(&self, _input: &serde_json::Value, _workspace: &std::path::Path) -> bool {
+        false
+    }
 }
 
 #[derive(Clone)]
@@ -265,6 +274,11 @@ impl ToolRegistry {
     /// [`Tool::changes_things`] of the call; an unknown tool changes nothing (it cannot run).
     pub fn changes_things(&self, name: &str, input: &serde_json::Value) -> bool {
         self.get(name).is_some_and(|t| t.changes_things(input))
+    }
+
+    /// [`Tool::asks_gate_first`] of the call.
+    pub fn asks_gate_first(&self, name: &str, input: &serde_json::Value, workspace: &std::path::Path) -> bool {
+        self.get(name).is_some_and(|t| t.asks_gate_first(input, workspace))
     }
 
     fn names(&self) -> String {

@@ -133,6 +133,13 @@ pub async fn resolve_for(ctx: &super::ToolContext, raw: &str, write: bool) -> Re
     }
 }
 
+/// Whether a file tool's call (its `path`) changes a file only once the gate allowed it:
+/// a path outside the workspace, which [`resolve_for`] puts to the gate first.
+pub fn change_asks_gate(input: &serde_json::Value, workspace: &Path) -> bool {
+    let raw = input.get("path").and_then(|p| p.as_str()).unwrap_or_default();
+    matches!(resolve_path(workspace, raw), Err(PathError::OutsideWorkspace { .. }))
+}
+
 /// Whether `abs` (symlinks resolved) lies in Vigil's data folder `data_dir`, outside the
 /// workspace (which may lie inside it: the default does). Both folders are compared with
 /// their symlinks resolved, so no spelling of the path reaches the data folder.

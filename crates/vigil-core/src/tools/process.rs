@@ -96,6 +96,15 @@ impl ProcessTool {
 #[async_trait::async_trait]
 impl Tool for ProcessTool {
     /// Looking (`list`, `poll`, `log`) changes nothing; the other actions act on a process.
+    /// Typing into a process asks the gate first ([`Self::may_type`]); killing or forgetting
+    /// one does not ask.
+    fn asks_gate_first(&self, input: &serde_json::Value, _workspace: &std::path::Path) -> bool {
+        matches!(
+            input.get("action").and_then(|a| a.as_str()),
+            Some("write" | "send-keys")
+        )
+    }
+
     fn changes_things(&self, input: &serde_json::Value) -> bool {
         !matches!(
             input.get("action").and_then(|a| a.as_str()),

@@ -24,6 +24,10 @@ pub struct WriteTool;
 
 #[async_trait::async_trait]
 impl Tool for WriteTool {
+    fn asks_gate_first(&self, input: &serde_json::Value, workspace: &std::path::Path) -> bool {
+        super::path::change_asks_gate(input, workspace)
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "write".into(),

@@ -16,6 +16,7 @@ mod prompt_cache;
 mod provider;
 mod reflection;
 mod routines;
+mod run_usage;
 mod runtime;
 mod sandbox;
 mod sessions;
