@@ -22,7 +22,7 @@ use vigil_protocol::{CatchUp, RunOutcome};
 
 use super::model::{iso_string, Routine};
 use super::schedule::Spec;
-use super::state::{slots_between, slots_words, Slots};
+use super::state::{slots_between, Slots};
 
 /// What the scheduler knew before this tick.
 #[derive(Debug, Clone, Copy)]
@@ -76,12 +76,14 @@ pub(super) fn decide(r: &Routine, spec: &Spec, now: i64, w: Watch) -> Decision {
     }
     let due = Slots::after(head, rest);
     let earlier = due.without_last();
-    let (outcome, while_) = if late {
-        (RunOutcome::Missed, "while Vigil could not run it")
+    // The record's own fields carry the due times and their count (the history shows them);
+    // its text says why.
+    let (outcome, why) = if late {
+        (RunOutcome::Missed, "Vigil could not run it then")
     } else {
-        (RunOutcome::Skipped, "while Vigil was busy")
+        (RunOutcome::Skipped, "Vigil was busy then")
     };
-    let not_run = |s: Slots, how: &str| Some((s, outcome, format!("due {} {while_}; {how}", slots_words(&s))));
+    let not_run = |s: Slots, how: &str| Some((s, outcome, format!("{why}; {how}")));
     let none_runs = |how: &str| Decision {
         run: None,
         told: None,

@@ -138,20 +138,6 @@ pub(super) fn slots_between(spec: &Spec, anchor: i64, after: i64, until: i64) ->
     Some(s)
 }
 
-/// "09:00" for one due time, "3 times, 06:00 – 08:00 UTC" for several.
-pub(super) fn slots_words(s: &Slots) -> String {
-    if s.count == 1 {
-        format!("at {}", iso_string(s.first))
-    } else {
-        format!(
-            "{} times, from {} to {}",
-            s.count,
-            iso_string(s.first),
-            iso_string(s.last)
-        )
-    }
-}
-
 /// Moves a routine on to its first due time after `now`, or finishes a one-shot as
 /// `finished`. Returns the due times passed over since the slot just handled (`r.due_at`):
 /// they came while its run was going or being retried.
@@ -180,10 +166,7 @@ pub(super) fn passed_over(r: &Routine, slots: Slots, handled: Option<i64>, now: 
         RunOutcome::Skipped,
         slots,
         now,
-        format!(
-            "due {} while {during} was still going (a routine never runs twice at once)",
-            slots_words(&slots)
-        ),
+        format!("{during} was still going then (a routine never runs twice at once)"),
     )
 }
 
