@@ -8,9 +8,6 @@
 import { createSubscriber } from 'svelte/reactivity';
 
 export class Clock {
-  #now = Date.now();
-  /** Someone reads the clock in an effect: `#now` is kept current. */
-  #live = false;
   #subscribe: () => void;
 
   constructor(
@@ -20,42 +17,38 @@ export class Clock {
   ) {
     this.#subscribe = createSubscriber((update) => {
       let timer: ReturnType<typeof setTimeout> | null = null;
-      const tick = () => {
-        this.#now = Date.now();
-        update();
-      };
       const arm = () => {
         if (timer !== null) clearTimeout(timer);
         timer = null;
         if (doc.visibilityState !== 'visible') return;
         timer = setTimeout(
           () => {
-            tick();
+            update();
             arm();
           },
           period - (Date.now() % period),
         );
       };
       const onVisibility = () => {
-        if (doc.visibilityState === 'visible') tick();
+        if (doc.visibilityState === 'visible') update();
         arm();
       };
-      this.#live = true;
-      this.#now = Date.now();
       doc.addEventListener('visibilitychange', onVisibility);
       arm();
       return () => {
-        this.#live = false;
         if (timer !== null) clearTimeout(timer);
         doc.removeEventListener('visibilitychange', onVisibility);
       };
     });
   }
 
-  /** The time as of the last tick (read in an effect), or now (read anywhere else). */
+  /**
+   * The time now; read in an effect, the effect runs again at the next tick. (Now, not the
+   * last tick's time: a reader that shows up between ticks starts from the right time.)
+   */
   get now(): number {
     this.#subscribe();
-    return this.#live ? this.#now : Date.now();
+    return Date.now();
   }
 }
 
