@@ -12,10 +12,17 @@
 //   from /proc/<pid>/smaps_rollup, 5 s after the window is interactive: Vigil with that
 //   conversation on screen and 10 finished processes in its Processes panel (run through the
 //   panel, so driven by WebDriver), the empty window driven the same way.
+// - Idle CPU, without WebDriver (its session would wake the page): each app started as for
+//   the launch, Vigil on a short conversation; after IDLE_SETTLE_S, the CPU time (utime +
+//   stime from /proc/<pid>/stat, dead threads included) of the app and all its WebKit
+//   processes over IDLE_MEASURE_S, and their voluntary context switches (every thread's
+//   /proc/<pid>/task/*/status), with the window open, then again closed: WM_DELETE_WINDOW
+//   to the window (tests/e2e/wm-close.py), which hides Vigil to the tray (its default) and
+//   hides the empty window too (bench/empty-window does what Vigil's close to tray does).
 //
 // Prints each figure, the ratios and the issue's goals; exits 0 either way (a benchmark
 // reports, the note says what was met).
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,22 +35,28 @@ const PROFILE = process.env.BENCH_PROFILE ?? 'release';
 const VIGIL = path.join(TARGET, PROFILE, 'vigil');
 const EMPTY = path.join(TARGET, PROFILE, 'vigil-empty-window');
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
-/** `launch` or `memory` to measure only that (while working on one). */
-const ONLY = process.env.BENCH_ONLY ?? '';
+/** `launch`, `memory` or `idle` (or several, comma-separated) to measure only those. */
+const ONLY = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
+const measures = (what) => ONLY.length === 0 || ONLY.includes(what);
 const IDLE_MS = 5000;
+/** Idle CPU: the wait after the window is interactive (or closed), then the measured span. */
+const IDLE_SETTLE_S = Number(process.env.BENCH_IDLE_SETTLE_S ?? 20);
+const IDLE_MEASURE_S = Number(process.env.BENCH_IDLE_MEASURE_S ?? 60);
+const CLOCK_TICK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
+const WM_CLOSE = path.join(ROOT, 'tests', 'e2e', 'wm-close.py');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 for (const bin of [VIGIL, EMPTY]) {
   if (!fs.existsSync(bin)) throw new Error(`${bin} is missing: run \`make bench-app\`, which builds it`);
 }
 
-/** A data folder with one conversation of 200 messages (100 questions, 100 Markdown replies). */
-function seededDataDir() {
+/** A data folder with one conversation of `2 × pairs` messages (questions, Markdown replies). */
+function seededDataDir(pairs = 100) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vigil-bench-app-'));
   fs.mkdirSync(path.join(dir, 'sessions'));
-  const start = Date.now() - 200 * 60_000;
+  const start = Date.now() - 2 * pairs * 60_000;
   const lines = [];
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < pairs; i++) {
     lines.push({ role: 'user', content: [{ type: 'text', text: `Question ${i}: how do I check the disk usage of ~/projects?` }], ts: start + i * 120_000 });
     const reply = `Here is how, step ${i}:\n\n1. Run \`du -sh ~/projects/*\`.\n2. Sort it: \`du -sh ~/projects/* | sort -h\`.\n\n\`\`\`sh\ndu -sh ~/projects/* | sort -h | tail -5\n\`\`\`\n\nThe **largest** folders come last.`;
     lines.push({ role: 'assistant', content: [{ type: 'text', text: reply }], ts: start + i * 120_000 + 5000, model: 'fake-model', stop_reason: 'end_turn' });
@@ -55,8 +68,8 @@ function seededDataDir() {
 /** Each launch's own account: ms from process start to ready, and of it the page's part. */
 const phases = [];
 
-/** Milliseconds from spawning `bin` to its READY line; the process is then stopped. */
-async function launchOnce(bin, env) {
+/** Starts `bin` and waits for its READY line: the child, when it exited, and the ms to ready. */
+async function startReady(bin, env) {
   const t0 = performance.now();
   const child = spawn(bin, [], { env: { ...process.env, ...env, VIGIL_REPORT_READY: '1' }, stdio: ['ignore', 'pipe', 'ignore'] });
   const exited = new Promise((r) => child.once('exit', r));
@@ -74,10 +87,21 @@ async function launchOnce(bin, env) {
     });
     child.once('exit', (code) => reject(new Error(`${path.basename(bin)} exited (${code}) before it was ready`)));
   });
+  return { child, exited, ms };
+}
+
+/** Stops a process `startReady` started (SIGTERM, then SIGKILL after 10 s). */
+async function stop({ child, exited }) {
   child.kill('SIGTERM');
   await Promise.race([exited, sleep(10_000).then(() => child.kill('SIGKILL'))]);
   await exited;
-  return ms;
+}
+
+/** Milliseconds from spawning `bin` to its READY line; the process is then stopped. */
+async function launchOnce(bin, env) {
+  const started = await startReady(bin, env);
+  await stop(started);
+  return started.ms;
 }
 
 /** The PIDs of `root` and everything under it. */
@@ -92,13 +116,18 @@ function tree(root) {
   return rows.filter(([pid]) => keep.has(pid)).map(([pid, , comm]) => ({ pid, comm }));
 }
 
-/** PSS in KiB of `pid` (0 if it is gone). */
-function pss(pid) {
+/**
+ * PSS and USS (private pages only) in KiB of `pid` (0 if it is gone). PSS splits each page
+ * shared with other processes among them, so it drops while any other WebKit process on
+ * the machine maps the same libraries; USS does not depend on what else runs.
+ */
+function memoryOf(pid) {
   try {
-    const m = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').match(/^Pss:\s+(\d+) kB/m);
-    return m ? Number(m[1]) : 0;
+    const rollup = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    const kib = (field) => Number(rollup.match(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm'))?.[1] ?? 0);
+    return { pss: kib('Pss'), uss: kib('Private_Clean') + kib('Private_Dirty') };
   } catch {
-    return 0;
+    return { pss: 0, uss: 0 };
   }
 }
 
@@ -113,11 +142,92 @@ async function idlePss(h, bin, prepare) {
     await prepare(driver);
     await sleep(IDLE_MS);
     const pid = execFileSync('pgrep', ['-n', '-f', `^${bin}`]).toString().trim();
-    const members = tree(pid).map((p) => ({ ...p, pss: pss(p.pid) }));
-    return { total: members.reduce((s, p) => s + p.pss, 0), members };
+    const members = tree(pid).map((p) => ({ ...p, ...memoryOf(p.pid) }));
+    return { total: members.reduce((s, p) => s + p.pss, 0), uss: members.reduce((s, p) => s + p.uss, 0), members };
   } finally {
     await driver.quit().catch(() => {});
     await sleep(500);
+  }
+}
+
+/**
+ * CPU time (clock ticks, dead threads included) of `root` and everything under it, and the
+ * voluntary context switches of each of their threads (a thread's own count).
+ */
+function cpuSnapshot(root) {
+  const procs = tree(root).map(({ pid, comm }) => {
+    let ticks = 0;
+    const threads = new Map();
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks = Number(fields[11]) + Number(fields[12]);
+      for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+        const status = fs.readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+        const switches = Number(status.match(/^voluntary_ctxt_switches:\s+(\d+)/m)?.[1] ?? 0);
+        threads.set(tid, { name: `${comm}/${status.match(/^Name:\s+(.*)$/m)?.[1] ?? tid}`, switches });
+      }
+    } catch {
+      // Gone meanwhile: it counts for nothing.
+    }
+    return { pid, comm, ticks, threads };
+  });
+  return new Map(procs.map((p) => [p.pid, p]));
+}
+
+/**
+ * What `root`'s tree used between two snapshots, per minute: CPU seconds, and the context
+ * switches of the threads alive at the end (a thread that ended meanwhile is not counted).
+ */
+function usedPerMinute(root, before, after, seconds) {
+  const perMin = 60 / seconds;
+  const threads = [...after.values()].flatMap((p) =>
+    [...p.threads].map(([tid, t]) => ({
+      pid: p.pid,
+      tid,
+      name: t.name,
+      switches: (t.switches - (before.get(p.pid)?.threads.get(tid)?.switches ?? 0)) * perMin,
+    })),
+  );
+  const members = [...after.values()].map((p) => ({
+    comm: p.comm,
+    cpu: ((p.ticks - (before.get(p.pid)?.ticks ?? 0)) / CLOCK_TICK) * perMin,
+  }));
+  return {
+    cpu: members.reduce((s, m) => s + m.cpu, 0),
+    switches: threads.reduce((s, t) => s + t.switches, 0),
+    appMain: threads.find((t) => t.tid === String(root))?.switches ?? 0,
+    members,
+    // The threads that woke most, to say what keeps waking.
+    wakers: threads.sort((a, b) => b.switches - a.switches).slice(0, 4),
+  };
+}
+
+async function measureIdle(root) {
+  await sleep(IDLE_SETTLE_S * 1000);
+  const before = cpuSnapshot(root);
+  await sleep(IDLE_MEASURE_S * 1000);
+  return usedPerMinute(root, before, cpuSnapshot(root), IDLE_MEASURE_S);
+}
+
+const visibleWindows = (title) =>
+  spawnSync('xdotool', ['search', '--onlyvisible', '--name', `^${title}$`]).stdout.toString().trim().split('\n').filter(Boolean);
+
+/** Idle CPU of `bin` with its window (named `title`) open, then closed by its close button. */
+async function idleCpu(bin, env, title) {
+  const started = await startReady(bin, env);
+  try {
+    const open = await measureIdle(started.child.pid);
+    execFileSync('python3', [WM_CLOSE, title]);
+    const end = Date.now() + 5000;
+    while (visibleWindows(title).length > 0) {
+      if (Date.now() > end) throw new Error(`${title}'s window did not hide on close`);
+      await sleep(100);
+    }
+    const closed = await measureIdle(started.child.pid);
+    return { open, closed };
+  } finally {
+    await stop(started);
   }
 }
 
@@ -145,7 +255,7 @@ async function tenFinishedProcesses(driver) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const mib = (kib) => `${(kib / 1024).toFixed(1)} MiB`;
 const row = (name, base, app, unit, fmt = (v) => v.toFixed(0)) =>
-  console.log(`${name.padEnd(44)} ${`${fmt(base)} ${unit}`.padStart(12)} ${`${fmt(app)} ${unit}`.padStart(12)} ${(app / base).toFixed(2).padStart(7)}×`);
+  console.log(`${name.padEnd(44)} ${`${fmt(base)} ${unit}`.padStart(12)} ${`${fmt(app)} ${unit}`.padStart(12)} ${(base > 0 ? (app / base).toFixed(2) : '—').padStart(7)}×`);
 
 const dataDir = seededDataDir();
 const vigilEnv = { VIGIL_DATA_DIR: dataDir, VIGIL_NO_KEYRING: '1' };
@@ -155,7 +265,7 @@ try {
   const goals = [];
   console.log(`app vs an empty Tauri v2 window (${PROFILE} builds; ${RUNS} launches each, medians; ${os.cpus().length} cores)`);
   console.log(`${''.padEnd(44)} ${'empty'.padStart(12)} ${'Vigil'.padStart(12)} ${'ratio'.padStart(8)}`);
-  if (ONLY !== 'memory') {
+  if (measures('launch')) {
     // Warm-up: the first start of each pays for loading libraries from disk.
     await launchOnce(EMPTY, {});
     await launchOnce(VIGIL, vigilEnv);
@@ -175,17 +285,46 @@ try {
     }
     goals.push(`launch ≤ 1.5× the empty window: ${ok(tv <= 1.5 * te)}`, `launch ≤ 500 ms: ${ok(tv <= 500)}`);
   }
-  if (ONLY !== 'launch') {
+  if (measures('memory')) {
     await h.startDriver(vigilEnv);
     const emptyMem = await idlePss(h, EMPTY, async () => {});
     const chatMem = await idlePss(h, VIGIL, conversationShown);
     const vigilMem = await idlePss(h, VIGIL, tenFinishedProcesses);
     row('idle PSS, all processes (+10 finished procs)', emptyMem.total, vigilMem.total, '', mib);
     row('idle PSS, the chat alone (no processes run)', emptyMem.total, chatMem.total, '', mib);
+    row('  USS (private), +10 finished procs', emptyMem.uss, vigilMem.uss, '', mib);
+    row('  USS (private), the chat alone', emptyMem.uss, chatMem.uss, '', mib);
     for (const [name, m] of [['empty', emptyMem], ['Vigil, chat alone', chatMem], ['Vigil', vigilMem]]) {
-      console.log(`  PSS ${name}: ${m.members.map((p) => `${p.comm} ${mib(p.pss)}`).join(', ')}`);
+      console.log(`  PSS (USS) ${name}: ${m.members.map((p) => `${p.comm} ${mib(p.pss)} (${mib(p.uss)})`).join(', ')}`);
     }
     goals.push(`idle PSS ≤ 1.25×: ${ok(vigilMem.total <= 1.25 * emptyMem.total)}`);
+  }
+  if (measures('idle')) {
+    const shortChat = seededDataDir(3);
+    try {
+      const empty = await idleCpu(EMPTY, {}, 'Empty');
+      const vigil = await idleCpu(VIGIL, { ...vigilEnv, VIGIL_DATA_DIR: shortChat }, 'Vigil');
+      const secs = (v) => `${v.toFixed(2)} s`;
+      row('idle CPU/min, window open (6-message chat)', empty.open.cpu, vigil.open.cpu, '', secs);
+      row('idle CPU/min, window closed (to the tray)', empty.closed.cpu, vigil.closed.cpu, '', secs);
+      console.log(`  idle: ${IDLE_MEASURE_S} s measured after ${IDLE_SETTLE_S} s; CPU of the app and its WebKit processes`);
+      for (const m of ['open', 'closed']) {
+        const line = (who, u) => `${who} ${u.switches.toFixed(0)} (app's main thread ${u.appMain.toFixed(0)})`;
+        console.log(`  voluntary context switches/min, ${m}: ${line('empty', empty[m])}; ${line('Vigil', vigil[m])}`);
+        for (const [who, u] of [['empty', empty[m]], ['Vigil', vigil[m]]]) {
+          console.log(`  CPU/min ${who}, ${m}: ${u.members.map((p) => `${p.comm} ${secs(p.cpu)}`).join(', ')}`);
+          console.log(`    woke most (switches/min): ${u.wakers.map((t) => `${t.name} ${t.switches.toFixed(0)}`).join(', ')}`);
+        }
+      }
+      // CPU time is counted in clock ticks: one tick a minute is within the measurement's grain.
+      const tick = 60 / IDLE_MEASURE_S / CLOCK_TICK;
+      goals.push(
+        `idle CPU window open ≤ 2× the empty window: ${ok(vigil.open.cpu <= 2 * empty.open.cpu + tick)}`,
+        `idle CPU closed to the tray ≤ 1× the empty window closed: ${ok(vigil.closed.cpu <= empty.closed.cpu + tick)}`,
+      );
+    } finally {
+      fs.rmSync(shortChat, { recursive: true, force: true });
+    }
   }
   console.log(`\ngoals: ${goals.join('; ')}`);
 } finally {

@@ -1,5 +1,6 @@
 // Thumbnails of stored images: fetched from the app by the conversation's id, shown small,
-// opened full size on a click and closed with Escape; a missing file shows as a tile.
+// opened full size on a click and closed with Escape; a missing file shows as a tile; an
+// image no thumbnail shows any more is let go, and fetched again when it shows again.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { flushSync, mount, tick, unmount } from 'svelte';
 import * as ipc from '../lib/ipc';
@@ -9,6 +10,7 @@ let mounted: Record<string, unknown>[] = [];
 
 beforeEach(() => {
   URL.createObjectURL = vi.fn((blob: Blob) => `blob:${(blob as Blob).type}-${(blob as Blob).size}`);
+  URL.revokeObjectURL = vi.fn();
 });
 
 afterEach(() => {
@@ -60,5 +62,29 @@ describe('image thumbnails', () => {
     await settle();
     expect(target.querySelector('[data-testid="image-thumb"]')).toBeNull();
     expect(target.querySelector('[data-testid="image-thumb-missing"]')?.textContent).toBe('image unavailable');
+  });
+
+  it('an image no thumbnail shows any more is let go, and fetched again when it shows again', async () => {
+    const blob = vi.spyOn(ipc, 'imageBlob').mockImplementation(async () => new Uint8Array(3).buffer);
+    const images = [{ sha256: 'd'.repeat(64), mime: 'image/png' }];
+    const show = () => {
+      const target = document.createElement('div');
+      document.body.append(target);
+      return mount(ImageThumbs, { target, props: { images } });
+    };
+    const first = show();
+    const second = show();
+    await settle();
+    expect(blob).toHaveBeenCalledTimes(1);
+    unmount(first);
+    await settle();
+    expect(URL.revokeObjectURL).not.toHaveBeenCalled();
+    unmount(second);
+    await settle();
+    expect(URL.revokeObjectURL).toHaveBeenCalledWith('blob:image/png-3');
+    mounted.push(show());
+    await settle();
+    expect(blob).toHaveBeenCalledTimes(2);
+    expect(document.querySelector('[data-testid="image-thumb"] img')?.getAttribute('src')).toBe('blob:image/png-3');
   });
 });

@@ -1,6 +1,9 @@
-// Images stored with a conversation, as URLs the page can show: fetched once per image from
-// the app (`image_blob`) and kept as object URLs for the life of the window. An image is
-// named by its hash, so a cached URL never goes stale.
+// Images stored with a conversation, as URLs the page can show: fetched from the app
+// (`image_blob`) and kept as object URLs while a thumbnail on screen holds them. Kept for
+// the life of the window, every image of every conversation looked at stayed in the page;
+// now the last thumbnail to let go (scrolled out of a long chat, another conversation
+// opened) frees its bytes, and showing it again fetches it again. An image is named by its
+// hash, so a URL never goes stale while it is held.
 
 import * as ipc from '../lib/ipc';
 import type { ContentBlock } from '../lib/protocol';
@@ -30,18 +33,46 @@ export function resultImages(content: ContentBlock[]): Map<string, ImageRef[]> {
   return out;
 }
 
-const urls = new Map<string, Promise<string>>();
+/** Object URLs of stored images, with how many thumbnails hold each. */
+const held = new Map<string, { url: Promise<string>; holders: number }>();
 
-/** An object URL for a stored image; rejects (and is asked again next time) if it cannot be had. */
-export function imageUrl(sessionId: string, image: ImageRef): Promise<string> {
+/** A stored image's object URL, kept until `release` (once per hold). */
+export interface HeldImage {
+  /** Rejects (and is asked again by the next hold) if it cannot be had. */
+  url: Promise<string>;
+  release: () => void;
+}
+
+/** Holds an object URL for a stored image; the last release frees it. */
+export function holdImage(sessionId: string, image: ImageRef): HeldImage {
   const key = `${sessionId}/${image.sha256}`;
-  let url = urls.get(key);
-  if (!url) {
-    url = ipc
-      .imageBlob(sessionId, image.sha256, image.mime)
-      .then((bytes) => URL.createObjectURL(new Blob([bytes], { type: image.mime })));
-    url.catch(() => urls.delete(key));
-    urls.set(key, url);
+  let entry = held.get(key);
+  if (!entry) {
+    const created = {
+      url: ipc.imageBlob(sessionId, image.sha256, image.mime).then((bytes) => URL.createObjectURL(new Blob([bytes], { type: image.mime }))),
+      holders: 0,
+    };
+    created.url.catch(() => {
+      if (held.get(key) === created) held.delete(key);
+    });
+    held.set(key, created);
+    entry = created;
   }
-  return url;
+  const mine = entry;
+  mine.holders += 1;
+  let released = false;
+  return {
+    url: mine.url,
+    release: () => {
+      if (released) return;
+      released = true;
+      mine.holders -= 1;
+      // After the current update: a thumbnail redrawn lets go and holds again in one go.
+      queueMicrotask(() => {
+        if (mine.holders > 0 || held.get(key) !== mine) return;
+        held.delete(key);
+        mine.url.then(URL.revokeObjectURL, () => {});
+      });
+    },
+  };
 }

@@ -1,14 +1,28 @@
 // The heartbeat's view (settings, last run, next run, counters) for the status indicator
-// and the settings section. Loaded on start, after each `heartbeat` event, and every
-// 30 s so "next 13:00" stays true after the core reschedules. Also "Check now": a manual
-// wake and its answer, shared by the status bar's popover and the Routines pane.
+// and the settings section. Loaded on start and after each `heartbeat` event, and asked
+// again where it may have moved on without one: once its next run is due (so "next 13:00"
+// stays true after the core reschedules), after each turn (today's background tokens; a
+// message of the user's ends the idle gate's stretch), and when the window shows again.
+// Nothing is asked on a period, and nothing while the window is hidden in the tray. Also
+// "Check now": a manual wake and its answer, shared by the status bar's popover and the
+// Routines pane.
 
+import { untrack } from 'svelte';
+import { page } from '../lib/clock';
 import * as ipc from '../lib/ipc';
 import type { HeartbeatSettings, HeartbeatView } from '../lib/protocol';
 import { CHECKING, IDLE, withCheckEvent, type CheckState } from './check';
 import { withHeartbeatEvent } from './status';
 
-const REFRESH_MS = 30_000;
+/** After the next run's time, the wait for the core to have run or moved it. */
+export const DUE_SLACK_MS = 1000;
+/** A next run already past when the view came (a run under way): asked again this much later. */
+export const OVERDUE_RETRY_MS = 30_000;
+
+/** How long until the view should be asked again for its next run at `at`. */
+export function untilDue(at: number, now: number): number {
+  return at > now ? at - now + DUE_SLACK_MS : OVERDUE_RETRY_MS;
+}
 
 export class HeartbeatStore {
   view = $state.raw<HeartbeatView | null>(null);
@@ -32,6 +46,10 @@ export class HeartbeatStore {
           void this.refresh();
           return;
         }
+        if (event.type === 'turn_finished') {
+          void this.refresh();
+          return;
+        }
         if (event.type !== 'heartbeat') return;
         this.check = withCheckEvent(this.check, event);
         this.view = withHeartbeatEvent(this.view, event);
@@ -40,11 +58,28 @@ export class HeartbeatStore {
     );
     // A missing backend is reported by the chat store.
     if (error !== null && error.code !== 'not_ready') this.error = error.message;
-    const timer = setInterval(() => void this.refresh(), REFRESH_MS);
+    const stopWatching = $effect.root(() => this.#watch());
     return () => {
       unlisten();
-      clearInterval(timer);
+      stopWatching();
     };
+  }
+
+  #watch(): void {
+    // The next run's time: asked again once it is due, while the window shows.
+    $effect(() => {
+      const at = this.view?.next_run_at ?? null;
+      if (at === null || !page.visible) return;
+      const timer = setTimeout(() => void this.refresh(), untilDue(at, Date.now()));
+      return () => clearTimeout(timer);
+    });
+    // Back from the tray: whatever happened meanwhile without an event.
+    let shown = page.visible;
+    $effect(() => {
+      const visible = page.visible;
+      if (visible && !shown) untrack(() => void this.refresh());
+      shown = visible;
+    });
   }
 
   async refresh(): Promise<void> {
