@@ -61,6 +61,24 @@ describe('the message box at rest', () => {
     expect(box.classList.contains('resting')).toBe(false);
   });
 
+  it('Backspace and Delete after a rest correct what was written, as with the focus', () => {
+    const { area } = show();
+    write(area, 'helo 👋');
+    area.setSelectionRange(3, 3);
+    vi.advanceTimersByTime(CARET_REST_MS);
+    expect(document.activeElement).not.toBe(area);
+    press('Backspace');
+    expect(document.activeElement).toBe(area);
+    expect(area.value).toBe('heo 👋');
+    vi.advanceTimersByTime(CARET_REST_MS);
+    press('l');
+    expect(area.value).toBe('helo 👋');
+    area.setSelectionRange(5, 5);
+    vi.advanceTimersByTime(CARET_REST_MS);
+    press('Delete');
+    expect(area.value, 'the emoji as a whole').toBe('helo ');
+  });
+
   it('typing keeps it awake; Enter after a rest sends what was written', async () => {
     const { area, onSend } = show();
     write(area, 'ship it');

@@ -79,6 +79,13 @@ export function restCaret(area: HTMLTextAreaElement, onRest: (resting: boolean) 
       e.stopImmediatePropagation();
       area.setRangeText(text, area.selectionStart, area.selectionEnd, 'end');
       area.dispatchEvent(new Event('input', { bubbles: true }));
+    } else if ((e.key === 'Backspace' || e.key === 'Delete') && !e.ctrlKey && !e.metaKey && !e.altKey) {
+      // A correction after a pause is not lost either: it deletes what it would have.
+      e.preventDefault();
+      e.stopImmediatePropagation();
+      const [from, to] = deletedRange(area.value, area.selectionStart, area.selectionEnd, e.key === 'Backspace');
+      area.setRangeText('', from, to, 'end');
+      area.dispatchEvent(new Event('input', { bubbles: true }));
     }
     // Anything else (Tab, arrows, Ctrl+V…) acts from the box, which now has the focus.
   };
@@ -119,4 +126,13 @@ export function restCaret(area: HTMLTextAreaElement, onRest: (resting: boolean) 
     win.removeEventListener('pointerdown', onWindowPointer, true);
     win.removeEventListener('focus', onWindowFocus);
   };
+}
+
+/** What Backspace (`back`) or Delete removes from `value` with the selection `[start, end)`:
+ *  the selection, else one character before or after the caret (a surrogate pair whole). */
+export function deletedRange(value: string, start: number, end: number, back: boolean): [number, number] {
+  if (start !== end) return [start, end];
+  const pair = (i: number) => /[\uD800-\uDBFF]/.test(value[i] ?? '') && /[\uDC00-\uDFFF]/.test(value[i + 1] ?? '');
+  if (back) return start === 0 ? [0, 0] : [start - (start >= 2 && pair(start - 2) ? 2 : 1), start];
+  return end >= value.length ? [end, end] : [end, end + (pair(end) ? 2 : 1)];
 }
