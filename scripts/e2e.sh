@@ -16,7 +16,11 @@ fi
 # A hung WebDriver session must fail the run, not stall CI for its whole limit.
 timeout 1500 node --test --test-concurrency=1 "${files[@]}" 2> >(grep -v -e 'Failed to set fd limit' >&2)
 rc=$?
-# Stop the notification daemon before the bus goes away, so it does not complain after the results.
-pkill -x dunst 2>/dev/null
+# Stop this bus's notification daemon before the bus goes away, so it does not complain
+# after the results; only ours (by the pid that owns the name here), never another run's.
+daemon=$(dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+  org.freedesktop.DBus.GetConnectionUnixProcessID string:org.freedesktop.Notifications 2>/dev/null |
+  awk '/uint32/ { print $2 }')
+[ -n "$daemon" ] && kill "$daemon" 2>/dev/null
 sleep 0.2
 exit $rc
