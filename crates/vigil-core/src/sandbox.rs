@@ -144,6 +144,9 @@ fn probe() -> Availability {
         "/proc",
         "--tmpfs",
         "/tmp",
+        "--unshare-user",
+        "--cap-drop",
+        "ALL",
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-net",
@@ -226,6 +229,10 @@ fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
         push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
     }
     push(&["--remount-ro".as_ref(), data.as_os_str()]);
+    // A user namespace of its own and no capabilities in it, whoever runs Vigil: bwrap keeps
+    // every capability when started by root, and with `CAP_SYS_ADMIN` a command could
+    // unmount the empty folder over the data folder and read what lies beneath.
+    push(&["--unshare-user".as_ref(), "--cap-drop".as_ref(), "ALL".as_ref()]);
     push(&["--unshare-pid".as_ref(), "--unshare-ipc".as_ref()]);
     if !layout.settings.network {
         push(&["--unshare-net".as_ref()]);

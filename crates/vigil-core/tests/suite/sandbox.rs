@@ -108,6 +108,46 @@ async fn a_sandboxed_command_writes_the_workspace_and_nothing_else() {
     rt.shutdown().await;
 }
 
+/// Commands that try to take the sandbox apart from inside: unmount the empty folder over
+/// the data folder, make the root writable again, mount over it, build a namespace of their
+/// own with capabilities in it. On a machine where Vigil runs as root (CI here) bwrap keeps
+/// every capability unless told otherwise, and the first of these read the key.
+#[tokio::test]
+async fn a_sandboxed_command_cannot_undo_the_sandbox() {
+    bwrap_ready();
+    let dir = outside_tmp();
+    let data = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(data.join("secrets")).unwrap();
+    std::fs::write(data.join("secrets/key"), "sk-hidden-key").unwrap();
+    let home = std::env::var("HOME").unwrap();
+    let probe = format!("{home}/vigil-escape-probe-{}", std::process::id());
+    let (rt, mut rx, fake) = full_auto(&data).await;
+    let d = data.display();
+    let tries = [
+        format!("umount {d}; cat {d}/secrets/key"),
+        format!("umount -l {d}; cat {d}/secrets/key"),
+        format!("mount -o remount,rw {d}; cat {d}/secrets/key"),
+        format!("mount -o remount,rw /; touch {probe}"),
+        format!("mount -o remount,rw {home}; touch {probe}"),
+        format!("mount -t tmpfs none {home} && touch {probe}"),
+        format!("unshare -rm sh -c 'umount {d}; cat {d}/secrets/key; mount -o remount,rw /; touch {probe}'"),
+        format!("unshare -rm sh -c 'mount --bind / /mnt && cat /mnt{d}/secrets/key'"),
+        "grep -E '^Cap(Prm|Eff|Amb):' /proc/self/status".into(),
+    ];
+    for attempt in &tries {
+        let out = run(&rt, &mut rx, &fake, attempt).await;
+        assert!(!out.contains("sk-hidden-key"), "{attempt} read the key: {out}");
+        assert!(!Path::new(&probe).exists(), "{attempt} wrote {probe}: {out}");
+        if attempt.starts_with("grep") {
+            for line in out.lines().filter(|l| l.starts_with("Cap")) {
+                assert!(line.ends_with("0000000000000000"), "capabilities left: {out}");
+            }
+            assert_eq!(out.lines().filter(|l| l.starts_with("Cap")).count(), 3, "{out}");
+        }
+    }
+    rt.shutdown().await;
+}
+
 #[tokio::test]
 async fn with_the_network_off_a_command_cannot_reach_even_a_loopback_server() {
     bwrap_ready();
