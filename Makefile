@@ -47,9 +47,10 @@ tools:
 ui:
 	npm run --silent ui:build
 
-# Always the same feature set, or the tauri crates rebuild.
+# Always the same feature set, or the tauri crates rebuild. vigil-sandbox (the sandbox's zygote,
+# found beside the app's binary) in the same run: the same vigil-core, no second build of it.
 app:
-	cargo build -p vigil --features custom-protocol
+	cargo build -p vigil -p vigil-core --bin vigil --bin vigil-sandbox --features vigil/custom-protocol
 
 fmt-check:
 	cargo fmt --all -- --check
@@ -84,6 +85,8 @@ fuzz-long:
 ## The installable .deb (release build through the Tauri bundler; nothing is downloaded),
 ## in $(CARGO_TARGET_DIR or target)/release/bundle/deb/.
 bundle: deps-run ui
+	cargo build --release -p vigil-core --bin vigil-sandbox
+	install -D $${CARGO_TARGET_DIR:-target}/release/vigil-sandbox src-tauri/binaries/vigil-sandbox
 	TAURI_APP_PATH=src-tauri npx tauri build --bundles deb --ci
 	@ls -l $${CARGO_TARGET_DIR:-target}/release/bundle/deb/*.deb
 
@@ -105,7 +108,7 @@ bench:
 ## The desktop app against an empty Tauri v2 window built the same way (bench/empty-window,
 ## one cargo run so both link the same tauri): launch to interactive and idle PSS, as ratios.
 bench-app: deps-test ui
-	cargo build --release -p vigil -p vigil-empty-window --features vigil/custom-protocol,vigil-empty-window/custom-protocol
+	cargo build --release -p vigil -p vigil-empty-window -p vigil-core --bin vigil --bin vigil-empty-window --bin vigil-sandbox --features vigil/custom-protocol,vigil-empty-window/custom-protocol
 	xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- node scripts/bench-app.mjs
 
 test-e2e:

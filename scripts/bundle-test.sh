@@ -17,6 +17,7 @@ if [ "${1:-}" != "--inside" ]; then
   echo "== package contents"
   dpkg -L vigil | while read -r f; do [ -f "$f" ] && echo "  $f"; done
   test -x /usr/bin/vigil
+  test -x /usr/bin/vigil-sandbox # the sandbox's zygote, found beside the app
   desktop=$(dpkg -L vigil | grep '\.desktop$' | head -1)
   grep -q '^Exec=vigil' "$desktop" || { echo "the desktop entry does not start vigil" >&2; cat "$desktop" >&2; exit 1; }
   grep -q '^Icon=vigil' "$desktop"

@@ -86,7 +86,7 @@ async fn through_registry(cmd: &str, pty: bool) -> (u64, Duration, u64, usize, u
 async fn through_registry_in(
     cmd: &str,
     pty: bool,
-    sandbox: Option<Vec<std::ffi::OsString>>,
+    sandbox: Option<vigil_core::sandbox::Wrapped>,
 ) -> (u64, Duration, u64, usize, u64) {
     let events = Arc::new(Counting::default());
     let registry = RegistryHandle::start(RegistryConfig::default(), Arc::new(SystemClock), events.clone());
@@ -193,6 +193,7 @@ async fn pty_phase(cmd: &str) {
         cwd: std::env::temp_dir(),
         data_dir: dir.path().to_path_buf(),
         settings: Default::default(),
+        attended: true,
     };
     match vigil_core::sandbox::Sandbox::new().wrap(&layout) {
         Ok(args) => {

@@ -128,9 +128,9 @@ pub struct SpawnRequest {
     pub timeout: Option<Duration>,
     /// Backgrounded from the start: its exit produces an exit notice.
     pub background: bool,
-    /// The bubblewrap command line (up to `--`) to run `sh -c` under; `None` runs it as is
-    /// (commands the user starts from the Processes panel, full-auto without bubblewrap).
-    pub sandbox: Option<Vec<std::ffi::OsString>>,
+    /// The sandbox to run `sh -c` in; `None` runs it as is (commands the user starts from
+    /// the Processes panel, full-auto without bubblewrap).
+    pub sandbox: Option<crate::sandbox::Wrapped>,
 }
 
 impl SpawnRequest {

@@ -69,6 +69,17 @@ pub(super) fn spawn(
     pump: &mpsc::Sender<Pump>,
 ) -> Result<Spawned, String> {
     hide_parent();
+    #[cfg(target_os = "linux")]
+    if let Some(zygote) = req.sandbox.as_ref().and_then(|w| w.zygote.as_ref()) {
+        match in_zygote::spawn(id, req, size, zygote, pump) {
+            Ok(spawned) => return Ok(spawned),
+            Err(crate::sandbox::zygote::SpawnError::Failed(why)) => return Err(why),
+            // bwrap of its own, below.
+            Err(crate::sandbox::zygote::SpawnError::Unavailable(why)) => {
+                tracing::debug!("starting {id} with a bwrap of its own: {why}");
+            }
+        }
+    }
     let mut fallback = None;
     if req.pty {
         let system = portable_pty::native_pty_system();
@@ -132,7 +143,7 @@ fn withheld_env() -> Vec<String> {
 
 /// `sh -c <command>`, under bubblewrap when the request carries its arguments.
 fn command_line(req: &SpawnRequest) -> Vec<std::ffi::OsString> {
-    let mut argv = req.sandbox.clone().unwrap_or_default();
+    let mut argv = req.sandbox.as_ref().map(|w| w.args.clone()).unwrap_or_default();
     argv.extend(["sh".into(), "-c".into(), req.command.clone().into()]);
     argv
 }
@@ -170,7 +181,7 @@ fn spawn_pty(
     let started = (|| {
         let reader = pair.master.try_clone_reader().map_err(|e| format!("{e:#}"))?;
         let writer = pair.master.take_writer().map_err(|e| format!("{e:#}"))?;
-        let stdin = start_threads(id, pid, child, reader, Some(writer), true, pump)?;
+        let stdin = start_threads(id, wait_child(pid, child), reader, Some(writer), true, pump)?;
         Ok::<_, String>(stdin)
     })();
     match started {
@@ -213,7 +224,7 @@ fn spawn_pipes(id: &Arc<str>, req: &SpawnRequest, pump: &mpsc::Sender<Pump>) -> 
     drop(cmd);
     let pid = child.id();
     let stdin = child.stdin.take().map(|s| Box::new(s) as Box<dyn Write + Send>);
-    match start_threads(id, pid, child, Box::new(reader), stdin, false, pump) {
+    match start_threads(id, wait_child(pid, child), Box::new(reader), stdin, false, pump) {
         Ok(stdin) => Ok(Spawned {
             pid,
             master: None,
@@ -227,10 +238,20 @@ fn spawn_pipes(id: &Arc<str>, req: &SpawnRequest, pump: &mpsc::Sender<Pump>) -> 
     }
 }
 
+/// Waits for a child of ours.
+fn wait_child(pid: u32, mut child: std::process::Child) -> impl FnOnce() -> ExitStatus + Send + 'static {
+    move || match child.wait() {
+        Ok(status) => exit_status(status),
+        Err(e) => {
+            tracing::warn!(pid, "waiting for an exec child failed: {e}");
+            ExitStatus::default()
+        }
+    }
+}
+
 fn start_threads(
     id: &Arc<str>,
-    pid: u32,
-    mut child: std::process::Child,
+    wait: impl FnOnce() -> ExitStatus + Send + 'static,
     reader: Box<dyn Read + Send>,
     writer: Option<Box<dyn Write + Send>>,
     pty: bool,
@@ -251,13 +272,7 @@ fn start_threads(
     let exits = pump.clone();
     thread("wait")
         .spawn(move || {
-            let status = match child.wait() {
-                Ok(status) => exit_status(status),
-                Err(e) => {
-                    tracing::warn!(pid, "waiting for an exec child failed: {e}");
-                    ExitStatus::default()
-                }
-            };
+            let status = wait();
             let _ = exits.blocking_send(Pump::Exited { id: xid, status });
         })
         .map_err(failed)?;
@@ -322,6 +337,162 @@ fn serve_stdin(
             writer = None; // closes the pipe: the child reads end of file
         }
         let _ = job.reply.send(result);
+    }
+}
+
+/// Commands started in the sandbox's zygote: the same threads, the same terminal or pipes,
+/// but the zygote forks the command and reports its exit.
+#[cfg(target_os = "linux")]
+mod in_zygote {
+    use std::ffi::OsString;
+    use std::os::fd::OwnedFd;
+    use std::os::unix::ffi::OsStringExt;
+    use std::os::unix::fs::OpenOptionsExt;
+
+    use super::*;
+    use crate::sandbox::zygote::{Ended, SpawnError, Stdio, Zygote};
+
+    pub(super) fn spawn(
+        id: &Arc<str>,
+        req: &SpawnRequest,
+        size: TermSize,
+        zygote: &Zygote,
+        pump: &mpsc::Sender<Pump>,
+    ) -> Result<Spawned, SpawnError> {
+        let unavailable = |e: String| SpawnError::Unavailable(e);
+        let program = shell();
+        let argv: Vec<OsString> = vec!["sh".into(), "-c".into(), req.command.clone().into()];
+        let env = environment(req);
+        let request = crate::sandbox::zygote::Request {
+            program: program.as_os_str(),
+            argv: &argv,
+            env: &env,
+            cwd: &req.cwd,
+        };
+        if req.pty {
+            let pty_size = PtySize {
+                rows: size.rows,
+                cols: size.cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            };
+            // No terminal: the pipe fallback below, with its reason, as outside a zygote.
+            if let Ok(pair) = portable_pty::native_pty_system().openpty(pty_size) {
+                let name = pair
+                    .master
+                    .tty_name()
+                    .ok_or_else(|| unavailable("the terminal has no name".into()))?;
+                let slave: OwnedFd = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .custom_flags(rustix::fs::OFlags::NOCTTY.bits() as i32)
+                    .open(&name)
+                    .map_err(|e| unavailable(format!("{}: {e}", name.display())))?
+                    .into();
+                drop(pair.slave);
+                let child = zygote.spawn(&request, Stdio::Terminal(slave))?;
+                let pid = child.pid;
+                let started = (|| {
+                    let reader = pair.master.try_clone_reader().map_err(|e| format!("{e:#}"))?;
+                    let writer = pair.master.take_writer().map_err(|e| format!("{e:#}"))?;
+                    start_threads(id, waiter(child), reader, Some(writer), true, pump)
+                })();
+                return match started {
+                    Ok(stdin) => Ok(Spawned {
+                        pid,
+                        master: Some(pair.master),
+                        pty_fallback: None,
+                        stdin,
+                    }),
+                    Err(e) => {
+                        signal_group(pid, Sig::Kill);
+                        Err(SpawnError::Failed(e))
+                    }
+                };
+            }
+        }
+        if req.pty {
+            return Err(unavailable("no terminal could be opened".into()));
+        }
+        let pipe = || std::io::pipe().map_err(|e| unavailable(format!("could not create a pipe: {e}")));
+        let (out_read, out_write) = pipe()?;
+        let (in_read, in_write) = pipe()?;
+        let child = zygote.spawn(
+            &request,
+            Stdio::Pipes {
+                input: in_read.into(),
+                output: out_write.into(),
+            },
+        )?;
+        let pid = child.pid;
+        let stdin = Box::new(in_write) as Box<dyn Write + Send>;
+        match start_threads(id, waiter(child), Box::new(out_read), Some(stdin), false, pump) {
+            Ok(stdin) => Ok(Spawned {
+                pid,
+                master: None,
+                pty_fallback: None,
+                stdin,
+            }),
+            Err(e) => {
+                signal_group(pid, Sig::Kill);
+                Err(SpawnError::Failed(e))
+            }
+        }
+    }
+
+    fn waiter(child: crate::sandbox::zygote::Child) -> impl FnOnce() -> ExitStatus + Send + 'static {
+        move || match child.wait() {
+            Ended::Code(code) => ExitStatus {
+                code: Some(code),
+                signal: None,
+                timed_out: false,
+            },
+            Ended::Signal(n) => ExitStatus {
+                code: None,
+                signal: Some(signal_name(n)),
+                timed_out: false,
+            },
+            Ended::Lost(why) => {
+                tracing::warn!("a sandboxed command's exit was lost: {why}");
+                ExitStatus {
+                    code: None,
+                    signal: Some(signal_name(rustix::process::Signal::KILL.as_raw())),
+                    timed_out: false,
+                }
+            }
+        }
+    }
+
+    /// `sh` as this process finds it on `PATH` (nothing is looked up inside the sandbox).
+    fn shell() -> std::path::PathBuf {
+        std::env::var_os("PATH")
+            .and_then(|path| std::env::split_paths(&path).map(|d| d.join("sh")).find(|p| p.is_file()))
+            .unwrap_or_else(|| "/bin/sh".into())
+    }
+
+    /// What a child outside the sandbox would get: this process's environment without the
+    /// withheld variables, `TERM`, then the request's own.
+    fn environment(req: &SpawnRequest) -> Vec<OsString> {
+        let withheld = withheld_env();
+        let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(k, _)| !withheld.iter().any(|w| k.as_os_str() == w.as_str()))
+            .collect();
+        let mut set = |k: &str, v: &str| {
+            vars.retain(|(key, _)| key.as_os_str() != k);
+            vars.push((k.into(), v.into()));
+        };
+        set("TERM", "xterm-256color");
+        for (k, v) in &req.env {
+            set(k, v);
+        }
+        vars.into_iter()
+            .map(|(k, v)| {
+                let mut kv = k.into_vec();
+                kv.push(b'=');
+                kv.extend(v.into_vec());
+                OsString::from_vec(kv)
+            })
+            .collect()
     }
 }
 

@@ -240,13 +240,14 @@ fn sandbox_layout(sb: &TurnSandbox, ctx: &ToolContext, req: &SpawnRequest) -> La
         cwd: req.cwd.clone(),
         data_dir: sb.data_dir.clone(),
         settings: sb.settings.clone(),
+        attended: sb.attended,
     }
 }
 
 /// Where a command runs.
 enum Place {
     /// In the sandbox, with these bwrap arguments.
-    Inside(Vec<std::ffi::OsString>),
+    Inside(crate::sandbox::Wrapped),
     /// Outside it: an attended turn asked to leave it (or has no bubblewrap); the approval
     /// gate asks about it.
     Outside,

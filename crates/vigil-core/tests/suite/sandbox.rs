@@ -132,7 +132,7 @@ async fn a_sandboxed_command_cannot_undo_the_sandbox() {
         format!("mount -t tmpfs none {home} && touch {probe}"),
         format!("unshare -rm sh -c 'umount {d}; cat {d}/secrets/key; mount -o remount,rw /; touch {probe}'"),
         format!("unshare -rm sh -c 'mount --bind / /mnt && cat /mnt{d}/secrets/key'"),
-        "grep -E '^Cap(Prm|Eff|Amb):' /proc/self/status".into(),
+        "grep -E '^Cap(Prm|Eff|Amb|Bnd):' /proc/self/status".into(),
     ];
     for attempt in &tries {
         let out = run(&rt, &mut rx, &fake, attempt).await;
@@ -142,7 +142,7 @@ async fn a_sandboxed_command_cannot_undo_the_sandbox() {
             for line in out.lines().filter(|l| l.starts_with("Cap")) {
                 assert!(line.ends_with("0000000000000000"), "capabilities left: {out}");
             }
-            assert_eq!(out.lines().filter(|l| l.starts_with("Cap")).count(), 3, "{out}");
+            assert_eq!(out.lines().filter(|l| l.starts_with("Cap")).count(), 4, "{out}");
         }
     }
     rt.shutdown().await;
@@ -151,11 +151,16 @@ async fn a_sandboxed_command_cannot_undo_the_sandbox() {
 #[tokio::test]
 async fn with_the_network_off_a_command_cannot_reach_even_a_loopback_server() {
     bwrap_ready();
-    let dir = tempfile::tempdir().unwrap();
+    // In a zygote, and in a bwrap of its own (see `terminals_input_kill_and_exit_notices_work_inside`).
+    network_in(outside_tmp().path()).await;
+    network_in(tempfile::tempdir().unwrap().path()).await;
+}
+
+async fn network_in(dir: &Path) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
-    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    let (rt, mut rx, fake) = full_auto(dir).await;
     let connect = format!("bash -c 'echo hello > /dev/tcp/127.0.0.1/{port}' && echo connected");
 
     rt.approvals().set_sandbox_network(false).unwrap();
@@ -179,12 +184,21 @@ async fn with_the_network_off_a_command_cannot_reach_even_a_loopback_server() {
 }
 
 /// Inside the sandbox a command still has its terminal (size, input), its exit notice, and
-/// killing it takes down everything it started.
+/// killing it takes down everything it started: started by the layout's zygote (a data
+/// folder outside /tmp) and by a bwrap of its own (a workspace under /tmp, which the
+/// zygote's private /tmp per command would cover).
 #[tokio::test]
 async fn terminals_input_kill_and_exit_notices_work_inside() {
     bwrap_ready();
-    let dir = tempfile::tempdir().unwrap();
-    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    terminals_in(outside_tmp().path(), ".vigil-sandbox").await;
+    assert!(std::env::temp_dir().starts_with("/tmp"));
+    terminals_in(tempfile::tempdir().unwrap().path(), "bwrap").await;
+}
+
+async fn terminals_in(dir: &Path, parent: &str) {
+    let (rt, mut rx, fake) = full_auto(dir).await;
+    let started_by = run(&rt, &mut rx, &fake, "cat /proc/$PPID/comm").await;
+    assert!(started_by.starts_with(parent), "{started_by}");
     let size = run(&rt, &mut rx, &fake, "stty size").await;
     assert!(size.starts_with("32 120"), "{size}");
 
@@ -268,6 +282,82 @@ async fn terminals_input_kill_and_exit_notices_work_inside() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(alive(), 0, "a sleeper survived the kill");
+    rt.shutdown().await;
+}
+
+/// Where the workspace lies outside /tmp, commands start in the layout's long-lived sandbox
+/// (the zygote) rather than a bwrap each. They still get a /tmp of their own, exit codes and
+/// signals as they were, and a command that kills the sandbox's helper takes down only its
+/// own sandbox. A heartbeat's commands run in a sandbox of their own: they cannot see (or
+/// signal, or write into) what the user's turns run.
+#[tokio::test]
+async fn commands_share_a_standing_sandbox_but_not_their_tmp_and_heartbeats_get_another() {
+    bwrap_ready();
+    let dir = outside_tmp();
+    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    let parent = run(&rt, &mut rx, &fake, "cat /proc/$PPID/comm").await;
+    assert!(parent.contains("vigil-sandbox"), "started by the zygote: {parent}");
+
+    let first = run(&rt, &mut rx, &fake, "touch /tmp/first-probe && ls -A /tmp").await;
+    assert!(first.contains("first-probe"), "{first}");
+    let second = run(&rt, &mut rx, &fake, "ls -A /tmp; echo listed").await;
+    assert!(
+        second.contains("listed") && !second.contains("first-probe"),
+        "/tmp is per command: {second}"
+    );
+    assert!(
+        !second.contains("vigil-sandbox"),
+        "the helper is not in a command's /tmp: {second}"
+    );
+
+    let code = run(&rt, &mut rx, &fake, "exit 3").await;
+    assert!(code.contains("(Command exited with code 3)"), "{code}");
+    let signal = run(&rt, &mut rx, &fake, "kill -TERM $$").await;
+    assert!(signal.contains("killed by signal SIGTERM"), "{signal}");
+
+    // A sleeper in the user's sandbox: its neighbours see it, a heartbeat's commands do not.
+    fake.set_script(Script::steps(vec![
+        Step::tool_call("s1", "exec", json!({"command": "sleep 303.75", "background": true})),
+        Step::text("started"),
+    ]));
+    rt.submit(user("sleep"));
+    until_finished(&mut rx).await;
+    let look = "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done; echo looked";
+    let neighbour = run(&rt, &mut rx, &fake, look).await;
+    assert!(
+        neighbour.contains("looked") && neighbour.contains("sleep 303.75"),
+        "{neighbour}"
+    );
+    std::fs::write(rt.workspace().join("HEARTBEAT.md"), "- look around\n").unwrap();
+    fake.set_script(Script::steps(vec![
+        Step::tool_call("h1", "exec", json!({ "command": look })),
+        Step::text("HEARTBEAT_OK"),
+    ]));
+    rt.request_wake(vigil_core::protocol::WakeReason::Interval);
+    let seen = tool_results(&mut rx, 1).await.remove(0);
+    assert!(
+        seen.contains("looked") && !seen.contains("303.75"),
+        "a heartbeat saw the user's command: {seen}"
+    );
+    next_matching(&mut rx, |e| matches!(e, Event::Heartbeat { .. }).then_some(())).await;
+    assert_eq!(sleepers(&["303.75"]), 1, "the heartbeat did not touch it");
+    // The heartbeat turn's own last events.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    while rx.try_recv().is_ok() {}
+
+    // Killing the helper ends that sandbox (the sleeper with it: they shared it); the next
+    // command gets a new one.
+    let killed = run(&rt, &mut rx, &fake, "kill -KILL $PPID; sleep 5").await;
+    assert!(killed.contains("SIGKILL"), "{killed}");
+    let again = run(&rt, &mut rx, &fake, "echo again from $(cat /proc/$PPID/comm)").await;
+    assert!(again.contains("again from .vigil-sandbox"), "{again}");
+    for _ in 0..100 {
+        if sleepers(&["303.75"]) == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(sleepers(&["303.75"]), 0, "the sandbox went down whole");
     rt.shutdown().await;
 }
 

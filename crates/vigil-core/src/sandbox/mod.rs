@@ -8,6 +8,10 @@
 //! pass through: bwrap does not start a new session, so the command stays in the group the
 //! registry kills, and `--die-with-parent` takes the sandbox down with it.
 //!
+//! Commands start in a long-lived sandbox per layout ([`zygote`]) where they can: a fork
+//! inside it costs a fraction of a bwrap start. A bwrap of their own is the fallback, with
+//! the same mounts.
+//!
 //! [`Sandbox::probe`] checks once that bwrap exists and can start here (user namespaces),
 //! and the answer is what Settings shows. [`explain_refusal`] turns a command's "Read-only
 //! file system" or a refused connection into a sentence the agent can act on.
@@ -16,12 +20,16 @@
 //! and unattended runs then refuse); make the data folder visible; add a writable folder the
 //! user did not choose.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+#[cfg(target_os = "linux")]
+pub mod zygote;
 
 /// What the user chose for the sandbox (Settings → Approvals), kept with the approval rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +71,32 @@ pub enum Availability {
 #[derive(Clone)]
 pub struct Sandbox {
     availability: Arc<OnceLock<Availability>>,
+    /// The zygote helper's path, looked up once; `None` when it is not there.
+    helper: Arc<OnceLock<Option<PathBuf>>>,
+    /// One zygote per bwrap command line and kind of run.
+    #[cfg(target_os = "linux")]
+    zygotes: Arc<Mutex<HashMap<Vec<OsString>, Arc<zygote::Zygote>>>>,
+}
+
+/// How to start one command in the sandbox: in a zygote when there is one for its layout,
+/// else (or when that fails) with a bwrap of its own.
+#[derive(Debug, Clone)]
+pub struct Wrapped {
+    /// bwrap's command line up to and including `--`.
+    pub args: Vec<OsString>,
+    #[cfg(target_os = "linux")]
+    pub zygote: Option<Arc<zygote::Zygote>>,
+}
+
+impl Wrapped {
+    /// A bwrap of its own per command (benchmarks compare the two).
+    pub fn without_zygote(mut self) -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            self.zygote = None;
+        }
+        self
+    }
 }
 
 impl Default for Sandbox {
@@ -76,7 +110,16 @@ impl Sandbox {
     pub fn new() -> Self {
         Self {
             availability: Arc::new(OnceLock::new()),
+            helper: Arc::new(OnceLock::new()),
+            #[cfg(target_os = "linux")]
+            zygotes: Arc::new(Mutex::new(HashMap::new())),
         }
+    }
+
+    /// Without zygotes: every command gets a bwrap of its own.
+    pub fn without_zygotes(self) -> Self {
+        let _ = self.helper.set(None);
+        self
     }
 
     /// A sandbox that is not available, for `why` (tests; a platform without bwrap).
@@ -92,14 +135,62 @@ impl Sandbox {
         self.availability.get_or_init(probe).clone()
     }
 
-    /// The bwrap command line that runs a command in `layout`, up to and including `--`;
-    /// `None` when bwrap is not available.
-    pub fn wrap(&self, layout: &Layout) -> Result<Vec<OsString>, String> {
+    /// How to run a command in `layout`; why not when bwrap is not available.
+    pub fn wrap(&self, layout: &Layout) -> Result<Wrapped, String> {
         match self.availability() {
-            Availability::Ready { bwrap } => Ok(arguments(&bwrap, layout)),
+            Availability::Ready { bwrap } => Ok(Wrapped {
+                args: arguments(&bwrap, layout),
+                #[cfg(target_os = "linux")]
+                zygote: self.zygote(&bwrap, layout),
+            }),
             Availability::Unavailable(why) => Err(why),
         }
     }
+
+    /// The zygote for `layout`, when the helper is there and the layout allows one: every
+    /// writable folder outside `/tmp` and `/var/tmp` (each command's private `/tmp` would
+    /// cover it), and the command's folder inside one of them (the zygote's mounts are made
+    /// once, for the layout, not per command).
+    #[cfg(target_os = "linux")]
+    fn zygote(&self, bwrap: &Path, layout: &Layout) -> Option<Arc<zygote::Zygote>> {
+        let helper = self.helper.get_or_init(zygote::find_helper).clone()?;
+        let writable = writable_folders(layout);
+        let under_tmp = |p: &Path| p.starts_with("/tmp") || p.starts_with("/var/tmp");
+        let cwd = real(&layout.cwd);
+        let covered = std::iter::once(real(&layout.workspace))
+            .chain(layout.settings.writable.iter().map(|p| real(p)))
+            .any(|w| cwd.starts_with(w));
+        if writable.iter().any(|w| under_tmp(w)) || !covered {
+            return None;
+        }
+        let shared = Layout {
+            cwd: layout.workspace.clone(),
+            ..layout.clone()
+        };
+        let mut args = arguments(bwrap, &shared);
+        args.pop(); // "--": the zygote adds what it runs
+        let mut key = args.clone();
+        key.push(if layout.attended { "attended" } else { "unattended" }.into());
+        let mut zygotes = self.zygotes.lock().unwrap_or_else(|p| p.into_inner());
+        Some(
+            zygotes
+                .entry(key)
+                .or_insert_with(|| Arc::new(zygote::Zygote::new(helper, args)))
+                .clone(),
+        )
+    }
+}
+
+fn real(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The workspace, the command's folder and the user's extra folders that exist, resolved.
+fn writable_folders(layout: &Layout) -> Vec<PathBuf> {
+    let mut writable = vec![real(&layout.workspace), real(&layout.cwd)];
+    writable.extend(layout.settings.writable.iter().map(|p| real(p)).filter(|p| p.is_dir()));
+    writable.dedup();
+    writable
 }
 
 /// What one turn's `exec` needs to sandbox its commands.
@@ -122,6 +213,9 @@ pub struct Layout {
     /// Hidden: an empty folder stands in its place.
     pub data_dir: PathBuf,
     pub settings: SandboxSettings,
+    /// Someone is at the screen. Commands of attended and of unattended runs never share a
+    /// sandbox (a zygote's commands can see each other).
+    pub attended: bool,
 }
 
 fn probe() -> Availability {
@@ -199,7 +293,6 @@ fn find_on_path(program: &str) -> Option<PathBuf> {
 /// data folder is hidden after the writable folders are bound (a writable folder inside it
 /// is dropped), and the workspace is bound again if it lies inside the data folder.
 fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
-    let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     let data = real(&layout.data_dir);
     let workspace = real(&layout.workspace);
     let mut args: Vec<OsString> = vec![bwrap.into()];
@@ -209,9 +302,7 @@ fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
     push(&["--proc".as_ref(), "/proc".as_ref()]);
     push(&["--tmpfs".as_ref(), "/tmp".as_ref()]);
     push(&["--tmpfs".as_ref(), "/var/tmp".as_ref()]);
-    let mut writable = vec![workspace.clone(), real(&layout.cwd)];
-    writable.extend(layout.settings.writable.iter().map(|p| real(p)).filter(|p| p.is_dir()));
-    writable.dedup();
+    let writable = writable_folders(layout);
     let inside_data = |p: &Path| p.starts_with(&data) && !(workspace.starts_with(&data) && p.starts_with(&workspace));
     for w in writable
         .iter()
@@ -303,6 +394,7 @@ mod tests {
             cwd: dir.join("data/workspace"),
             data_dir: dir.join("data"),
             settings: SandboxSettings::default(),
+            attended: true,
         }
     }
 

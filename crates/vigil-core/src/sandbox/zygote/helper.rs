@@ -1,0 +1,224 @@
+//! The helper's side of the zygote: `vigil-sandbox`, inside bwrap. Reads requests on fd 3,
+//! forks each command into a mount namespace of its own with no capabilities, and reports
+//! its exit on the request's reply socket.
+
+use std::io::IoSliceMut;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+use rustix::net::{recvmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendFlags, SocketType};
+
+use super::{decode, Decoded, CONTROL_FD, IDLE_EXIT, MAX_REQUEST, VERSION};
+
+/// The helper's main loop: reads requests on fd 3, starts each command, reports exits.
+/// Returns the process's exit code: 0 when Vigil closed the socket or it was idle long
+/// enough, 2 when it was not started by Vigil.
+pub fn serve() -> i32 {
+    use rustix::event::{poll, PollFd, PollFlags};
+    use std::os::unix::process::ExitStatusExt;
+
+    // SAFETY: fd 3 is the control socket bwrap handed down (checked just below).
+    let control = unsafe { OwnedFd::from_raw_fd(CONTROL_FD) };
+    if rustix::net::sockopt::socket_type(&control) != Ok(SocketType::SEQPACKET) {
+        eprintln!("vigil-sandbox is started by Vigil inside bubblewrap, not by hand");
+        std::mem::forget(control);
+        return 2;
+    }
+    let _ = rustix::io::fcntl_setfd(&control, rustix::io::FdFlags::CLOEXEC);
+    // Not dumpable: no command (same user) reads the memory of a process with capabilities.
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+    if rustix::net::send(&control, VERSION, SendFlags::NOSIGNAL).is_err() {
+        return 0;
+    }
+    let private_mounts: Vec<&'static std::ffi::CStr> = [c"/tmp", c"/var/tmp", c"/dev/shm"]
+        .into_iter()
+        .filter(|p| Path::new(p.to_str().unwrap_or_default()).is_dir())
+        .collect();
+
+    struct Running {
+        child: std::process::Child,
+        pidfd: OwnedFd,
+        reply: OwnedFd,
+    }
+    let mut running: Vec<Running> = Vec::new();
+    let mut buf = vec![0u8; MAX_REQUEST + 1];
+    loop {
+        let idle = rustix::event::Timespec {
+            tv_sec: IDLE_EXIT.as_secs() as _,
+            tv_nsec: 0,
+        };
+        let (ready_control, ready_children) = {
+            let mut fds: Vec<PollFd<'_>> = std::iter::once(PollFd::new(&control, PollFlags::IN))
+                .chain(running.iter().map(|r| PollFd::new(&r.pidfd, PollFlags::IN)))
+                .collect();
+            let timeout = running.is_empty().then_some(&idle);
+            match poll(&mut fds, timeout) {
+                Ok(0) => return 0, // idle: Vigil starts another when it needs one
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => return 1,
+            }
+            let control_ready = !fds[0].revents().is_empty();
+            // Indexes into `running` (the control socket is first in `fds`).
+            let children: Vec<usize> = (1..fds.len())
+                .filter(|i| !fds[*i].revents().is_empty())
+                .map(|i| i - 1)
+                .collect();
+            (control_ready, children)
+        };
+        for i in ready_children.into_iter().rev() {
+            if let Ok(Some(status)) = running[i].child.try_wait() {
+                let r = running.swap_remove(i);
+                let msg = match (status.code(), status.signal()) {
+                    (Some(code), _) => format!("exit {code}"),
+                    (None, Some(sig)) => format!("signal {sig}"),
+                    (None, None) => "exit -1".to_string(),
+                };
+                let _ = rustix::net::send(&r.reply, msg.as_bytes(), SendFlags::NOSIGNAL);
+            }
+        }
+        if !ready_control {
+            continue;
+        }
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+        let mut ancillary = RecvAncillaryBuffer::new(&mut space);
+        let got = match recvmsg(
+            &control,
+            &mut [IoSliceMut::new(&mut buf)],
+            &mut ancillary,
+            RecvFlags::CMSG_CLOEXEC,
+        ) {
+            Ok(got) => got,
+            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
+            Err(_) => return 1,
+        };
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        for m in ancillary.drain() {
+            if let RecvAncillaryMessage::ScmRights(received) = m {
+                fds.extend(received);
+            }
+        }
+        if got.bytes == 0 && fds.is_empty() {
+            return 0; // Vigil closed its end: the sandbox ends, and every command in it
+        }
+        if fds.is_empty() {
+            continue; // no reply socket: nobody to answer
+        }
+        let reply = fds.remove(0);
+        let refuse = |why: &str| {
+            let _ = rustix::net::send(&reply, format!("failed {why}").as_bytes(), SendFlags::NOSIGNAL);
+        };
+        if got.bytes > MAX_REQUEST {
+            refuse("the request is too long");
+            continue;
+        }
+        let req = match decode(&buf[..got.bytes]) {
+            Ok(req) => req,
+            Err(why) => {
+                refuse(&why);
+                continue;
+            }
+        };
+        match start_child(&req, fds, reply.as_raw_fd(), &private_mounts) {
+            Ok(child) => match rustix::process::Pid::from_raw(child.id() as i32)
+                .ok_or(rustix::io::Errno::SRCH)
+                .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()))
+            {
+                Ok(pidfd) => running.push(Running { child, pidfd, reply }),
+                Err(e) => {
+                    // Cannot watch it: wait for it here rather than lose its exit.
+                    let mut child = child;
+                    let status = child.wait();
+                    let msg = match status.map(|s| (s.code(), s.signal())) {
+                        Ok((Some(code), _)) => format!("exit {code}"),
+                        Ok((None, Some(sig))) => format!("signal {sig}"),
+                        _ => format!("exit -1 (pidfd: {e})"),
+                    };
+                    let _ = rustix::net::send(&reply, msg.as_bytes(), SendFlags::NOSIGNAL);
+                }
+            },
+            Err(e) => refuse(&e.to_string()),
+        }
+    }
+}
+
+/// Forks and runs one command: its own mount namespace with empty `/tmp`, `/var/tmp` and
+/// `/dev/shm`, no capabilities at all, a session (terminal) or process group (pipes) of its
+/// own, and its pid sent on `reply` just before `exec`.
+fn start_child(
+    req: &Decoded,
+    mut fds: Vec<OwnedFd>,
+    reply: RawFd,
+    private_mounts: &[&'static std::ffi::CStr],
+) -> std::io::Result<std::process::Child> {
+    use std::process::Stdio as S;
+    let bad = || std::io::Error::other("the request carries the wrong descriptors");
+    let mut cmd = std::process::Command::new(&req.program);
+    cmd.arg0(req.argv.first().map_or(req.program.as_os_str(), |a| a.as_os_str()));
+    cmd.args(req.argv.iter().skip(1))
+        .env_clear()
+        .envs(req.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&req.cwd);
+    let terminal = req.terminal;
+    if terminal {
+        let tty = fds.pop().filter(|_| fds.is_empty()).ok_or_else(bad)?;
+        cmd.stdin(S::from(tty.try_clone()?))
+            .stdout(S::from(tty.try_clone()?))
+            .stderr(S::from(tty));
+    } else {
+        if fds.len() != 2 {
+            return Err(bad());
+        }
+        let output = fds.pop().ok_or_else(bad)?;
+        let input = fds.pop().ok_or_else(bad)?;
+        cmd.stdin(S::from(input))
+            .stdout(S::from(output.try_clone()?))
+            .stderr(S::from(output));
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    }
+    let mounts: Vec<&'static std::ffi::CStr> = private_mounts.to_vec();
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec only system calls (rustix's wrappers take the `&CStr`s
+    // prepared above and allocate nothing).
+    unsafe {
+        cmd.pre_exec(move || {
+            use rustix::mount::{mount, mount_change, MountFlags, MountPropagationFlags};
+            use rustix::thread::{self as t, CapabilitySet, CapabilitySets};
+            t::unshare_unsafe(t::UnshareFlags::NEWNS)?;
+            mount_change(c"/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)?;
+            for at in &mounts {
+                mount(
+                    c"tmpfs",
+                    *at,
+                    c"tmpfs",
+                    MountFlags::NOSUID | MountFlags::NODEV,
+                    c"mode=1777",
+                )?;
+            }
+            for bit in 0..64u32 {
+                match t::remove_capability_from_bounding_set(CapabilitySet::from_bits_retain(1 << bit)) {
+                    Ok(()) => {}
+                    Err(rustix::io::Errno::INVAL) => break, // past the last capability
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            t::clear_ambient_capability_set()?;
+            t::set_capabilities(
+                None,
+                CapabilitySets {
+                    effective: CapabilitySet::empty(),
+                    permitted: CapabilitySet::empty(),
+                    inheritable: CapabilitySet::empty(),
+                },
+            )?;
+            if terminal {
+                rustix::process::setsid()?;
+                rustix::process::ioctl_tiocsctty(BorrowedFd::borrow_raw(0))?;
+            }
+            rustix::net::send(BorrowedFd::borrow_raw(reply), b"pid", SendFlags::NOSIGNAL)?;
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
