@@ -9,7 +9,8 @@
 //   starts on a data folder holding a 200-message conversation. Median of BENCH_RUNS each,
 //   alternating, so drift in the machine's load hits both.
 // - Idle PSS of every process of the app (the app, WebKitWebProcess, WebKitNetworkProcess),
-//   from /proc/<pid>/smaps_rollup, 5 s after the window is interactive: Vigil with that
+//   from /proc/<pid>/smaps_rollup, 5 s after the window is interactive, median of
+//   BENCH_MEMORY_RUNS (3) launches each, alternating: Vigil with that
 //   conversation on screen and 10 finished processes in its Processes panel (run through the
 //   panel, so driven by WebDriver), the empty window driven the same way.
 // - Idle CPU, without WebDriver (its session would wake the page): each app started as for
@@ -39,6 +40,8 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 const ONLY = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
 const measures = (what) => ONLY.length === 0 || ONLY.includes(what);
 const IDLE_MS = 5000;
+/** Launches per memory figure (the median is kept). */
+const MEMORY_RUNS = Number(process.env.BENCH_MEMORY_RUNS ?? 3);
 /** Idle CPU: the wait after the window is interactive (or closed), then the measured span. */
 const IDLE_SETTLE_S = Number(process.env.BENCH_IDLE_SETTLE_S ?? 20);
 const IDLE_MEASURE_S = Number(process.env.BENCH_IDLE_MEASURE_S ?? 60);
@@ -287,13 +290,23 @@ try {
   }
   if (measures('memory')) {
     await h.startDriver(vigilEnv);
-    const emptyMem = await idlePss(h, EMPTY, async () => {});
-    const chatMem = await idlePss(h, VIGIL, conversationShown);
-    const vigilMem = await idlePss(h, VIGIL, tenFinishedProcesses);
+    // The empty window's web process alone moves by up to 35 MiB from one launch to the next
+    // (200 to 255 MiB in all): each figure is the median of MEMORY_RUNS launches, alternating.
+    const runs = { empty: [], chat: [], vigil: [] };
+    for (let i = 0; i < MEMORY_RUNS; i++) {
+      runs.empty.push(await idlePss(h, EMPTY, async () => {}));
+      runs.chat.push(await idlePss(h, VIGIL, conversationShown));
+      runs.vigil.push(await idlePss(h, VIGIL, tenFinishedProcesses));
+    }
+    const medianRun = (list) => [...list].sort((a, b) => a.total - b.total)[Math.floor(list.length / 2)];
+    const [emptyMem, chatMem, vigilMem] = [medianRun(runs.empty), medianRun(runs.chat), medianRun(runs.vigil)];
     row('idle PSS, all processes (+10 finished procs)', emptyMem.total, vigilMem.total, '', mib);
     row('idle PSS, the chat alone (no processes run)', emptyMem.total, chatMem.total, '', mib);
     row('  USS (private), +10 finished procs', emptyMem.uss, vigilMem.uss, '', mib);
     row('  USS (private), the chat alone', emptyMem.uss, chatMem.uss, '', mib);
+    console.log(
+      `  PSS of each launch: ${Object.entries(runs).map(([k, l]) => `${k} ${l.map((m) => mib(m.total)).join(' ')}`).join('; ')}`,
+    );
     for (const [name, m] of [['empty', emptyMem], ['Vigil, chat alone', chatMem], ['Vigil', vigilMem]]) {
       console.log(`  PSS (USS) ${name}: ${m.members.map((p) => `${p.comm} ${mib(p.pss)} (${mib(p.uss)})`).join(', ')}`);
     }

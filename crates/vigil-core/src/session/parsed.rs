@@ -39,13 +39,12 @@ pub(super) struct ParsedCache {
 }
 
 impl ParsedCache {
-    /// The entry for `id`, if it was parsed from `file`.
-    pub fn get(&self, id: &str, file: FileId) -> Option<Parsed> {
-        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        entries
-            .iter()
-            .find(|(k, p)| k == id && p.file == file)
-            .map(|(_, p)| p.clone())
+    /// Takes the entry for `id` out, if it was parsed from `file`: the loader extends it and
+    /// puts it back, with no copy of its messages on the way in (a turn loads once a round).
+    pub fn take(&self, id: &str, file: FileId) -> Option<Parsed> {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = entries.iter().position(|(k, p)| k == id && p.file == file)?;
+        entries.remove(at).map(|(_, p)| p)
     }
 
     pub fn put(&self, id: &str, parsed: Parsed) {

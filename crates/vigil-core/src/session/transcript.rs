@@ -99,7 +99,7 @@ impl SessionStore {
             Err(e) => return Err(io("open", &path)(e)),
         };
         let file = file_id(&f).map_err(io("inspect", &path))?;
-        let known = self.parsed.get(id, file).filter(|p| still_holds(&f, p));
+        let known = self.parsed.take(id, file).filter(|p| still_holds(&f, p));
         let (start, mut messages, mut warnings, check) = match known {
             Some(p) => (p.len, p.messages, p.warnings, p.check),
             None => (0, Vec::new(), Vec::new(), Vec::new()),
