@@ -230,10 +230,6 @@ fn window_state_plugin() -> tauri::plugin::TauriPlugin<tauri::Wry> {
 }
 
 pub fn run() {
-    // The tokio runtime is the current one on this thread too: zbus (its tokio feature is on,
-    // see Cargo.toml) then does its blocking work on tokio's pool, whose idle threads end,
-    // rather than on a thread of its own that wakes every 500 ms for as long as Vigil runs.
-    let _tokio = tauri::async_runtime::handle().inner().enter();
     let result = tauri::Builder::default()
         // First: a second launch must hand over before anything else starts.
         .plugin(tauri_plugin_single_instance::init(lifecycle::on_second_instance))

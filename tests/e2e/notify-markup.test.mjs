@@ -6,7 +6,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { ARTIFACTS, Harness, quit, send, waitFor, sleep } from './harness.mjs';
+import fs from 'node:fs';
+import { ARTIFACTS, Harness, appPids, quit, send, waitFor, sleep } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -53,4 +54,21 @@ test("markup in the agent's report reaches the notification server escaped", { t
   } catch (e) {
     console.log(`note: desktop screenshot failed: ${e.message}`);
   }
+});
+
+// Issue 22: zbus (notifications, single instance) does its blocking work on the app's tokio
+// runtime. On its own async-io backend it starts a `blocking` crate thread that never ends
+// and wakes every 500 ms, window open or closed to the tray.
+test('after a notification, no thread of the app wakes on its own twice a second', { timeout: 30_000 }, async () => {
+  const [pid] = appPids();
+  assert.ok(pid, 'the app runs');
+  const threads = fs.readdirSync(`/proc/${pid}/task`).map((tid) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    } catch {
+      return '';
+    }
+  });
+  assert.ok(threads.some((t) => t.startsWith('tokio-rt-worker')), threads.join(', '));
+  assert.deepEqual(threads.filter((t) => /^blocking-\d+$/.test(t)), [], `threads: ${threads.join(', ')}`);
 });
