@@ -76,6 +76,8 @@ pub struct Sandbox {
     /// One zygote per bwrap command line and kind of run.
     #[cfg(target_os = "linux")]
     zygotes: Arc<Mutex<HashMap<Vec<OsString>, Arc<zygote::Zygote>>>>,
+    /// How long a zygote with nothing to do stays.
+    idle_exit: Duration,
 }
 
 /// How to start one command in the sandbox: in a zygote when there is one for its layout,
@@ -113,7 +115,17 @@ impl Sandbox {
             helper: Arc::new(OnceLock::new()),
             #[cfg(target_os = "linux")]
             zygotes: Arc::new(Mutex::new(HashMap::new())),
+            #[cfg(target_os = "linux")]
+            idle_exit: zygote::IDLE_EXIT,
+            #[cfg(not(target_os = "linux"))]
+            idle_exit: Duration::ZERO,
         }
+    }
+
+    /// Zygotes that leave after `idle` with nothing to do (tests; the default is 5 minutes).
+    pub fn with_idle_exit(mut self, idle: Duration) -> Self {
+        self.idle_exit = idle;
+        self
     }
 
     /// Without zygotes: every command gets a bwrap of its own.
@@ -175,7 +187,7 @@ impl Sandbox {
         Some(
             zygotes
                 .entry(key)
-                .or_insert_with(|| Arc::new(zygote::Zygote::new(helper, args)))
+                .or_insert_with(|| Arc::new(zygote::Zygote::new(helper, args, self.idle_exit)))
                 .clone(),
         )
     }

@@ -57,7 +57,7 @@ const START_LIMIT: Duration = Duration::from_secs(5);
 pub const MAX_REQUEST: usize = 160 * 1024;
 /// The helper leaves after this long with no command running and none asked for; the next
 /// command starts it again. An idle Vigil keeps no sandbox around.
-const IDLE_EXIT: Duration = Duration::from_secs(300);
+pub const IDLE_EXIT: Duration = Duration::from_secs(300);
 /// Where the helper is bound inside the sandbox: under the sandbox's own `/tmp`, which
 /// every command then covers with an empty one.
 const HELPER_INSIDE: &str = "/tmp/.vigil-sandbox";
@@ -125,6 +125,7 @@ impl Child {
 /// A long-lived sandbox for one layout, started on first use and again after it left.
 pub struct Zygote {
     helper: PathBuf,
+    idle_exit: Duration,
     /// bwrap and its arguments up to (not including) `--`.
     bwrap: Vec<OsString>,
     state: Mutex<State>,
@@ -148,7 +149,7 @@ impl std::fmt::Debug for Zygote {
 impl Zygote {
     /// `bwrap` is the sandbox's command line up to `--`, without the capabilities the helper
     /// keeps (added here).
-    pub fn new(helper: PathBuf, mut bwrap: Vec<OsString>) -> Self {
+    pub fn new(helper: PathBuf, mut bwrap: Vec<OsString>, idle_exit: Duration) -> Self {
         for a in ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP", "--ro-bind"] {
             bwrap.push(a.into());
         }
@@ -156,6 +157,7 @@ impl Zygote {
         bwrap.push(HELPER_INSIDE.into());
         Self {
             helper,
+            idle_exit,
             bwrap,
             state: Mutex::new(State::Stopped),
         }
@@ -210,6 +212,7 @@ impl Zygote {
         cmd.args(&self.bwrap[1..])
             .arg("--")
             .arg(HELPER_INSIDE)
+            .arg(self.idle_exit.as_millis().to_string())
             .env_clear()
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())

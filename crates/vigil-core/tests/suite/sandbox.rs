@@ -361,6 +361,43 @@ async fn commands_share_a_standing_sandbox_but_not_their_tmp_and_heartbeats_get_
     rt.shutdown().await;
 }
 
+/// A standing sandbox with nothing to do leaves on its own (an idle Vigil keeps no sandbox
+/// processes), and the next command starts another.
+#[tokio::test]
+async fn an_idle_standing_sandbox_leaves_and_the_next_command_starts_another() {
+    bwrap_ready();
+    let dir = outside_tmp();
+    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    rt.approvals()
+        .set_sandbox(Sandbox::new().with_idle_exit(Duration::from_millis(1500)));
+    // bwrap's processes of this test's sandbox: their command lines name its data folder.
+    let data = dir.path().canonicalize().unwrap().display().to_string();
+    let standing = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .filter(|c| {
+                c.split(|b| *b == 0).next().is_some_and(|a| a.ends_with(b"bwrap"))
+                    && String::from_utf8_lossy(c).contains(&data)
+            })
+            .count()
+    };
+    let first = run(&rt, &mut rx, &fake, "echo one from $(cat /proc/$PPID/comm)").await;
+    assert!(first.contains("one from .vigil-sandbox"), "{first}");
+    assert!(standing() > 0, "the sandbox stands after its command");
+    for _ in 0..100 {
+        if standing() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(standing(), 0, "the idle sandbox left");
+    let second = run(&rt, &mut rx, &fake, "echo two from $(cat /proc/$PPID/comm)").await;
+    assert!(second.contains("two from .vigil-sandbox"), "{second}");
+    rt.shutdown().await;
+}
+
 /// The next `n` tool results.
 async fn tool_results(rx: &mut Events, n: usize) -> Vec<String> {
     let mut seen = Vec::new();

@@ -10,10 +10,12 @@ use std::path::Path;
 use rustix::net::{recvmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendFlags, SocketType};
 
 use super::{decode, Decoded, CONTROL_FD, IDLE_EXIT, MAX_REQUEST, VERSION};
+use std::time::Duration;
 
 /// The helper's main loop: reads requests on fd 3, starts each command, reports exits.
-/// Returns the process's exit code: 0 when Vigil closed the socket or it was idle long
-/// enough, 2 when it was not started by Vigil.
+/// Its one argument is how long it stays with nothing to do, in milliseconds
+/// ([`super::IDLE_EXIT`] without one). Returns the process's exit code: 0 when Vigil closed
+/// the socket or it was idle long enough, 2 when it was not started by Vigil.
 pub fn serve() -> i32 {
     use rustix::event::{poll, PollFd, PollFlags};
     use std::os::unix::process::ExitStatusExt;
@@ -41,13 +43,17 @@ pub fn serve() -> i32 {
         pidfd: OwnedFd,
         reply: OwnedFd,
     }
+    let idle_exit = std::env::args()
+        .nth(1)
+        .and_then(|ms| ms.parse().ok())
+        .map_or(IDLE_EXIT, Duration::from_millis);
+    let idle = rustix::event::Timespec {
+        tv_sec: idle_exit.as_secs() as _,
+        tv_nsec: idle_exit.subsec_nanos() as _,
+    };
     let mut running: Vec<Running> = Vec::new();
     let mut buf = vec![0u8; MAX_REQUEST + 1];
     loop {
-        let idle = rustix::event::Timespec {
-            tv_sec: IDLE_EXIT.as_secs() as _,
-            tv_nsec: 0,
-        };
         let (ready_control, ready_children) = {
             let mut fds: Vec<PollFd<'_>> = std::iter::once(PollFd::new(&control, PollFlags::IN))
                 .chain(running.iter().map(|r| PollFd::new(&r.pidfd, PollFlags::IN)))
