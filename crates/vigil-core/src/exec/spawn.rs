@@ -178,16 +178,33 @@ fn spawn_pty(
             return Err("the terminal returned an unexpected kind of child process".into());
         }
     };
-    let started = (|| {
-        let reader = pair.master.try_clone_reader().map_err(|e| format!("{e:#}"))?;
-        let writer = pair.master.take_writer().map_err(|e| format!("{e:#}"))?;
-        let stdin = start_threads(id, wait_child(pid, child), reader, Some(writer), true, pump)?;
-        Ok::<_, String>(stdin)
-    })();
-    match started {
+    let io = terminal_io(&*pair.master);
+    served(id, pid, Some(pair.master), io, wait_child(pid, child), pump)
+}
+
+type ChildIo = (Box<dyn Read + Send>, Option<Box<dyn Write + Send>>);
+
+/// A terminal's reading and writing ends.
+fn terminal_io(master: &dyn MasterPty) -> Result<ChildIo, String> {
+    let reader = master.try_clone_reader().map_err(|e| format!("{e:#}"))?;
+    let writer = master.take_writer().map_err(|e| format!("{e:#}"))?;
+    Ok((reader, Some(writer)))
+}
+
+/// A started child with its threads; if they cannot start, its group is killed.
+fn served(
+    id: &Arc<str>,
+    pid: u32,
+    master: Option<Box<dyn MasterPty + Send>>,
+    io: Result<ChildIo, String>,
+    wait: impl FnOnce() -> ExitStatus + Send + 'static,
+    pump: &mpsc::Sender<Pump>,
+) -> Result<Spawned, String> {
+    let pty = master.is_some();
+    match io.and_then(|(reader, writer)| start_threads(id, wait, reader, writer, pty, pump)) {
         Ok(stdin) => Ok(Spawned {
             pid,
-            master: Some(pair.master),
+            master,
             pty_fallback: None,
             stdin,
         }),
@@ -224,18 +241,14 @@ fn spawn_pipes(id: &Arc<str>, req: &SpawnRequest, pump: &mpsc::Sender<Pump>) -> 
     drop(cmd);
     let pid = child.id();
     let stdin = child.stdin.take().map(|s| Box::new(s) as Box<dyn Write + Send>);
-    match start_threads(id, wait_child(pid, child), Box::new(reader), stdin, false, pump) {
-        Ok(stdin) => Ok(Spawned {
-            pid,
-            master: None,
-            pty_fallback: None,
-            stdin,
-        }),
-        Err(e) => {
-            signal_group(pid, Sig::Kill);
-            Err(e)
-        }
-    }
+    served(
+        id,
+        pid,
+        None,
+        Ok((Box::new(reader), stdin)),
+        wait_child(pid, child),
+        pump,
+    )
 }
 
 /// Waits for a child of ours.
@@ -392,23 +405,8 @@ mod in_zygote {
                 drop(pair.slave);
                 let child = zygote.spawn(&request, Stdio::Terminal(slave))?;
                 let pid = child.pid;
-                let started = (|| {
-                    let reader = pair.master.try_clone_reader().map_err(|e| format!("{e:#}"))?;
-                    let writer = pair.master.take_writer().map_err(|e| format!("{e:#}"))?;
-                    start_threads(id, waiter(child), reader, Some(writer), true, pump)
-                })();
-                return match started {
-                    Ok(stdin) => Ok(Spawned {
-                        pid,
-                        master: Some(pair.master),
-                        pty_fallback: None,
-                        stdin,
-                    }),
-                    Err(e) => {
-                        signal_group(pid, Sig::Kill);
-                        Err(SpawnError::Failed(e))
-                    }
-                };
+                let io = terminal_io(&*pair.master);
+                return served(id, pid, Some(pair.master), io, waiter(child), pump).map_err(SpawnError::Failed);
             }
         }
         if req.pty {
@@ -425,19 +423,8 @@ mod in_zygote {
             },
         )?;
         let pid = child.pid;
-        let stdin = Box::new(in_write) as Box<dyn Write + Send>;
-        match start_threads(id, waiter(child), Box::new(out_read), Some(stdin), false, pump) {
-            Ok(stdin) => Ok(Spawned {
-                pid,
-                master: None,
-                pty_fallback: None,
-                stdin,
-            }),
-            Err(e) => {
-                signal_group(pid, Sig::Kill);
-                Err(SpawnError::Failed(e))
-            }
-        }
+        let io: ChildIo = (Box::new(out_read), Some(Box::new(in_write)));
+        served(id, pid, None, Ok(io), waiter(child), pump).map_err(SpawnError::Failed)
     }
 
     fn waiter(child: crate::sandbox::zygote::Child) -> impl FnOnce() -> ExitStatus + Send + 'static {

@@ -262,26 +262,16 @@ async fn terminals_in(dir: &Path, parent: &str) {
         .find(|p| p.command.contains("sleep 301.25"))
         .unwrap();
     let alive = || sleepers(&["301.25", "302.25"]);
-    for _ in 0..100 {
-        if alive() == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(alive(), 2, "both sleepers run inside");
+    let count = settled(&alive, 2).await;
+    assert_eq!(count, 2, "both sleepers run inside");
     fake.set_script(Script::steps(vec![
         Step::tool_call("k1", "process", json!({"action": "kill", "sessionId": sleeper.id})),
         Step::text("killed"),
     ]));
     rt.submit(user("stop them"));
     until_finished(&mut rx).await;
-    for _ in 0..100 {
-        if alive() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(alive(), 0, "a sleeper survived the kill");
+    let count = settled(&alive, 0).await;
+    assert_eq!(count, 0, "a sleeper survived the kill");
     rt.shutdown().await;
 }
 
@@ -351,13 +341,8 @@ async fn commands_share_a_standing_sandbox_but_not_their_tmp_and_heartbeats_get_
     assert!(killed.contains("SIGKILL"), "{killed}");
     let again = run(&rt, &mut rx, &fake, "echo again from $(cat /proc/$PPID/comm)").await;
     assert!(again.contains("again from .vigil-sandbox"), "{again}");
-    for _ in 0..100 {
-        if sleepers(&["303.75"]) == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(sleepers(&["303.75"]), 0, "the sandbox went down whole");
+    let count = settled(|| sleepers(&["303.75"]), 0).await;
+    assert_eq!(count, 0, "the sandbox went down whole");
     rt.shutdown().await;
 }
 
@@ -373,26 +358,13 @@ async fn an_idle_standing_sandbox_leaves_and_the_next_command_starts_another() {
     // bwrap's processes of this test's sandbox: their command lines name its data folder.
     let data = dir.path().canonicalize().unwrap().display().to_string();
     let standing = || {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-            .filter(|c| {
-                c.split(|b| *b == 0).next().is_some_and(|a| a.ends_with(b"bwrap"))
-                    && String::from_utf8_lossy(c).contains(&data)
-            })
-            .count()
+        processes(|args| args[0].ends_with(b"bwrap") && args.iter().any(|a| String::from_utf8_lossy(a).contains(&data)))
     };
     let first = run(&rt, &mut rx, &fake, "echo one from $(cat /proc/$PPID/comm)").await;
     assert!(first.contains("one from .vigil-sandbox"), "{first}");
     assert!(standing() > 0, "the sandbox stands after its command");
-    for _ in 0..100 {
-        if standing() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(standing(), 0, "the idle sandbox left");
+    let count = settled(&standing, 0).await;
+    assert_eq!(count, 0, "the idle sandbox left");
     let second = run(&rt, &mut rx, &fake, "echo two from $(cat /proc/$PPID/comm)").await;
     assert!(second.contains("two from .vigil-sandbox"), "{second}");
     rt.shutdown().await;
@@ -412,13 +384,29 @@ async fn tool_results(rx: &mut Events, n: usize) -> Vec<String> {
 
 /// Processes whose command line has one of `marks` as an argument, from /proc.
 fn sleepers(marks: &[&str]) -> usize {
+    processes(|args| args[0].ends_with(b"sleep") && marks.iter().any(|m| args.contains(&m.as_bytes())))
+}
+
+/// `count()` once it is `want`, or after 5 s.
+async fn settled(count: impl Fn() -> usize, want: usize) -> usize {
+    for _ in 0..100 {
+        if count() == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    count()
+}
+
+/// How many processes' arguments (from /proc, never empty) pass `test`.
+fn processes(test: impl Fn(&[&[u8]]) -> bool) -> usize {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
         .filter(|c| {
             let args: Vec<&[u8]> = c.split(|b| *b == 0).collect();
-            args.first().is_some_and(|a| a.ends_with(b"sleep")) && marks.iter().any(|m| args.contains(&m.as_bytes()))
+            !c.is_empty() && test(&args)
         })
         .count()
 }
