@@ -134,6 +134,12 @@ impl Sandbox {
         self
     }
 
+    /// Zygotes run this helper (instead of the one found beside the program).
+    pub fn with_helper(self, helper: PathBuf) -> Self {
+        let _ = self.helper.set(Some(helper));
+        self
+    }
+
     /// A sandbox that is not available, for `why` (tests; a platform without bwrap).
     pub fn unavailable(why: impl Into<String>) -> Self {
         let s = Self::new();
@@ -160,14 +166,20 @@ impl Sandbox {
     }
 
     /// The zygote for `layout`, when the helper is there and the layout allows one: every
-    /// writable folder outside `/tmp` and `/var/tmp` (each command's private `/tmp` would
-    /// cover it), and the command's folder inside one of them (the zygote's mounts are made
-    /// once, for the layout, not per command).
+    /// writable folder outside `/tmp`, `/var/tmp` and `/dev/shm` (each command's private ones
+    /// would cover it), the helper outside all of them, and the command's folder inside one
+    /// of them (the zygote's mounts are made once, for the layout, not per command).
     #[cfg(target_os = "linux")]
     fn zygote(&self, bwrap: &Path, layout: &Layout) -> Option<Arc<zygote::Zygote>> {
         let helper = self.helper.get_or_init(zygote::find_helper).clone()?;
         let writable = writable_folders(layout);
-        let under_tmp = |p: &Path| p.starts_with("/tmp") || p.starts_with("/var/tmp");
+        let under_tmp = |p: &Path| ["/tmp", "/var/tmp", "/dev/shm"].iter().any(|t| p.starts_with(t));
+        // The helper keeps capabilities: a command that could replace its file would run its
+        // own program with them at the next start.
+        let helper_real = real(&helper);
+        if writable.iter().any(|w| helper_real.starts_with(w)) {
+            return None;
+        }
         let cwd = real(&layout.cwd);
         let covered = std::iter::once(real(&layout.workspace))
             .chain(layout.settings.writable.iter().map(|p| real(p)))
@@ -436,6 +448,29 @@ mod tests {
         assert_eq!(at("--bind", &dir.join("data/sessions")), None, "{args:?}");
         assert!(args.contains(&"--unshare-net".to_string()));
         assert_eq!(args.last().unwrap(), "--");
+    }
+
+    /// The helper keeps capabilities while it starts commands: one that a command could
+    /// replace (it lies in a writable folder) is never used, nor is a layout whose writable
+    /// folders the private /tmp, /var/tmp or /dev/shm of each command would cover.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn no_zygote_with_a_helper_a_command_could_replace_or_a_folder_it_would_cover() {
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let dir = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(dir.join("data/workspace/bin")).unwrap();
+        std::fs::create_dir_all(dir.join("app")).unwrap();
+        let bwrap = Path::new("/usr/bin/bwrap");
+        let l = layout(&dir);
+        let zygote = |helper: &Path, l: &Layout| Sandbox::new().with_helper(helper.to_path_buf()).zygote(bwrap, l);
+        assert!(zygote(&dir.join("app/vigil-sandbox"), &l).is_some());
+        assert!(zygote(&dir.join("data/workspace/bin/vigil-sandbox"), &l).is_none());
+        let mut extra = l.clone();
+        extra.settings.writable = vec![dir.join("app")];
+        assert!(zygote(&dir.join("app/vigil-sandbox"), &extra).is_none());
+        let mut shm = l.clone();
+        shm.settings.writable = vec!["/dev/shm".into()];
+        assert!(zygote(&dir.join("app/vigil-sandbox"), &shm).is_none());
     }
 
     #[test]

@@ -133,7 +133,8 @@ pub struct Zygote {
 
 enum State {
     Stopped,
-    Running(OwnedFd),
+    /// The control socket, and the pid of the bwrap that runs the helper.
+    Running(OwnedFd, u32),
     /// It could not start; commands take the other path from now on.
     Broken(String),
 }
@@ -172,11 +173,11 @@ impl Zygote {
         for attempt in 0..2 {
             let control = match &*state {
                 State::Broken(why) => return Err(SpawnError::Unavailable(why.clone())),
-                State::Running(control) => control,
+                State::Running(control, _) => control,
                 State::Stopped => match self.start() {
-                    Ok(control) => {
-                        *state = State::Running(control);
-                        let State::Running(control) = &*state else {
+                    Ok((control, bwrap)) => {
+                        *state = State::Running(control, bwrap);
+                        let State::Running(control, _) = &*state else {
                             unreachable!()
                         };
                         control
@@ -192,6 +193,20 @@ impl Zygote {
                 Ok(child) => return Ok(child),
                 Err(Sent::Refused(why)) => return Err(SpawnError::Failed(why)),
                 Err(Sent::Unusable(why)) => return Err(SpawnError::Unavailable(why)),
+                Err(Sent::Unanswered(why)) => {
+                    // Stopped or stuck (a command can signal it: same user). Down it goes,
+                    // with whatever runs in it, and this layout starts a bwrap per command
+                    // from now on: a command that stops it cannot make every start wait.
+                    if let State::Running(_, bwrap) = &*state {
+                        let _ = i32::try_from(*bwrap)
+                            .ok()
+                            .and_then(rustix::process::Pid::from_raw)
+                            .map(|pid| rustix::process::kill_process(pid, rustix::process::Signal::KILL));
+                    }
+                    tracing::warn!("the sandbox helper stopped answering, commands start one bwrap each: {why}");
+                    *state = State::Broken(why.clone());
+                    return Err(SpawnError::Unavailable(why));
+                }
                 Err(Sent::HelperGone(why)) => {
                     *state = State::Stopped;
                     if attempt == 1 {
@@ -205,7 +220,7 @@ impl Zygote {
 
     /// Starts bwrap with the helper and waits for its "ready". bwrap is started by a thread
     /// that stays with it: `--die-with-parent` is tied to the thread that started it.
-    fn start(&self) -> Result<OwnedFd, String> {
+    fn start(&self) -> Result<(OwnedFd, u32), String> {
         let (mine, theirs) = socketpair(AddressFamily::UNIX, SocketType::SEQPACKET, SocketFlags::CLOEXEC, None)
             .map_err(|e| format!("no socket pair: {e}"))?;
         let mut cmd = std::process::Command::new(&self.bwrap[0]);
@@ -239,7 +254,7 @@ impl Zygote {
             .spawn(move || match cmd.spawn() {
                 Ok(mut child) => {
                     drop(cmd); // closes our copy of the helper's end
-                    let _ = started_tx.send(Ok(()));
+                    let _ = started_tx.send(Ok(child.id()));
                     let _ = child.wait();
                 }
                 Err(e) => {
@@ -247,15 +262,27 @@ impl Zygote {
                 }
             })
             .map_err(|e| format!("no thread for the sandbox: {e}"))?;
-        started_rx
+        let bwrap = started_rx
             .recv()
             .map_err(|_| "the sandbox thread ended".to_string())??;
         drop(theirs);
-        sockopt::set_socket_timeout(&mine, sockopt::Timeout::Recv, Some(START_LIMIT)).map_err(|e| e.to_string())?;
-        match receive(&mine) {
+        let ready = sockopt::set_socket_timeout(&mine, sockopt::Timeout::Recv, Some(START_LIMIT))
+            .map_err(|e| e.to_string())
+            .and_then(|()| self.ready(&mine));
+        if ready.is_err() {
+            let _ = i32::try_from(bwrap)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+                .map(|pid| rustix::process::kill_process(pid, rustix::process::Signal::KILL));
+        }
+        ready.map(|()| (mine, bwrap))
+    }
+
+    /// The helper's first word: its version.
+    fn ready(&self, mine: &OwnedFd) -> Result<(), String> {
+        match receive(mine) {
             Ok(Some((msg, _))) if msg == VERSION => {
-                sockopt::set_socket_timeout(&mine, sockopt::Timeout::Recv, None).map_err(|e| e.to_string())?;
-                Ok(mine)
+                sockopt::set_socket_timeout(mine, sockopt::Timeout::Recv, None).map_err(|e| e.to_string())
             }
             Ok(Some((msg, _))) => Err(format!(
                 "the helper {} answered {:?}, not {:?}",
@@ -272,6 +299,9 @@ impl Zygote {
 enum Sent {
     /// It cannot have started: start the helper again and retry.
     HelperGone(String),
+    /// The helper does not take requests or answer them in time (stopped, stuck). The
+    /// command cannot have run: it waits for Vigil's go-ahead, which never came.
+    Unanswered(String),
     /// It cannot have started, and the helper is fine: start it the other way.
     Unusable(String),
     /// The helper tried and the command could not start.
@@ -293,14 +323,26 @@ fn send_request(control: &OwnedFd, message: &[u8], stdio: &Stdio) -> Result<Chil
     let mut control_msg = SendAncillaryBuffer::new(&mut space);
     control_msg.push(SendAncillaryMessage::ScmRights(&fds));
     use rustix::io::Errno;
-    sendmsg(control, &[IoSlice::new(message)], &mut control_msg, SendFlags::NOSIGNAL).map_err(|e| match e {
+    // Never blocks: a helper that does not read (stopped by a command) must not stall Vigil.
+    let flags = SendFlags::NOSIGNAL | SendFlags::DONTWAIT;
+    sendmsg(control, &[IoSlice::new(message)], &mut control_msg, flags).map_err(|e| match e {
         Errno::PIPE | Errno::CONNRESET | Errno::NOTCONN => Sent::HelperGone(format!("the sandbox is gone: {e}")),
+        Errno::AGAIN => Sent::Unanswered("the sandbox takes no more requests".into()),
         // Too long for the socket, out of buffers: the helper is fine, this request is not.
         e => Sent::Unusable(format!("the request could not be sent: {e}")),
     })?;
     drop(theirs);
     match receive(&mine) {
-        Ok(Some((msg, Some(pid)))) if msg == b"pid" && pid > 0 => Ok(Child { pid, reply: mine }),
+        // The command waits for this before it runs: a command whose pid came too late (or
+        // not at all) reads the end of the socket instead, and never runs.
+        Ok(Some((msg, Some(pid)))) if msg == b"pid" && pid > 0 => {
+            match rustix::net::send(&mine, b"go", SendFlags::NOSIGNAL) {
+                Ok(_) => Ok(Child { pid, reply: mine }),
+                Err(e) => Err(Sent::HelperGone(format!(
+                    "the sandbox left as the command started: {e}"
+                ))),
+            }
+        }
         Ok(Some((msg, _))) => match msg.strip_prefix(b"failed ") {
             Some(why) => Err(Sent::Refused(String::from_utf8_lossy(why).into_owned())),
             None => Err(Sent::Refused(format!(
@@ -309,8 +351,9 @@ fn send_request(control: &OwnedFd, message: &[u8], stdio: &Stdio) -> Result<Chil
             ))),
         },
         Ok(None) => Err(Sent::HelperGone("the sandbox left before the command started".into())),
-        // A timeout: the helper holds the request; starting it again could run it twice.
-        Err(e) => Err(Sent::Refused(format!("the sandbox did not start the command: {e}"))),
+        Err(e) => Err(Sent::Unanswered(format!(
+            "the sandbox did not start the command in time: {e}"
+        ))),
     }
 }
 
@@ -349,6 +392,9 @@ fn parse_exit(msg: &[u8]) -> Ended {
         Ended::Code(code)
     } else if let Some(sig) = number("signal ") {
         Ended::Signal(sig)
+    } else if text.starts_with("failed ") {
+        // It could not be executed after all (as a shell says for a missing program).
+        Ended::Code(127)
     } else {
         Ended::Lost(format!("the sandbox said {text:?}"))
     }

@@ -276,12 +276,12 @@ async fn terminals_in(dir: &Path, parent: &str) {
 }
 
 /// Where the workspace lies outside /tmp, commands start in the layout's long-lived sandbox
-/// (the zygote) rather than a bwrap each. They still get a /tmp of their own, exit codes and
-/// signals as they were, and a command that kills the sandbox's helper takes down only its
-/// own sandbox. A heartbeat's commands run in a sandbox of their own: they cannot see (or
-/// signal, or write into) what the user's turns run.
+/// (the zygote) rather than a bwrap each. Each still gets a /tmp and a pid namespace of its
+/// own, so no command sees (or signals, or reads through /proc) another, nor the sandbox's
+/// helper; exit codes and signals come back as they were. A heartbeat's commands run in a
+/// standing sandbox of their own.
 #[tokio::test]
-async fn commands_share_a_standing_sandbox_but_not_their_tmp_and_heartbeats_get_another() {
+async fn commands_in_a_standing_sandbox_see_only_their_own_tmp_and_processes() {
     bwrap_ready();
     let dir = outside_tmp();
     let (rt, mut rx, fake) = full_auto(dir.path()).await;
@@ -305,7 +305,7 @@ async fn commands_share_a_standing_sandbox_but_not_their_tmp_and_heartbeats_get_
     let signal = run(&rt, &mut rx, &fake, "kill -TERM $$").await;
     assert!(signal.contains("killed by signal SIGTERM"), "{signal}");
 
-    // A sleeper in the user's sandbox: its neighbours see it, a heartbeat's commands do not.
+    // A sleeper in the user's sandbox: neither the next command nor a heartbeat's sees it.
     fake.set_script(Script::steps(vec![
         Step::tool_call("s1", "exec", json!({"command": "sleep 303.75", "background": true})),
         Step::text("started"),
@@ -315,8 +315,8 @@ async fn commands_share_a_standing_sandbox_but_not_their_tmp_and_heartbeats_get_
     let look = "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done; echo looked";
     let neighbour = run(&rt, &mut rx, &fake, look).await;
     assert!(
-        neighbour.contains("looked") && neighbour.contains("sleep 303.75"),
-        "{neighbour}"
+        neighbour.contains("looked") && !neighbour.contains("303.75"),
+        "a command saw another: {neighbour}"
     );
     std::fs::write(rt.workspace().join("HEARTBEAT.md"), "- look around\n").unwrap();
     fake.set_script(Script::steps(vec![
@@ -335,14 +335,17 @@ async fn commands_share_a_standing_sandbox_but_not_their_tmp_and_heartbeats_get_
     tokio::time::sleep(Duration::from_millis(300)).await;
     while rx.try_recv().is_ok() {}
 
-    // Killing the helper ends that sandbox (the sleeper with it: they shared it); the next
-    // command gets a new one.
-    let killed = run(&rt, &mut rx, &fake, "kill -KILL $PPID; sleep 5").await;
-    assert!(killed.contains("SIGKILL"), "{killed}");
-    let again = run(&rt, &mut rx, &fake, "echo again from $(cat /proc/$PPID/comm)").await;
-    assert!(again.contains("again from .vigil-sandbox"), "{again}");
-    let count = settled(|| sleepers(&["303.75"]), 0).await;
-    assert_eq!(count, 0, "the sandbox went down whole");
+    // Its parent is the init of its own namespace: nothing to kill there, and the sleeper
+    // (another command) lives on.
+    let killed = run(
+        &rt,
+        &mut rx,
+        &fake,
+        "echo parent $PPID; kill -KILL $PPID; kill -KILL -1; echo survived",
+    )
+    .await;
+    assert!(killed.contains("parent 1") && killed.contains("survived"), "{killed}");
+    assert_eq!(sleepers(&["303.75"]), 1, "a command reached another");
     rt.shutdown().await;
 }
 
@@ -367,6 +370,55 @@ async fn an_idle_standing_sandbox_leaves_and_the_next_command_starts_another() {
     assert_eq!(count, 0, "the idle sandbox left");
     let second = run(&rt, &mut rx, &fake, "echo two from $(cat /proc/$PPID/comm)").await;
     assert!(second.contains("two from .vigil-sandbox"), "{second}");
+    rt.shutdown().await;
+}
+
+/// A standing sandbox that stops answering (stopped, stuck) costs one command a bounded
+/// wait, then commands of that layout start with a bwrap each: nothing hangs, nothing is
+/// lost, and the stopped helper is taken down.
+#[tokio::test]
+async fn a_stopped_standing_sandbox_is_replaced_by_a_bwrap_per_command() {
+    bwrap_ready();
+    let dir = outside_tmp();
+    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    let first = run(&rt, &mut rx, &fake, "echo one from $(cat /proc/$PPID/comm)").await;
+    assert!(first.contains("one from .vigil-sandbox"), "{first}");
+    // The helper: the child of this test's sandbox's bwrap (its command line names the data
+    // folder) that runs /tmp/.vigil-sandbox.
+    let data = dir.path().canonicalize().unwrap().display().to_string();
+    let cmdline = |pid: &str| std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let parent = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:").map(|p| p.trim().to_string()))
+            .unwrap_or_default()
+    };
+    let helper = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .find(|pid| {
+            cmdline(pid).starts_with(b"/tmp/.vigil-sandbox\0")
+                && String::from_utf8_lossy(&cmdline(&parent(pid))).contains(&data)
+        })
+        .expect("the helper runs");
+    std::process::Command::new("kill")
+        .args(["-STOP", &helper])
+        .status()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let second = run(&rt, &mut rx, &fake, "echo two from $(cat /proc/$PPID/comm)").await;
+    assert!(second.contains("two from bwrap"), "{second}");
+    assert!(started.elapsed() < Duration::from_secs(9), "{:?}", started.elapsed());
+    let third = run(&rt, &mut rx, &fake, "echo three from $(cat /proc/$PPID/comm)").await;
+    assert!(third.contains("three from bwrap"), "{third}");
+    let gone = settled(
+        || usize::from(std::path::Path::new(&format!("/proc/{helper}")).exists()),
+        0,
+    )
+    .await;
+    assert_eq!(gone, 0, "the stopped helper was taken down");
     rt.shutdown().await;
 }
 

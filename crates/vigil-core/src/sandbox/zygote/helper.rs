@@ -27,7 +27,19 @@ pub fn serve() -> i32 {
         std::mem::forget(control);
         return 2;
     }
-    let _ = rustix::io::fcntl_setfd(&control, rustix::io::FdFlags::CLOEXEC);
+    // Whatever else bwrap handed down (a descriptor Vigil opened as bwrap was forked and
+    // marked close-on-exec a moment too late) reaches no command.
+    if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+        for fd in fds
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<RawFd>().ok())
+        {
+            if fd > 2 {
+                // SAFETY: only a flag on a descriptor this process holds (or a closed one).
+                let _ = rustix::io::fcntl_setfd(unsafe { BorrowedFd::borrow_raw(fd) }, rustix::io::FdFlags::CLOEXEC);
+            }
+        }
+    }
     // Not dumpable: no command (same user) reads the memory of a process with capabilities.
     let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
     if rustix::net::send(&control, VERSION, SendFlags::NOSIGNAL).is_err() {
@@ -181,50 +193,177 @@ fn start_child(
         cmd.stdin(S::from(input))
             .stdout(S::from(output.try_clone()?))
             .stderr(S::from(output));
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     }
     let mounts: Vec<&'static std::ffi::CStr> = private_mounts.to_vec();
     use std::os::unix::process::CommandExt;
-    // SAFETY: between fork and exec only system calls (rustix's wrappers take the `&CStr`s
-    // prepared above and allocate nothing).
+    // SAFETY: between fork and exec only system calls: rustix's wrappers take the `&CStr`s
+    // prepared above, libc's are plain calls; nothing allocates.
     unsafe {
         cmd.pre_exec(move || {
-            use rustix::mount::{mount, mount_change, MountFlags, MountPropagationFlags};
-            use rustix::thread::{self as t, CapabilitySet, CapabilitySets};
-            t::unshare_unsafe(t::UnshareFlags::NEWNS)?;
-            mount_change(c"/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)?;
-            for at in &mounts {
-                mount(
-                    c"tmpfs",
-                    *at,
-                    c"tmpfs",
-                    MountFlags::NOSUID | MountFlags::NODEV,
-                    c"mode=1777",
-                )?;
+            // The forked child (C1) gets a mount and a pid namespace of its own; its child
+            // (C2) is that namespace's init and reaper; C2's child (C3) runs the command.
+            own_mounts(&mounts)?;
+            let (status_r, status_w) = pipe()?;
+            match libc::fork() {
+                -1 => return Err(std::io::Error::last_os_error()),
+                0 => {}
+                c2 => mirror(c2, status_r),
             }
-            for bit in 0..64u32 {
-                match t::remove_capability_from_bounding_set(CapabilitySet::from_bits_retain(1 << bit)) {
-                    Ok(()) => {}
-                    Err(rustix::io::Errno::INVAL) => break, // past the last capability
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            t::clear_ambient_capability_set()?;
-            t::set_capabilities(
+            // C2: pid 1 here. A /proc of this namespace: the command sees its own processes
+            // and no other command's.
+            libc::close(status_r);
+            rustix::mount::mount(
+                c"proc",
+                c"/proc",
+                c"proc",
+                rustix::mount::MountFlags::NOSUID
+                    | rustix::mount::MountFlags::NODEV
+                    | rustix::mount::MountFlags::NOEXEC,
                 None,
-                CapabilitySets {
-                    effective: CapabilitySet::empty(),
-                    permitted: CapabilitySet::empty(),
-                    inheritable: CapabilitySet::empty(),
-                },
             )?;
+            drop_capabilities()?;
+            match libc::fork() {
+                -1 => return Err(std::io::Error::last_os_error()),
+                0 => {}
+                c3 => reap_until(c3, status_w),
+            }
+            // C3: the command, in a session of its own (so its pid is its group's).
+            libc::close(status_w);
+            rustix::process::setsid()?;
             if terminal {
-                rustix::process::setsid()?;
                 rustix::process::ioctl_tiocsctty(BorrowedFd::borrow_raw(0))?;
             }
-            rustix::net::send(BorrowedFd::borrow_raw(reply), b"pid", SendFlags::NOSIGNAL)?;
-            Ok(())
+            let reply = BorrowedFd::borrow_raw(reply);
+            rustix::net::send(reply, b"pid", SendFlags::NOSIGNAL)?;
+            // Runs only on Vigil's go-ahead: if Vigil gave up waiting for the pid (and closed
+            // its end), this reads the end and the command never runs unwatched.
+            let mut go = [0u8; 2];
+            match rustix::net::recv(reply, &mut go, rustix::net::RecvFlags::empty()) {
+                Ok((2, _)) if &go == b"go" => Ok(()),
+                _ => Err(std::io::Error::other("Vigil did not say go")),
+            }
         });
     }
     cmd.spawn()
+}
+
+/// After fork, before exec: a mount namespace with empty `/tmp`, `/var/tmp` and `/dev/shm`
+/// (not shared back), and a pid namespace for the next child.
+fn own_mounts(mounts: &[&'static std::ffi::CStr]) -> std::io::Result<()> {
+    use rustix::mount::{mount, mount_change, MountFlags, MountPropagationFlags};
+    use rustix::thread::{self as t};
+    // SAFETY: a single-threaded child of fork; nothing shares its descriptor table.
+    unsafe { t::unshare_unsafe(t::UnshareFlags::NEWNS | t::UnshareFlags::NEWPID)? };
+    mount_change(c"/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)?;
+    for at in mounts {
+        mount(
+            c"tmpfs",
+            *at,
+            c"tmpfs",
+            MountFlags::NOSUID | MountFlags::NODEV,
+            c"mode=1777",
+        )?;
+    }
+    Ok(())
+}
+
+/// After fork, before exec: no capability left, the bounding set included (so not even an
+/// exec as uid 0 brings any back).
+fn drop_capabilities() -> std::io::Result<()> {
+    use rustix::thread::{self as t, CapabilitySet, CapabilitySets};
+    for bit in 0..64u32 {
+        match t::remove_capability_from_bounding_set(CapabilitySet::from_bits_retain(1 << bit)) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::INVAL) => break, // past the last capability
+            Err(e) => return Err(e.into()),
+        }
+    }
+    t::clear_ambient_capability_set()?;
+    t::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: CapabilitySet::empty(),
+            permitted: CapabilitySet::empty(),
+            inheritable: CapabilitySet::empty(),
+        },
+    )?;
+    Ok(())
+}
+
+/// A close-on-exec pipe (read end, write end).
+fn pipe() -> std::io::Result<(RawFd, RawFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: a plain system call on a local array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((fds[0], fds[1]))
+}
+
+/// Closes every descriptor above 2 but `keep`: what a reaper holds would otherwise keep the
+/// helper's spawn waiting (its exec-report pipe) and the command's sockets open.
+fn close_all_but(keep: RawFd) {
+    // SAFETY: close_range on this process's own table.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 3u32, (keep - 1) as u32, 0u32);
+        libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
+    }
+}
+
+/// C1, in the helper's pid namespace: waits for C2 and ends as the command ended (its
+/// code, or its signal), which is what the helper reports. Never returns.
+fn mirror(c2: libc::pid_t, status_r: RawFd) -> ! {
+    close_all_but(status_r);
+    let mut raw = [0u8; 4];
+    let mut got = 0;
+    // SAFETY: plain system calls on this process's own descriptors and children.
+    unsafe {
+        while got < 4 {
+            let n = libc::read(status_r, raw[got..].as_mut_ptr().cast(), 4 - got);
+            if n > 0 {
+                got += n as usize;
+            } else if n == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break;
+            }
+        }
+        while libc::waitpid(c2, std::ptr::null_mut(), 0) == -1
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+        if got < 4 {
+            libc::_exit(127);
+        }
+        let status = i32::from_ne_bytes(raw);
+        if libc::WIFSIGNALED(status) {
+            let sig = libc::WTERMSIG(status);
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            libc::signal(sig, libc::SIG_DFL);
+            libc::kill(libc::getpid(), sig);
+            libc::_exit(128 + sig);
+        }
+        libc::_exit(libc::WEXITSTATUS(status))
+    }
+}
+
+/// C2, init of the command's pid namespace: reaps whatever ends in it until the command
+/// (C3) does, hands C1 its status, and leaves, which ends what the command left behind.
+/// Never returns.
+fn reap_until(c3: libc::pid_t, status_w: RawFd) -> ! {
+    close_all_but(status_w);
+    // SAFETY: plain system calls on this process's own descriptors and children.
+    unsafe {
+        loop {
+            let mut status = 0;
+            let pid = libc::waitpid(-1, &mut status, 0);
+            if pid == c3 {
+                let raw = status.to_ne_bytes();
+                libc::write(status_w, raw.as_ptr().cast(), 4);
+                libc::_exit(0);
+            }
+            if pid == -1 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                libc::_exit(127);
+            }
+        }
+    }
 }
