@@ -546,6 +546,8 @@ mod tests {
     fn an_exit_message_reads_as_a_code_or_a_signal() {
         assert_eq!(parse_exit(b"exit 3"), Ended::Code(3));
         assert_eq!(parse_exit(b"signal 15"), Ended::Signal(15));
+        // Started, then could not be executed (the helper's refusal after the go-ahead).
+        assert_eq!(parse_exit(b"failed No such file or directory"), Ended::Code(127));
         assert!(matches!(parse_exit(b"garbage"), Ended::Lost(_)));
     }
 }
