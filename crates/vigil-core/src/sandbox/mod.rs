@@ -456,7 +456,16 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn no_zygote_with_a_helper_a_command_could_replace_or_a_folder_it_would_cover() {
-        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        // Outside /tmp (a clone under /tmp, as CI's, would make every layout fall back).
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let base = if manifest.starts_with("/tmp") || manifest.starts_with("/var/tmp") {
+            let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
+            home.join(".cache/vigil-tests")
+        } else {
+            manifest.to_path_buf()
+        };
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = tempfile::tempdir_in(base).unwrap();
         let dir = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(dir.join("data/workspace/bin")).unwrap();
         std::fs::create_dir_all(dir.join("app")).unwrap();
