@@ -20,10 +20,11 @@
 //! sandbox has its own pid namespace), so signalling the process group works as for any
 //! other child. The helper reaps the command and sends its exit there.
 //!
-//! Commands sharing a zygote share its pid namespace: they can see and signal each other.
-//! A zygote is therefore shared only by commands of the same layout *and* the same kind of
-//! run (someone at the screen, or nobody): a command from a heartbeat cannot reach into a
-//! shell the user runs. A layout with a writable folder under `/tmp` or `/var/tmp` (the
+//! Each command gets a pid namespace of its own (the forked child unshares it, its child is
+//! that namespace's init and reaper, and the grandchild runs the command), so commands of
+//! one zygote cannot see, signal or read through `/proc` each other or the helper. A zygote
+//! is still shared only by commands of the same layout *and* the same kind of run (someone
+//! at the screen, or nobody). A layout with a writable folder under `/tmp` or `/var/tmp` (the
 //! private `/tmp` would hide it), or a command whose folder is not writable already, takes
 //! the bwrap-per-command path, as does everything when the helper is not there.
 //!
@@ -194,9 +195,10 @@ impl Zygote {
                 Err(Sent::Refused(why)) => return Err(SpawnError::Failed(why)),
                 Err(Sent::Unusable(why)) => return Err(SpawnError::Unavailable(why)),
                 Err(Sent::Unanswered(why)) => {
-                    // Stopped or stuck (a command can signal it: same user). Down it goes,
-                    // with whatever runs in it, and this layout starts a bwrap per command
-                    // from now on: a command that stops it cannot make every start wait.
+                    // Stopped or stuck (no command can see it, but the user's other
+                    // processes can). Down it goes, with whatever runs in it, and this layout
+                    // starts a bwrap per command for the rest of the session: whatever stops
+                    // it cannot make every start wait.
                     if let State::Running(_, bwrap) = &*state {
                         let _ = i32::try_from(*bwrap)
                             .ok()
