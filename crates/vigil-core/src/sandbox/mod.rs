@@ -71,7 +71,7 @@ pub enum Availability {
 #[derive(Clone)]
 pub struct Sandbox {
     availability: Arc<OnceLock<Availability>>,
-    /// The zygote helper's path, looked up once; `None` when it is not there.
+    /// The zygote helper's path, looked up and resolved once; `None` when it is not there.
     helper: Arc<OnceLock<Option<PathBuf>>>,
     /// One zygote per bwrap command line and kind of run.
     #[cfg(target_os = "linux")]
@@ -128,15 +128,9 @@ impl Sandbox {
         self
     }
 
-    /// Without zygotes: every command gets a bwrap of its own.
-    pub fn without_zygotes(self) -> Self {
-        let _ = self.helper.set(None);
-        self
-    }
-
     /// Zygotes run this helper (instead of the one found beside the program).
     pub fn with_helper(self, helper: PathBuf) -> Self {
-        let _ = self.helper.set(Some(helper));
+        let _ = self.helper.set(Some(real(&helper)));
         self
     }
 
@@ -171,13 +165,16 @@ impl Sandbox {
     /// of them (the zygote's mounts are made once, for the layout, not per command).
     #[cfg(target_os = "linux")]
     fn zygote(&self, bwrap: &Path, layout: &Layout) -> Option<Arc<zygote::Zygote>> {
-        let helper = self.helper.get_or_init(zygote::find_helper).clone()?;
+        // Resolved once: the check below runs for every command.
+        let helper = self
+            .helper
+            .get_or_init(|| zygote::find_helper().map(|p| real(&p)))
+            .clone()?;
         let writable = writable_folders(layout);
         let under_tmp = |p: &Path| ["/tmp", "/var/tmp", "/dev/shm"].iter().any(|t| p.starts_with(t));
         // The helper keeps capabilities: a command that could replace its file would run its
         // own program with them at the next start.
-        let helper_real = real(&helper);
-        if writable.iter().any(|w| helper_real.starts_with(w)) {
+        if writable.iter().any(|w| helper.starts_with(w)) {
             return None;
         }
         let cwd = real(&layout.cwd);
