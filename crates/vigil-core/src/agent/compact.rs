@@ -32,8 +32,14 @@ pub fn estimate_message(m: &Message) -> u64 {
 /// about width × height / 750 and scales anything bigger down to ~1,600 tokens).
 const IMAGE_TOKENS: u64 = 1_600;
 
-pub fn estimate(system: &str, messages: &[Message]) -> u64 {
-    system.len() as u64 / 4 + messages.iter().map(estimate_message).sum::<u64>()
+/// Rough tokens of the system prompt and what the provider is sent for this transcript
+/// ([`request_view`]), counted without copying it.
+pub fn estimate_view(system: &str, transcript: &[Message]) -> u64 {
+    system.len() as u64 / 4
+        + view_indices(transcript)
+            .into_iter()
+            .map(|i| estimate_message(&transcript[i]))
+            .sum::<u64>()
 }
 
 /// The latest summary, as (its index, the index it replaces everything before).
@@ -154,7 +160,7 @@ pub async fn summarise(
     let request = ChatRequest {
         system: SUMMARY_PROMPT.to_string(),
         messages: vec![Message::user_text(text, now_ms)],
-        tools: vec![],
+        tools: Default::default(),
         images: Default::default(),
         cache: Default::default(),
     };

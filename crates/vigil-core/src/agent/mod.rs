@@ -27,7 +27,7 @@ use crate::session::SessionStore;
 use crate::tools::{truncate_head_tail, ToolContext, ToolOutput, ToolRegistry};
 use crate::workspace::Workspace;
 
-pub use compact::{estimate, request_view, SUMMARY_HEADING};
+pub use compact::{estimate_view, request_view, SUMMARY_HEADING};
 pub use context::{background_updates, BACKGROUND_UPDATES_HEADING};
 pub use effects::{EffectWatch, Effects};
 pub use policy::AgentConfig;
@@ -322,7 +322,7 @@ impl Turn<'_> {
         }
         let window = self.config.context_window;
         let mut transcript = self.load()?;
-        if estimate(&system, &request_view(&transcript)) as f64 > window as f64 * self.config.compact_threshold {
+        if estimate_view(&system, &transcript) as f64 > window as f64 * self.config.compact_threshold {
             transcript = self.compact(client, &system, transcript, false).await?;
         }
         loop {
@@ -330,7 +330,7 @@ impl Turn<'_> {
             if let Some(limit) = self.extras.history_limit {
                 view = context::latest(view, limit);
             }
-            let (view, notes) = crate::session::repair_tool_chain(&view);
+            let (view, notes) = crate::session::repair_tool_chain(view);
             for note in notes {
                 tracing::warn!(session = self.session_id, "repaired history: {note}");
             }
@@ -386,8 +386,8 @@ impl Turn<'_> {
         }
     }
 
-    fn load(&self) -> Result<Vec<Message>, Finish> {
-        self.store.load(self.session_id).map(|l| l.messages).map_err(|e| {
+    fn load(&self) -> Result<Arc<Vec<Message>>, Finish> {
+        self.store.load_shared(self.session_id).map_err(|e| {
             self.error(ErrorKind::Storage, e.to_string());
             Finish::because(StopReason::Error)
         })
@@ -398,9 +398,9 @@ impl Turn<'_> {
         &self,
         client: &ModelClient,
         system: &str,
-        transcript: Vec<Message>,
+        transcript: Arc<Vec<Message>>,
         force: bool,
-    ) -> Result<Vec<Message>, Finish> {
+    ) -> Result<Arc<Vec<Message>>, Finish> {
         let window = self.config.context_window;
         let mut keep = (window as f64 * self.config.keep_ratio) as u64;
         if force {
@@ -409,7 +409,7 @@ impl Turn<'_> {
         let Some(cut) = compact::choose_cut(&transcript, keep) else {
             return Ok(transcript);
         };
-        let before = estimate(system, &request_view(&transcript));
+        let before = estimate_view(system, &transcript);
         let old: Vec<Message> = compact::view_indices(&transcript)
             .into_iter()
             .filter(|&i| i < cut || matches!(transcript[i].kind, MessageKind::Summary { .. }))
@@ -422,7 +422,7 @@ impl Turn<'_> {
                     return Err(Finish::because(StopReason::Error));
                 }
                 let transcript = self.load()?;
-                let after = estimate(system, &request_view(&transcript));
+                let after = estimate_view(system, &transcript);
                 self.emitter.emit(
                     Source::Agent,
                     Event::Compacted {

@@ -576,7 +576,7 @@ fn summarize(text: &str) -> String {
 fn digest(text: &str) -> String {
     use sha2::Digest;
     let hash = sha2::Sha256::digest(text.as_bytes());
-    hash[..8].iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(&hash[..8])
 }
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ pub fn qualified_name(server: &str, tool: &str) -> String {
         return name;
     }
     let hash = sha2::Sha256::digest(format!("{server}\0{tool}").as_bytes());
-    let suffix: String = hash.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let suffix = hex::encode(&hash[..4]);
     format!("{}_{suffix}", &name[..MAX_NAME - suffix.len() - 1])
 }
 

@@ -1,7 +1,10 @@
 //! The Anthropic Messages API: request shape and stream events
 //! (`message_start`, `content_block_*`, `message_delta`, `message_stop`, `ping`, `error`).
 
-use serde_json::{json, Value};
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::Value;
 use vigil_protocol::{ContentBlock, Message, Role, StopReason};
 
 use super::images::{Wire, WireImage};
@@ -9,30 +12,120 @@ use super::{join_url, Assembler, CacheLife, ChatRequest, Flow, ProviderConfig, P
 
 const API_VERSION: &str = "2023-06-01";
 
-pub(super) fn request(cfg: &ProviderConfig, req: &ChatRequest, images: &Wire) -> (String, Value) {
-    let messages: Vec<Value> = req.messages.iter().filter_map(|m| message(m, images)).collect();
-    let mut body = json!({
-        "model": cfg.model,
-        "max_tokens": cfg.max_tokens,
-        "messages": messages,
-        "stream": true,
-    });
-    if !req.system.is_empty() {
+/// The URL and JSON body of one request. The body is written straight from the request it
+/// borrows (no `Value` tree, no copy of the transcript, the tools or an image's base64): it
+/// is built every round, and is most of a turn's own work otherwise.
+pub(super) fn request(cfg: &ProviderConfig, req: &ChatRequest, images: &Wire) -> (String, Vec<u8>) {
+    let body = Body {
+        model: &cfg.model,
+        max_tokens: cfg.max_tokens,
         // The breakpoint caches tools + system: both are byte-stable from turn to turn.
-        let mut control = json!({"type": "ephemeral"});
-        if req.cache == CacheLife::Hour {
-            control["ttl"] = json!("1h");
-        }
-        body["system"] = json!([{"type": "text", "text": req.system, "cache_control": control}]);
-    }
-    if !req.tools.is_empty() {
-        body["tools"] = req
+        system: (!req.system.is_empty()).then(|| {
+            [SystemText {
+                kind: "text",
+                text: &req.system,
+                cache_control: CacheControl {
+                    kind: "ephemeral",
+                    ttl: (req.cache == CacheLife::Hour).then_some("1h"),
+                },
+            }]
+        }),
+        tools: req
             .tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-            .collect();
-    }
-    (join_url(&cfg.base_url, "/v1/messages"), body)
+            .map(|t| ToolDef {
+                name: &t.name,
+                description: &t.description,
+                input_schema: &t.parameters,
+            })
+            .collect(),
+        messages: req.messages.iter().filter_map(|m| message(m, images)).collect(),
+        stream: true,
+    };
+    let bytes = serde_json::to_vec(&body).expect("a request body always serializes");
+    (join_url(&cfg.base_url, "/v1/messages"), bytes)
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[SystemText<'a>; 1]>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ToolDef<'a>>,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+}
+
+#[derive(Serialize)]
+struct SystemText<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    cache_control: CacheControl,
+}
+
+#[derive(Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct ToolDef<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: Cow<'a, str>,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: ResultContent<'a>,
+        is_error: bool,
+    },
+    Image {
+        source: ImageSource<'a>,
+    },
+}
+
+/// A tool result's content: its text, or a list of blocks once images follow it.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ResultContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<Block<'a>>),
+}
+
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
 }
 
 pub(super) fn auth(builder: reqwest::RequestBuilder, cfg: &ProviderConfig) -> reqwest::RequestBuilder {
@@ -43,35 +136,35 @@ pub(super) fn auth(builder: reqwest::RequestBuilder, cfg: &ProviderConfig) -> re
     }
 }
 
-fn message(m: &Message, images: &Wire) -> Option<Value> {
+fn message<'a>(m: &'a Message, images: &Wire<'a>) -> Option<WireMessage<'a>> {
     let role = match m.role {
         Role::User | Role::ToolResult => "user",
         Role::Assistant => "assistant",
     };
-    let mut content: Vec<Value> = Vec::new();
+    let mut content: Vec<Block<'a>> = Vec::new();
     // Whether `content`'s last entry is a `tool_result` the blocks after it belong to.
     let mut in_result = false;
     for b in &m.content {
         let block = match b {
             ContentBlock::Text { text } if text.is_empty() => continue,
-            ContentBlock::Text { text } | ContentBlock::Context { text } => json!({"type": "text", "text": text}),
+            ContentBlock::Text { text } | ContentBlock::Context { text } => Block::Text { text: text.into() },
             // The API accepts thinking back only with its signature.
             ContentBlock::Thinking {
                 thinking,
-                signature: Some(sig),
-            } => json!({"type": "thinking", "thinking": thinking, "signature": sig}),
+                signature: Some(signature),
+            } => Block::Thinking { thinking, signature },
             ContentBlock::Thinking { .. } => continue,
-            ContentBlock::ToolUse { id, name, input } => {
-                json!({"type": "tool_use", "id": id, "name": name, "input": input})
-            }
+            ContentBlock::ToolUse { id, name, input } => Block::ToolUse { id, name, input },
             ContentBlock::ToolResult {
                 tool_use_id,
                 content: text,
                 is_error,
             } => {
-                content.push(
-                    json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": text, "is_error": is_error}),
-                );
+                content.push(Block::ToolResult {
+                    tool_use_id,
+                    content: ResultContent::Text(text),
+                    is_error: *is_error,
+                });
                 in_result = true;
                 continue;
             }
@@ -80,28 +173,31 @@ fn message(m: &Message, images: &Wire) -> Option<Value> {
         match content.last_mut() {
             // A tool's images (and a placeholder for a missing one) go inside its result,
             // which then holds a list of blocks instead of a string.
-            Some(result) if in_result => {
-                if let Some(text) = result["content"].as_str().map(str::to_string) {
-                    result["content"] = json!([{"type": "text", "text": text}]);
+            Some(Block::ToolResult { content: result, .. }) if in_result => {
+                if let ResultContent::Text(text) = *result {
+                    *result = ResultContent::Blocks(vec![Block::Text { text: text.into() }]);
                 }
-                if let Some(list) = result["content"].as_array_mut() {
+                if let ResultContent::Blocks(list) = result {
                     list.push(block);
                 }
             }
             _ => content.push(block),
         }
     }
-    (!content.is_empty()).then(|| json!({"role": role, "content": content}))
+    (!content.is_empty()).then_some(WireMessage { role, content })
 }
 
 /// An `image` block with a base64 source, or a text line in its place.
-fn image(images: &Wire, sha256: &str, mime: &str) -> Value {
+fn image<'a>(images: &Wire<'a>, sha256: &str, mime: &'a str) -> Block<'a> {
     match images.image(sha256, mime) {
-        WireImage::Data { mime, base64 } => json!({
-            "type": "image",
-            "source": {"type": "base64", "media_type": mime, "data": base64},
-        }),
-        WireImage::Note(text) => json!({"type": "text", "text": text}),
+        WireImage::Data { mime, base64 } => Block::Image {
+            source: ImageSource {
+                kind: "base64",
+                media_type: mime,
+                data: base64,
+            },
+        },
+        WireImage::Note(text) => Block::Text { text: text.into() },
     }
 }
 

@@ -27,6 +27,8 @@ mod error;
 mod images;
 mod openai;
 mod sse;
+#[cfg(test)]
+mod wire_tests;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,7 +102,8 @@ pub struct ToolSpec {
 pub struct ChatRequest {
     pub system: String,
     pub messages: Vec<Message>,
-    pub tools: Vec<ToolSpec>,
+    /// Shared with the tool registry: the same specs go out with every request.
+    pub tools: Arc<[ToolSpec]>,
     /// The bytes of the images `messages` name; one missing here is sent as a line saying so.
     pub images: RequestImages,
     /// How long the provider should keep the stable prefix (tools + system) cached.
@@ -254,7 +257,12 @@ impl ModelClient {
             ProviderKind::Anthropic => anthropic::request(cfg, request, &images),
             ProviderKind::Openai => openai::request(cfg, request, &images),
         };
-        let mut builder = self.http.post(&url).header("accept", "text/event-stream").json(&body);
+        let mut builder = self
+            .http
+            .post(&url)
+            .header("accept", "text/event-stream")
+            .header("content-type", "application/json")
+            .body(body);
         builder = match cfg.kind {
             ProviderKind::Anthropic => anthropic::auth(builder, cfg),
             ProviderKind::Openai => openai::auth(builder, cfg),
@@ -313,7 +321,7 @@ impl ModelClient {
         let request = ChatRequest {
             system: String::new(),
             messages: vec![Message::user_text("Reply with the word ok.", self.clock.now_ms())],
-            tools: vec![],
+            tools: Arc::default(),
             images: RequestImages::default(),
             cache: CacheLife::Minutes,
         };

@@ -1,35 +1,155 @@
 //! The OpenAI Chat Completions API and the servers that copy it (Ollama, LM Studio, vLLM,
 //! OpenRouter): request shape and `chat.completion.chunk` events ending with `[DONE]`.
 
-use serde_json::{json, Value};
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::Value;
 use vigil_protocol::{ContentBlock, Message, Role, StopReason};
 
 use super::images::{Wire, WireImage};
 use super::{join_url, Assembler, ChatRequest, Flow, ProviderConfig, ProviderError, StreamEvent};
 
-pub(super) fn request(cfg: &ProviderConfig, req: &ChatRequest, images: &Wire) -> (String, Value) {
+/// The URL and JSON body of one request, written straight from the request it borrows (see
+/// `anthropic::request`).
+pub(super) fn request(cfg: &ProviderConfig, req: &ChatRequest, images: &Wire) -> (String, Vec<u8>) {
     let mut messages = Vec::new();
     if !req.system.is_empty() {
-        messages.push(json!({"role": "system", "content": req.system}));
+        messages.push(WireMessage::new(
+            "system",
+            Some(Content::Text(Cow::Borrowed(&req.system))),
+        ));
     }
     for m in &req.messages {
         push_message(&mut messages, m, images);
     }
-    let mut body = json!({
-        "model": cfg.model,
-        "messages": messages,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-        "max_tokens": cfg.max_tokens,
-    });
-    if !req.tools.is_empty() {
-        body["tools"] = req
+    let body = Body {
+        model: &cfg.model,
+        tools: req
             .tools
             .iter()
-            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
-            .collect();
+            .map(|t| ToolDef {
+                kind: "function",
+                function: Function {
+                    name: &t.name,
+                    description: &t.description,
+                    parameters: &t.parameters,
+                },
+            })
+            .collect(),
+        messages,
+        stream: true,
+        stream_options: StreamOptions { include_usage: true },
+        max_tokens: cfg.max_tokens,
+    };
+    let bytes = serde_json::to_vec(&body).expect("a request body always serializes");
+    (join_url(&cfg.base_url, "/chat/completions"), bytes)
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ToolDef<'a>>,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    stream_options: StreamOptions,
+    max_tokens: u32,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct ToolDef<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Function<'a>,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    /// `null` for an assistant message that only calls tools.
+    content: Option<Content<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<Call<'a>>,
+}
+
+impl<'a> WireMessage<'a> {
+    fn new(role: &'static str, content: Option<Content<'a>>) -> Self {
+        Self {
+            role,
+            content,
+            tool_call_id: None,
+            tool_calls: Vec::new(),
+        }
     }
-    (join_url(&cfg.base_url, "/chat/completions"), body)
+}
+
+/// A plain string, which every compatible server reads, or a list of parts (with images).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Part<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: Cow<'a, str> },
+    ImageUrl { image_url: DataUrl<'a> },
+}
+
+/// `{"url": "data:<mime>;base64,<data>"}`, written without first copying the data.
+struct DataUrl<'a> {
+    mime: &'a str,
+    base64: &'a str,
+}
+
+impl Serialize for DataUrl<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let url = format_args!("data:{};base64,{}", self.mime, self.base64);
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry("url", &Collected(url))?;
+        map.end()
+    }
+}
+
+/// Serializes its arguments as one string, formatted straight into the output.
+struct Collected<'a>(std::fmt::Arguments<'a>);
+
+impl Serialize for Collected<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
+    }
+}
+
+#[derive(Serialize)]
+struct Call<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: CallFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct CallFunction<'a> {
+    name: &'a str,
+    arguments: String,
 }
 
 pub(super) fn auth(builder: reqwest::RequestBuilder, cfg: &ProviderConfig) -> reqwest::RequestBuilder {
@@ -42,10 +162,10 @@ pub(super) fn auth(builder: reqwest::RequestBuilder, cfg: &ProviderConfig) -> re
 /// One transcript message can become several chat messages: tool results are one `tool`
 /// message each, and the images they returned follow in one user message (a `tool` message
 /// carries text only).
-fn push_message(out: &mut Vec<Value>, m: &Message, images: &Wire) {
+fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, m: &'a Message, images: &Wire<'a>) {
     match m.role {
         Role::User => {
-            let text = m
+            let texts: Vec<&str> = m
                 .content
                 .iter()
                 .filter_map(|b| match b {
@@ -54,9 +174,12 @@ fn push_message(out: &mut Vec<Value>, m: &Message, images: &Wire) {
                     }
                     _ => None,
                 })
-                .collect::<Vec<_>>()
-                .join("\n\n");
-            let pictures: Vec<Value> = m
+                .collect();
+            let text: Cow<str> = match texts[..] {
+                [one] => Cow::Borrowed(one),
+                _ => Cow::Owned(texts.join("\n\n")),
+            };
+            let pictures: Vec<Part> = m
                 .content
                 .iter()
                 .filter_map(|b| match b {
@@ -66,7 +189,7 @@ fn push_message(out: &mut Vec<Value>, m: &Message, images: &Wire) {
                 .collect();
             if pictures.is_empty() {
                 if !text.is_empty() {
-                    out.push(json!({"role": "user", "content": text}));
+                    out.push(WireMessage::new("user", Some(Content::Text(text))));
                 }
                 return;
             }
@@ -74,75 +197,78 @@ fn push_message(out: &mut Vec<Value>, m: &Message, images: &Wire) {
             // every compatible server reads.
             let mut parts = Vec::new();
             if !text.is_empty() {
-                parts.push(json!({"type": "text", "text": text}));
+                parts.push(Part::Text { text });
             }
             parts.extend(pictures);
-            out.push(json!({"role": "user", "content": parts}));
+            out.push(WireMessage::new("user", Some(Content::Parts(parts))));
         }
         Role::Assistant => {
             let text = m.text();
-            let calls: Vec<Value> = m
+            let calls: Vec<Call> = m
                 .content
                 .iter()
                 .filter_map(|b| match b {
-                    ContentBlock::ToolUse { id, name, input } => Some(json!({
-                        "id": id, "type": "function",
-                        "function": {"name": name, "arguments": input.to_string()}
-                    })),
+                    ContentBlock::ToolUse { id, name, input } => Some(Call {
+                        id,
+                        kind: "function",
+                        function: CallFunction {
+                            name,
+                            arguments: input.to_string(),
+                        },
+                    }),
                     _ => None,
                 })
                 .collect();
             if text.is_empty() && calls.is_empty() {
                 return;
             }
-            let mut msg =
-                json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
-            if !calls.is_empty() {
-                msg["tool_calls"] = json!(calls);
-            }
-            out.push(msg);
+            let content = (!text.is_empty()).then(|| Content::Text(Cow::Owned(text)));
+            out.push(WireMessage {
+                tool_calls: calls,
+                ..WireMessage::new("assistant", content)
+            });
         }
         Role::ToolResult => {
-            let mut after: Vec<Value> = Vec::new();
+            let mut after: Vec<Part> = Vec::new();
             let mut call: Option<&str> = None;
             for b in &m.content {
-                match b {
+                let part = match b {
                     ContentBlock::ToolResult {
                         tool_use_id, content, ..
                     } => {
-                        out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
+                        out.push(WireMessage {
+                            tool_call_id: Some(tool_use_id),
+                            ..WireMessage::new("tool", Some(Content::Text(Cow::Borrowed(content))))
+                        });
                         call = Some(tool_use_id);
+                        continue;
                     }
                     // An image, or the placeholder of one whose file is missing.
-                    ContentBlock::Image { .. } | ContentBlock::Text { .. } => {
-                        let part = match b {
-                            ContentBlock::Image { sha256, mime } => image_part(images, sha256, mime),
-                            ContentBlock::Text { text } => json!({"type": "text", "text": text}),
-                            _ => continue,
-                        };
-                        if let Some(id) = call.take() {
-                            after.push(json!({"type": "text", "text": format!("Images returned by tool call {id}:")}));
-                        }
-                        after.push(part);
-                    }
-                    _ => {}
+                    ContentBlock::Image { sha256, mime } => image_part(images, sha256, mime),
+                    ContentBlock::Text { text } => Part::Text { text: text.into() },
+                    _ => continue,
+                };
+                if let Some(id) = call.take() {
+                    after.push(Part::Text {
+                        text: format!("Images returned by tool call {id}:").into(),
+                    });
                 }
+                after.push(part);
             }
             if !after.is_empty() {
-                out.push(json!({"role": "user", "content": after}));
+                out.push(WireMessage::new("user", Some(Content::Parts(after))));
             }
         }
     }
 }
 
 /// An `image_url` part with a data URL, or a text part in its place.
-fn image_part(images: &Wire, sha256: &str, mime: &str) -> Value {
+fn image_part<'a>(images: &Wire<'a>, sha256: &str, mime: &'a str) -> Part<'a> {
     match images.image(sha256, mime) {
-        WireImage::Data { mime, base64 } => json!({
-            "type": "image_url",
-            "image_url": {"url": format!("data:{mime};base64,{base64}")},
-        }),
-        WireImage::Note(text) => json!({"type": "text", "text": text}),
+        WireImage::Data { mime, base64 } => Part::ImageUrl {
+            image_url: DataUrl { mime, base64 },
+        },
+        WireImage::Note(text) => Part::Text { text: text.into() },
     }
 }
 

@@ -15,18 +15,18 @@
 use std::fs;
 use std::io::ErrorKind;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
-use vigil_protocol::{image_extension, ContentBlock};
+use vigil_protocol::{image_extension, ContentBlock, Message};
 
 use super::lock::SessionLockGuard;
-use super::transcript::Loaded;
 use super::{io, session_file, suffix, validate_id, SessionError, SessionStore};
 use crate::durable;
 
 /// Hex SHA-256 of `bytes`, as image blocks name them.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// What an image whose file is missing becomes in a loaded conversation.
@@ -112,9 +112,10 @@ impl SessionStore {
     }
 
     /// Turns each image whose file is missing into a placeholder line, with a warning.
-    pub(super) fn mark_missing_images(&self, id: &str, loaded: &mut Loaded) {
-        for message in &mut loaded.messages {
-            for block in &mut message.content {
+    pub(super) fn mark_missing_images(&self, id: &str, messages: &mut Arc<Vec<Message>>, warnings: &mut Vec<String>) {
+        let mut missing = Vec::new();
+        for (i, message) in messages.iter().enumerate() {
+            for (j, block) in message.content.iter().enumerate() {
                 let ContentBlock::Image { sha256, mime } = block else {
                     continue;
                 };
@@ -127,11 +128,17 @@ impl SessionStore {
                     ),
                     Err(e) => format!("an image of this conversation cannot be found ({e}); it shows as a placeholder"),
                 };
-                loaded.warnings.push(problem);
-                *block = ContentBlock::Text {
-                    text: missing_image_text(sha256),
-                };
+                warnings.push(problem);
+                missing.push((i, j, missing_image_text(sha256)));
             }
+        }
+        if missing.is_empty() {
+            return;
+        }
+        // The placeholders go into this caller's copy; the cache keeps what the file holds.
+        let messages = Arc::make_mut(messages);
+        for (i, j, text) in missing {
+            messages[i].content[j] = ContentBlock::Text { text };
         }
     }
 }
@@ -195,7 +202,7 @@ mod tests {
         assert_eq!(
             loaded.messages[0].content[1..],
             [
-                kept,
+                kept.clone(),
                 ContentBlock::Text {
                     text: missing_image_text(sha256)
                 }
@@ -203,5 +210,30 @@ mod tests {
         );
         assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
         assert!(loaded.warnings[0].contains("is missing"), "{:?}", loaded.warnings);
+
+        // The placeholder is this load's: once the file is back, so is the image, through
+        // every way of loading (the parsed transcript is cached between loads).
+        store.put_image("s1", b"gone", "image/jpeg").await.unwrap();
+        assert_eq!(
+            store.load("s1").unwrap().messages[0].content[1..],
+            [kept.clone(), gone.clone()]
+        );
+        assert_eq!(store.load_shared("s1").unwrap()[0].content[1..], [kept, gone]);
+    }
+
+    #[tokio::test]
+    async fn a_shared_load_shows_new_lines_and_leaves_an_earlier_one_as_it_was() {
+        let (_dir, store) = store();
+        store.append("s1", &Message::user_text("one", 1)).unwrap();
+        let first = store.load_shared("s1").unwrap();
+        store.append("s1", &Message::user_text("two", 2)).unwrap();
+        let second = store.load_shared("s1").unwrap();
+        assert_eq!(first.len(), 1, "what a caller holds does not change under it");
+        let texts: Vec<String> = second.iter().map(Message::text).collect();
+        assert_eq!(texts, ["one", "two"]);
+        drop((first, second));
+        store.append("s1", &Message::user_text("three", 3)).unwrap();
+        assert_eq!(store.load_shared("s1").unwrap().len(), 3);
+        assert_eq!(store.load("s1").unwrap().messages.len(), 3);
     }
 }

@@ -665,13 +665,7 @@ struct EnvelopeIn<'a> {
 /// The checksum covers the exact bytes of `meta` as written, so it does not depend on how a
 /// serializer orders keys or formats numbers: whoever hashes the same bytes agrees.
 fn checksum(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
 fn encode(meta: &SessionMeta) -> std::io::Result<Vec<u8>> {

@@ -29,7 +29,8 @@ pub(super) struct Parsed {
     pub len: u64,
     /// The last bytes before `len`, as they were.
     pub check: Vec<u8>,
-    pub messages: Vec<Message>,
+    /// Shared with the callers of the last load (see `SessionStore::load_shared`).
+    pub messages: Arc<Vec<Message>>,
     pub warnings: Vec<String>,
 }
 

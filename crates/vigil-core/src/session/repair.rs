@@ -28,16 +28,15 @@ pub const INTERRUPTED: &str = "[interrupted: the turn ended before this tool fin
 /// Results are put in the order of their calls, ahead of any other blocks, as Anthropic
 /// requires. The images (and image placeholders) that follow a result belong to it: they
 /// move with it, and go with it when it is dropped.
-pub fn repair_tool_chain(messages: &[Message]) -> (Vec<Message>, Vec<String>) {
+pub fn repair_tool_chain(messages: Vec<Message>) -> (Vec<Message>, Vec<String>) {
     let mut out = Vec::with_capacity(messages.len() + 1);
     let mut notes = Vec::new();
-    let mut i = 0;
-    while i < messages.len() {
-        let msg = &messages[i];
+    // Messages move into the result: a sound history is returned without a copy.
+    let mut messages = messages.into_iter().enumerate().peekable();
+    while let Some((i, msg)) = messages.next() {
         if msg.role != Role::Assistant {
             // A results message not right after an assistant message answers nothing.
             push_without_orphans(&mut out, &mut notes, msg, i);
-            i += 1;
             continue;
         }
         let calls: Vec<(&str, &str)> = msg
@@ -48,81 +47,81 @@ pub fn repair_tool_chain(messages: &[Message]) -> (Vec<Message>, Vec<String>) {
                 _ => None,
             })
             .collect();
-        out.push(msg.clone());
-        let next = messages.get(i + 1).filter(|m| m.role == Role::ToolResult);
-        match next {
-            Some(results) => {
-                answer_calls(&mut out, &mut notes, results, i + 1, &calls);
-                i += 2;
-            }
+        let answer = match messages.next_if(|(_, m)| m.role == Role::ToolResult) {
+            Some((j, results)) => answer_calls(&mut notes, results, j, &calls),
+            None if calls.is_empty() => None,
             None => {
-                if !calls.is_empty() {
-                    let mut synthetic = Message {
-                        role: Role::ToolResult,
-                        content: vec![],
-                        ts: msg.ts,
-                        model: None,
-                        usage: None,
-                        stop_reason: None,
-                        kind: Default::default(),
-                    };
-                    for (id, name) in &calls {
-                        notes.push(missing_note(i, id, name));
-                        synthetic.content.push(interrupted(id));
-                    }
-                    out.push(synthetic);
+                let mut synthetic = Message {
+                    role: Role::ToolResult,
+                    content: vec![],
+                    ts: msg.ts,
+                    model: None,
+                    usage: None,
+                    stop_reason: None,
+                    kind: Default::default(),
+                };
+                for (id, name) in &calls {
+                    notes.push(missing_note(i, id, name));
+                    synthetic.content.push(interrupted(id));
                 }
-                i += 1;
+                Some(synthetic)
             }
-        }
+        };
+        out.push(msg);
+        out.extend(answer);
     }
     (out, notes)
 }
 
-/// Rebuilds the results message at `index` so it answers `calls` exactly once each.
+/// Rebuilds the results message at `index` so it answers `calls` exactly once each; `None`
+/// if nothing is left of it.
 fn answer_calls(
-    out: &mut Vec<Message>,
     notes: &mut Vec<String>,
-    results: &Message,
+    mut results: Message,
     index: usize,
     calls: &[(&str, &str)],
-) {
+) -> Option<Message> {
     let known: HashSet<&str> = calls.iter().map(|(id, _)| *id).collect();
+    let blocks = std::mem::take(&mut results.content);
     // Each kept result with the blocks that belong to it.
-    let mut first: Vec<(&str, Vec<ContentBlock>)> = Vec::new();
+    let mut first: Vec<(String, Vec<ContentBlock>)> = Vec::new();
     let mut others = Vec::new();
     // Where the blocks after the latest result go: kept (`Some`), dropped (`None`), or there
     // was no result yet (the outer `None`).
     let mut owner: Option<Option<usize>> = None;
-    for block in &results.content {
+    for block in blocks {
         match block {
-            ContentBlock::ToolResult { tool_use_id, .. } => {
+            ContentBlock::ToolResult { ref tool_use_id, .. } => {
                 let id = tool_use_id.as_str();
                 if !known.contains(id) {
                     notes.push(orphan_note(index, id));
                     owner = Some(None);
-                } else if first.iter().any(|(seen, _)| *seen == id) {
+                } else if first.iter().any(|(seen, _)| seen == id) {
                     notes.push(format!(
                         "message {}: dropped a second result for tool call {id}",
                         index + 1
                     ));
                     owner = Some(None);
                 } else {
-                    first.push((id, vec![block.clone()]));
+                    first.push((id.to_string(), vec![block]));
                     owner = Some(Some(first.len() - 1));
                 }
             }
-            attached if belongs_to_result(attached) && owner.is_some() => match owner {
-                Some(Some(k)) => first[k].1.push(attached.clone()),
+            attached if belongs_to_result(&attached) && owner.is_some() => match owner {
+                Some(Some(k)) => first[k].1.push(attached),
                 _ => notes.push(format!("message {}: dropped an image of a dropped result", index + 1)),
             },
-            other => others.push(other.clone()),
+            other => others.push(other),
         }
     }
     let mut content = Vec::with_capacity(calls.len() + others.len());
-    for (id, name) in calls {
-        match first.iter().find(|(seen, _)| seen == id) {
-            Some((_, blocks)) => content.extend(blocks.iter().cloned()),
+    for (k, (id, name)) in calls.iter().enumerate() {
+        match first.iter_mut().find(|(seen, _)| seen == id) {
+            // Moved, unless a later call has the same id and needs it too.
+            Some((_, blocks)) if calls[k + 1..].iter().any(|(later, _)| later == id) => {
+                content.extend(blocks.iter().cloned())
+            }
+            Some((_, blocks)) => content.append(blocks),
             None => {
                 notes.push(missing_note(index - 1, id, name));
                 content.push(interrupted(id));
@@ -135,41 +134,43 @@ fn answer_calls(
             "message {}: dropped a tool-result message left empty",
             index + 1
         ));
-        return;
+        return None;
     }
-    out.push(Message {
-        content,
-        ..results.clone()
-    });
+    results.content = content;
+    Some(results)
 }
 
-/// Copies a message that answers no calls, without any `ToolResult` blocks (nor the images
+/// Keeps a message that answers no calls, without any `ToolResult` blocks (nor the images
 /// that belong to them).
-fn push_without_orphans(out: &mut Vec<Message>, notes: &mut Vec<String>, msg: &Message, index: usize) {
-    let mut content = Vec::with_capacity(msg.content.len());
+fn push_without_orphans(out: &mut Vec<Message>, notes: &mut Vec<String>, mut msg: Message, index: usize) {
+    if !msg.content.iter().any(|b| matches!(b, ContentBlock::ToolResult { .. })) {
+        out.push(msg);
+        return;
+    }
+    let blocks = std::mem::take(&mut msg.content);
+    let mut content = Vec::with_capacity(blocks.len());
     let mut after_result = false;
-    for block in &msg.content {
+    for block in blocks {
         match block {
             ContentBlock::ToolResult { tool_use_id, .. } => {
-                notes.push(orphan_note(index, tool_use_id));
+                notes.push(orphan_note(index, &tool_use_id));
                 after_result = true;
             }
-            attached if after_result && belongs_to_result(attached) => {}
+            attached if after_result && belongs_to_result(&attached) => {}
             other => {
                 after_result = false;
-                content.push(other.clone());
+                content.push(other);
             }
         }
     }
-    if content.len() == msg.content.len() {
-        out.push(msg.clone());
-    } else if content.is_empty() {
+    if content.is_empty() {
         notes.push(format!(
             "message {}: dropped a tool-result message left empty",
             index + 1
         ));
     } else {
-        out.push(Message { content, ..msg.clone() });
+        msg.content = content;
+        out.push(msg);
     }
 }
 
@@ -255,14 +256,14 @@ mod tests {
             assistant(&[]),
             user("thanks"),
         ];
-        assert_eq!(repair_tool_chain(&h), (h.clone(), vec![]));
-        assert_eq!(repair_tool_chain(&[]), (vec![], vec![]));
+        assert_eq!(repair_tool_chain(h.clone()), (h.clone(), vec![]));
+        assert_eq!(repair_tool_chain(vec![]), (vec![], vec![]));
     }
 
     #[test]
     fn a_missing_result_is_added_as_interrupted() {
         let h = vec![user("hi"), assistant(&["a", "b"]), results(vec![result("a", "1")])];
-        let (fixed, notes) = repair_tool_chain(&h);
+        let (fixed, notes) = repair_tool_chain(h.clone());
         assert_eq!(
             fixed,
             vec![
@@ -280,7 +281,7 @@ mod tests {
     #[test]
     fn a_results_message_is_inserted_when_there_is_none() {
         let h = vec![user("hi"), assistant(&["a"]), user("hello?")];
-        let (fixed, notes) = repair_tool_chain(&h);
+        let (fixed, notes) = repair_tool_chain(h.clone());
         let mut inserted = results(vec![interrupted("a")]);
         inserted.ts = 10;
         assert_eq!(fixed, vec![user("hi"), assistant(&["a"]), inserted, user("hello?")]);
@@ -290,7 +291,7 @@ mod tests {
     #[test]
     fn a_history_cut_off_after_the_calls_is_closed() {
         let h = vec![user("hi"), assistant(&["a", "b", "c"])];
-        let (fixed, notes) = repair_tool_chain(&h);
+        let (fixed, notes) = repair_tool_chain(h.clone());
         let mut inserted = results(vec![interrupted("a"), interrupted("b"), interrupted("c")]);
         inserted.ts = 10;
         assert_eq!(fixed, vec![user("hi"), assistant(&["a", "b", "c"]), inserted]);
@@ -303,7 +304,7 @@ mod tests {
             assistant(&["a"]),
             results(vec![result("a", "first"), result("a", "second")]),
         ];
-        let (fixed, notes) = repair_tool_chain(&h);
+        let (fixed, notes) = repair_tool_chain(h.clone());
         assert_eq!(fixed, vec![assistant(&["a"]), results(vec![result("a", "first")])]);
         assert_eq!(notes, vec!["message 2: dropped a second result for tool call a"]);
     }
@@ -318,7 +319,7 @@ mod tests {
             assistant(&[]),
             results(vec![result("q", "?")]),
         ];
-        let (fixed, notes) = repair_tool_chain(&h);
+        let (fixed, notes) = repair_tool_chain(h.clone());
         assert_eq!(
             fixed,
             vec![
@@ -349,7 +350,7 @@ mod tests {
             assistant(&["a", "b", "c"]),
             results(vec![note.clone(), result("c", "3"), result("a", "1")]),
         ];
-        let (fixed, notes) = repair_tool_chain(&h);
+        let (fixed, notes) = repair_tool_chain(h.clone());
         assert_eq!(
             fixed,
             vec![
@@ -380,7 +381,7 @@ mod tests {
             ]),
             results(vec![result("y", "late"), image("e")]),
         ];
-        let (fixed, notes) = repair_tool_chain(&h);
+        let (fixed, notes) = repair_tool_chain(h.clone());
         assert_eq!(
             fixed,
             vec![
@@ -400,7 +401,7 @@ mod tests {
             assistant(&["b"]),
             results(vec![result("b", "2")]),
         ];
-        let (fixed, notes) = repair_tool_chain(&h);
+        let (fixed, notes) = repair_tool_chain(h.clone());
         let mut inserted = results(vec![interrupted("a")]);
         inserted.ts = 10;
         assert_eq!(

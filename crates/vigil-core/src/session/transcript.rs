@@ -83,32 +83,50 @@ impl SessionStore {
     /// Loads a transcript; a missing file is an empty session. Reads without the lock; only
     /// a torn tail makes it take the lock, re-read, and cut.
     pub fn load(&self, id: &str) -> Result<Loaded, SessionError> {
-        self.load_inner(id, None)
+        self.load_owned(id, None)
     }
 
     /// [`Self::load`] for a caller that already holds the session lock.
     pub fn load_held(&self, guard: &SessionLockGuard) -> Result<Loaded, SessionError> {
-        self.load_inner(guard.id(), Some(guard))
+        self.load_owned(guard.id(), Some(guard))
     }
 
-    fn load_inner(&self, id: &str, held: Option<&SessionLockGuard>) -> Result<Loaded, SessionError> {
+    /// [`Self::load`]'s messages, shared with the cache of parsed transcripts rather than
+    /// copied from it (a turn loads once a round only to build its request from them).
+    pub fn load_shared(&self, id: &str) -> Result<Arc<Vec<Message>>, SessionError> {
+        self.load_inner(id, None).map(|(messages, _)| messages)
+    }
+
+    fn load_owned(&self, id: &str, held: Option<&SessionLockGuard>) -> Result<Loaded, SessionError> {
+        let (messages, warnings) = self.load_inner(id, held)?;
+        Ok(Loaded {
+            messages: Arc::unwrap_or_clone(messages),
+            warnings,
+        })
+    }
+
+    fn load_inner(
+        &self,
+        id: &str,
+        held: Option<&SessionLockGuard>,
+    ) -> Result<(Arc<Vec<Message>>, Vec<String>), SessionError> {
         let path = self.path(id)?;
         let mut f = match File::open(&path) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
             Err(e) => return Err(io("open", &path)(e)),
         };
         let file = file_id(&f).map_err(io("inspect", &path))?;
         let known = self.parsed.take(id, file).filter(|p| still_holds(&f, p));
         let (start, mut messages, mut warnings, check) = match known {
             Some(p) => (p.len, p.messages, p.warnings, p.check),
-            None => (0, Vec::new(), Vec::new(), Vec::new()),
+            None => (0, Arc::default(), Vec::new(), Vec::new()),
         };
         let mut bytes = Vec::new();
         f.seek(SeekFrom::Start(start))
             .and_then(|_| f.read_to_end(&mut bytes))
             .map_err(io("read", &path))?;
-        let mut loaded = Loaded::default();
+        let mut loaded_warnings = Vec::new();
         let complete_len = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         if complete_len < bytes.len() {
             if start > 0 {
@@ -124,10 +142,13 @@ impl SessionStore {
             guard.ensure_held()?;
             let f = OpenOptions::new().write(true).open(&path).map_err(io("open", &path))?;
             cut_torn_tail(&f, &path, &bytes[complete_len..], complete_len as u64)?;
-            loaded.warnings.push(torn_warning(&path, bytes.len() - complete_len));
+            loaded_warnings.push(torn_warning(&path, bytes.len() - complete_len));
         }
         let parsed = parse_lines(&bytes[..complete_len], &path);
-        messages.extend(parsed.messages);
+        if !parsed.messages.is_empty() {
+            // A copy only if a caller still holds the messages of an earlier load.
+            Arc::make_mut(&mut messages).extend(parsed.messages);
+        }
         warnings.extend(parsed.warnings);
         let check = check_after(&check, &bytes[..complete_len]);
         self.parsed.put(
@@ -136,17 +157,16 @@ impl SessionStore {
                 file,
                 len: start + complete_len as u64,
                 check,
-                messages: messages.clone(),
+                messages: Arc::clone(&messages),
                 warnings: warnings.clone(),
             },
         );
-        loaded.messages = messages;
-        loaded.warnings.extend(warnings);
-        self.mark_missing_images(id, &mut loaded);
-        for w in &loaded.warnings {
+        loaded_warnings.extend(warnings);
+        self.mark_missing_images(id, &mut messages, &mut loaded_warnings);
+        for w in &loaded_warnings {
             tracing::warn!("{w}");
         }
-        Ok(loaded)
+        Ok((messages, loaded_warnings))
     }
 
     /// Drops what was parsed of `id` (it is being deleted).

@@ -212,6 +212,8 @@ struct Entry {
 pub struct ToolRegistry {
     /// Copy-on-write: registering after cloning leaves the other clones untouched.
     entries: Arc<Vec<Entry>>,
+    /// The entries' specs, built when one is registered rather than copied for every request.
+    specs: Arc<[ToolSpec]>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -257,11 +259,12 @@ impl ToolRegistry {
             Some(existing) => *existing = Entry { spec, tool },
             None => entries.push(Entry { spec, tool }),
         }
+        self.specs = entries.iter().map(|e| e.spec.clone()).collect();
     }
 
     /// The specs to send to the model, in registration order.
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.entries.iter().map(|e| e.spec.clone()).collect()
+    pub fn specs(&self) -> Arc<[ToolSpec]> {
+        Arc::clone(&self.specs)
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
@@ -472,7 +475,7 @@ mod tests {
     #[test]
     fn builtins_keep_a_stable_order_and_replacing_keeps_the_position() {
         let mut r = ToolRegistry::with_builtins();
-        let names = |r: &ToolRegistry| r.specs().into_iter().map(|s| s.name).collect::<Vec<_>>();
+        let names = |r: &ToolRegistry| r.specs().iter().map(|s| s.name.clone()).collect::<Vec<_>>();
         assert_eq!(names(&r), ["read", "write", "edit"]);
         let before = r.clone();
         r.register(Arc::new(ReadTool));

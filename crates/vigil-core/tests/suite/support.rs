@@ -34,7 +34,7 @@ pub fn hello() -> ChatRequest {
         images: Default::default(),
         system: "be brief".into(),
         messages: vec![Message::user_text("hello", 1)],
-        tools: vec![],
+        tools: Default::default(),
         cache: Default::default(),
     }
 }
