@@ -1,7 +1,8 @@
 //! # agent
 //!
 //! Owns one turn: the user's message goes into the transcript first (so it survives
-//! whatever follows), then the loop runs model → tool calls → results → model until the
+//! whatever follows; it is synced while the first request is out, and shown as saved, with
+//! anything of the reply, only once it is on disk: see [`saving`]), then the loop runs model → tool calls → results → model until the
 //! model stops, the turn policy ends it, or the user presses Stop. Every message — partial
 //! replies of a stopped or failed round included — is saved before the next step, and the
 //! history is repaired before each request so the provider never sees a broken chain.
@@ -13,6 +14,7 @@ mod context;
 mod effects;
 mod images;
 mod policy;
+mod saving;
 
 use std::sync::Arc;
 
@@ -32,6 +34,7 @@ pub use context::{background_updates, BACKGROUND_UPDATES_HEADING};
 pub use effects::{EffectWatch, Effects};
 pub use policy::AgentConfig;
 use policy::Policy;
+use saving::Saving;
 
 /// What the user sent: the text, and the images sent with it (already stored with the
 /// session, so each is an [`ContentBlock::Image`]).
@@ -153,10 +156,26 @@ impl Turn<'_> {
                 true
             }
             Err(e) => {
-                tracing::error!("{e}");
-                self.error(ErrorKind::Storage, format!("Could not save the conversation: {e}"));
+                self.not_saved(e);
                 false
             }
+        }
+    }
+
+    fn not_saved(&self, e: impl std::fmt::Display) {
+        tracing::error!("{e}");
+        self.error(ErrorKind::Storage, format!("Could not save the conversation: {e}"));
+    }
+
+    /// Waits for the user's message to be on disk (see [`saving`]) if it is still on its
+    /// way; the turn ends if it could not be saved.
+    async fn settle(&self, saving: &mut Option<Saving>) -> Result<(), Finish> {
+        match saving.take() {
+            Some(s) => s.finish().await.map_err(|e| {
+                self.not_saved(e);
+                Finish::because(StopReason::Error)
+            }),
+            None => Ok(()),
         }
     }
 
@@ -206,30 +225,47 @@ impl Turn<'_> {
                 text: context::volatile_context(self.clock.now_ms(), &self.extras.context_sections),
             },
         );
-        if !self.append(user).await {
-            return Finish::because(StopReason::Error);
-        }
-        self.emitter.emit(
-            self.extras.source.unwrap_or(Source::User),
-            Event::TurnStarted { user_text },
-        );
+        let started = self.extras.source.unwrap_or(Source::User);
         let Some(client) = self.client.clone() else {
+            if !self.append(user).await {
+                return Finish::because(StopReason::Error);
+            }
+            self.emitter.emit(started, Event::TurnStarted { user_text });
             self.error(
                 ErrorKind::Config,
                 "No provider is configured. Open Settings and choose a provider, model and API key.".into(),
             );
             return Finish::because(StopReason::Error);
         };
+        // The first request goes out while the message is synced; it is reported saved, and
+        // the turn started, once it is on disk.
+        let mut saving = match self.store.append_unsynced(self.session_id, &user).await {
+            Ok(unsynced) => Some(Saving::start(
+                unsynced,
+                self.emitter.clone(),
+                vec![
+                    (Source::System, Event::MessageAppended { message: user }),
+                    (started, Event::TurnStarted { user_text }),
+                ],
+            )),
+            Err(e) => {
+                self.not_saved(e);
+                return Finish::because(StopReason::Error);
+            }
+        };
         let mut policy = Policy::new(&self.config);
         let mut compacted_after_error = false;
         loop {
             if let Some(detail) = policy.before_round() {
+                if let Err(finish) = self.settle(&mut saving).await {
+                    return finish;
+                }
                 return Finish {
                     stop_reason: StopReason::Policy,
                     detail: Some(detail),
                 };
             }
-            let completion = match self.request(&client, &mut compacted_after_error).await {
+            let completion = match self.request(&client, &mut compacted_after_error, &mut saving).await {
                 Ok(c) => c,
                 Err(finish) => return finish,
             };
@@ -310,8 +346,14 @@ impl Turn<'_> {
         true
     }
 
-    /// One model request over the repaired, compacted history.
-    async fn request(&self, client: &ModelClient, compacted_after_error: &mut bool) -> Result<Completion, Finish> {
+    /// One model request over the repaired, compacted history. Whatever the outcome, the
+    /// user's message is saved (or the turn failed) when it returns.
+    async fn request(
+        &self,
+        client: &ModelClient,
+        compacted_after_error: &mut bool,
+        saving: &mut Option<Saving>,
+    ) -> Result<Completion, Finish> {
         let mut system = context::system_prompt(
             &self.workspace.prompt_files(),
             &self.workspace.root().display().to_string(),
@@ -321,8 +363,17 @@ impl Turn<'_> {
             system.push_str(section);
         }
         let window = self.config.context_window;
-        let mut transcript = self.load()?;
+        let loaded = self.store.load_shared(self.session_id);
+        let mut transcript = match loaded {
+            Ok(t) => t,
+            Err(e) => {
+                self.settle(saving).await?;
+                self.error(ErrorKind::Storage, e.to_string());
+                return Err(Finish::because(StopReason::Error));
+            }
+        };
         if estimate_view(&system, &transcript) as f64 > window as f64 * self.config.compact_threshold {
+            self.settle(saving).await?;
             transcript = self.compact(client, &system, transcript, false).await?;
         }
         loop {
@@ -346,6 +397,7 @@ impl Turn<'_> {
                 },
             };
             let emitter = self.emitter.clone();
+            let gate = saving.as_ref().map(Saving::gate);
             let mut on_event = move |ev: StreamEvent| {
                 let event = match ev {
                     StreamEvent::TextDelta(text) => Event::TextDelta { text },
@@ -356,9 +408,14 @@ impl Turn<'_> {
                         reason: error.to_string(),
                     },
                 };
-                emitter.emit(Source::Provider, event);
+                match &gate {
+                    Some(gate) => gate.emit(Source::Provider, event),
+                    None => emitter.emit(Source::Provider, event),
+                }
             };
-            match client.stream(&request, &self.cancel, &mut on_event).await {
+            let streamed = client.stream(&request, &self.cancel, &mut on_event).await;
+            self.settle(saving).await?;
+            match streamed {
                 Ok(done) => return Ok(done),
                 Err(f) if matches!(f.error, ProviderError::ContextTooLong { .. }) && !*compacted_after_error => {
                     // One compaction and one retry; a second overflow goes to the user.

@@ -51,6 +51,8 @@ pub fn write_all(file: &mut File, path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// `fdatasync`: the data and the size, enough for an append or a cut.
 pub fn sync_data(file: &File, path: &Path) -> io::Result<()> {
+    #[cfg(test)]
+    recording::before_sync(path)?;
     file.sync_data()?;
     note!(path => Op::SyncData(path.to_owned()));
     Ok(())

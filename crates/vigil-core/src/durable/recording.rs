@@ -3,9 +3,14 @@
 //!
 //! Recordings are keyed by folder, not by thread, because a write may run on a blocking
 //! thread or another worker; tests running in parallel each record their own temp folder.
+//!
+//! A recording can also make the disk slow or failing for its folder's `fdatasync`s
+//! ([`Recording::slow_syncs`], [`Recording::fail_syncs`]): what a caller promises while a
+//! sync is pending, or after one failed, is then observable.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 /// One seam call that succeeded.
 #[derive(Debug, Clone)]
@@ -40,6 +45,10 @@ struct Log {
     ops: Vec<Op>,
     /// Temp files in the order they were created: the `n` of their `<n>` label.
     temps: Vec<PathBuf>,
+    /// How long each `fdatasync` under the folder takes at least.
+    slow_syncs: Duration,
+    /// Each `fdatasync` under the folder fails.
+    fail_syncs: bool,
 }
 
 type Shared = Arc<Mutex<Log>>;
@@ -64,6 +73,23 @@ pub(crate) fn note(op: Op) {
     }
 }
 
+/// Called by `sync_data` before it syncs: a slow or failing disk, if a test asked for one.
+pub(crate) fn before_sync(path: &Path) -> std::io::Result<()> {
+    let (mut slow, mut fail) = (Duration::ZERO, false);
+    for (root, log) in lock(&ACTIVE).iter() {
+        if path.starts_with(root) {
+            let log = lock(log);
+            slow = slow.max(log.slow_syncs);
+            fail |= log.fail_syncs;
+        }
+    }
+    std::thread::sleep(slow);
+    match fail {
+        true => Err(std::io::Error::other("the test's disk failed this sync")),
+        false => Ok(()),
+    }
+}
+
 /// Records the seam calls on paths under a folder until dropped.
 pub(crate) struct Recording {
     root: PathBuf,
@@ -78,6 +104,16 @@ impl Recording {
             root: root.to_owned(),
             log,
         }
+    }
+
+    /// From now on each `fdatasync` under the folder takes at least `each`.
+    pub(crate) fn slow_syncs(&self, each: Duration) {
+        lock(&self.log).slow_syncs = each;
+    }
+
+    /// From now on each `fdatasync` under the folder fails.
+    pub(crate) fn fail_syncs(&self) {
+        lock(&self.log).fail_syncs = true;
     }
 
     /// The calls since the last `take`, one line each: `write sessions/main.jsonl`,

@@ -29,7 +29,7 @@ use std::time::Duration;
 pub use lock::{LockHolder, LockOptions, SessionLockGuard, SessionLocks};
 pub use meta::{Listed, MailboxEvent, MetaLoaded, MetaStore, SessionMeta, SessionType};
 pub use repair::repair_tool_chain;
-pub use transcript::{Loaded, SessionStore};
+pub use transcript::{Loaded, SessionStore, Unsynced};
 
 /// The user's conversation with Vigil. It always exists and cannot be deleted.
 pub const PRIMARY_SESSION: &str = "main";

@@ -238,23 +238,75 @@ impl SessionStore {
     }
 
     fn append_line(&self, guard: &SessionLockGuard, line: &[u8]) -> Result<(), SessionError> {
+        self.write_line(guard, line)?.sync()
+    }
+
+    /// Writes one line at the end, not yet synced.
+    fn write_line(&self, guard: &SessionLockGuard, line: &[u8]) -> Result<Written, SessionError> {
         let path = self.path(guard.id())?;
-        let mut f = OpenOptions::new()
+        let mut file = OpenOptions::new()
             .create(true)
             .read(true)
             .append(true)
             .open(&path)
             .map_err(io("open", &path))?;
-        let len = heal_tail(&mut f, &path)?;
+        let len = heal_tail(&mut file, &path)?;
         guard.ensure_held()?;
         // One write of a whole line: with O_APPEND the line lands after everything else.
-        durable::write_all(&mut f, &path, line).map_err(io("append to", &path))?;
-        durable::sync_data(&f, &path).map_err(io("sync", &path))?;
-        if len == 0 {
+        durable::write_all(&mut file, &path, line).map_err(io("append to", &path))?;
+        Ok(Written {
+            file,
+            path,
             // The file may be new: its name lasts a power cut only once the folder is synced.
-            let _ = durable::sync_dir(&self.dir);
+            dir: (len == 0).then(|| self.dir.clone()),
+        })
+    }
+
+    /// Appends one message as one line that loads see at once, and returns without waiting
+    /// for the disk: [`Unsynced::sync`] does. The session stays locked until then, so no line
+    /// is ever written after one that is not yet durable.
+    pub async fn append_unsynced(&self, id: &str, message: &Message) -> Result<Unsynced, SessionError> {
+        let line = self.encode(id, message)?;
+        let guard = self.locks.acquire(id).await?;
+        let written = self.write_line(&guard, &line)?;
+        Ok(Unsynced { written, guard })
+    }
+}
+
+/// A line written and not yet synced.
+struct Written {
+    file: File,
+    path: PathBuf,
+    /// The folder, when the line started the file.
+    dir: Option<PathBuf>,
+}
+
+impl Written {
+    fn sync(self) -> Result<(), SessionError> {
+        durable::sync_data(&self.file, &self.path).map_err(io("sync", &self.path))?;
+        if let Some(dir) = &self.dir {
+            let _ = durable::sync_dir(dir);
         }
         Ok(())
+    }
+}
+
+/// A message appended by [`SessionStore::append_unsynced`], holding its session's lock
+/// until it is on disk. Dropped unsynced, it is on disk whenever the kernel writes it (a
+/// crash of Vigil loses nothing; a power cut may), and it was never reported saved.
+#[must_use = "a message is not saved until it is synced"]
+pub struct Unsynced {
+    written: Written,
+    guard: SessionLockGuard,
+}
+
+impl Unsynced {
+    /// Waits until the message is on disk (blocking: run it on the blocking pool), then
+    /// releases the session.
+    pub fn sync(self) -> Result<(), SessionError> {
+        let synced = self.written.sync();
+        drop(self.guard);
+        synced
     }
 }
 
