@@ -2,8 +2,9 @@
 //!
 //! Owns one turn: the user's message goes into the transcript first (so it survives
 //! whatever follows; it is synced while the first request is out, and shown as saved, with
-//! anything of the reply, only once it is on disk: see [`saving`]), then the loop runs model → tool calls → results → model until the
-//! model stops, the turn policy ends it, or the user presses Stop. Every message — partial
+//! anything of the reply, only once it is on disk: see [`saving`]), then the loop runs
+//! model → tool calls → results → model until the model stops, the turn policy ends it, or
+//! the user presses Stop. Every message — partial
 //! replies of a stopped or failed round included — is saved before the next step, and the
 //! history is repaired before each request so the provider never sees a broken chain.
 //!
@@ -413,8 +414,18 @@ impl Turn<'_> {
                     None => emitter.emit(Source::Provider, event),
                 }
             };
-            let streamed = client.stream(&request, &self.cancel, &mut on_event).await;
+            let streamed = match saving.as_ref() {
+                // A message the disk refused ends the turn now, not after the whole reply.
+                Some(s) => tokio::select! {
+                    streamed = client.stream(&request, &self.cancel, &mut on_event) => Some(streamed),
+                    () = s.failed() => None,
+                },
+                None => Some(client.stream(&request, &self.cancel, &mut on_event).await),
+            };
             self.settle(saving).await?;
+            let Some(streamed) = streamed else {
+                return Err(Finish::because(StopReason::Error));
+            };
             match streamed {
                 Ok(done) => return Ok(done),
                 Err(f) if matches!(f.error, ProviderError::ContextTooLong { .. }) && !*compacted_after_error => {

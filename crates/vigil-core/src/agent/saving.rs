@@ -6,10 +6,13 @@
 //! it), the request is sent, and the disk is waited for on the blocking pool. What the user
 //! sees keeps its order and its promise: the message's `message_appended` and
 //! `turn_started` come first, once the message is on disk, and anything of the reply that
-//! arrives sooner is held until then. If the disk fails, none of it is shown.
+//! arrives sooner is held until then. If the disk fails, none of it is shown, and the
+//! request is dropped at once ([`Saving::failed`]); if the turn is gone before the disk
+//! answers (it panicked), nothing held is shown after it.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use vigil_protocol::{Event, Source};
 
@@ -20,6 +23,8 @@ use crate::session::{SessionError, Unsynced};
 pub(super) struct Saving {
     task: JoinHandle<Result<(), SessionError>>,
     gate: Gate,
+    /// `Some(saved)` once the disk answered.
+    synced: watch::Receiver<Option<bool>>,
 }
 
 /// Where events go while a message is being saved: held, then out in order.
@@ -46,12 +51,25 @@ impl Saving {
             emitter,
         };
         let opens = gate.clone();
+        let (tell, synced) = watch::channel(None);
         let task = tokio::task::spawn_blocking(move || {
-            unsynced.sync()?;
-            opens.open();
-            Ok(())
+            let result = unsynced.sync();
+            if result.is_ok() {
+                opens.open();
+            }
+            tell.send_replace(Some(result.is_ok()));
+            result
         });
-        Self { task, gate }
+        Self { task, gate, synced }
+    }
+
+    /// Resolves if, and once, the disk failed to save the message; never if it saved it.
+    pub async fn failed(&self) {
+        let mut synced = self.synced.clone();
+        if synced.wait_for(|s| s.is_some()).await.is_ok_and(|s| *s == Some(false)) {
+            return;
+        }
+        std::future::pending().await
     }
 
     pub fn gate(&self) -> Gate {
@@ -60,8 +78,8 @@ impl Saving {
 
     /// Waits until the message is on disk and everything held is out. An error means the
     /// message is not saved, and nothing held (the message itself included) was shown.
-    pub async fn finish(self) -> Result<(), String> {
-        match self.task.await {
+    pub async fn finish(mut self) -> Result<(), String> {
+        match (&mut self.task).await {
             Ok(synced) => synced.map_err(|e| e.to_string()),
             Err(e) => Err(format!("the disk did not answer ({e})")),
         }
@@ -88,12 +106,25 @@ impl Gate {
     }
 }
 
+impl Drop for Saving {
+    /// Unfinished, the turn is gone (it panicked and the runtime reported it ended): the
+    /// message is still synced, but nothing of the turn shows after its end.
+    fn drop(&mut self) {
+        self.gate
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .events
+            .clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
-    use vigil_fake_llm::{FakeLlm, Script, Step};
+    use vigil_fake_llm::{FakeLlm, Faults, Script, Step};
     use vigil_protocol::{ErrorKind, Event, EventEnvelope, Op, ProviderKind, Role, StopReason};
 
     use crate::clock::SystemClock;
@@ -151,10 +182,13 @@ mod tests {
         }
     }
 
-    /// A runtime whose conversation answers "hello there", on a disk that `disk` shapes.
-    async fn turn_on(disk: impl FnOnce(&Recording)) -> (tempfile::TempDir, FakeLlm, Arc<Timeline>, crate::Runtime) {
+    /// A runtime whose conversation answers with `reply`, on a disk that `disk` shapes.
+    async fn turn_on(
+        reply: Step,
+        disk: impl FnOnce(&Recording),
+    ) -> (tempfile::TempDir, FakeLlm, Arc<Timeline>, crate::Runtime) {
         let dir = tempfile::tempdir().unwrap();
-        let fake = FakeLlm::start(Script::steps(vec![]).with_fallback(Step::text("hello there")))
+        let fake = FakeLlm::start(Script::steps(vec![]).with_fallback(reply))
             .await
             .unwrap();
         let recording = Recording::start(dir.path());
@@ -191,7 +225,7 @@ mod tests {
     async fn the_request_goes_out_while_the_message_syncs_and_nothing_shows_before_it_is_saved() {
         // Far longer than a request to a local server takes, even on a busy machine.
         let slow = Duration::from_secs(2);
-        let (_dir, fake, timeline, rt) = turn_on(|disk| disk.slow_syncs(slow)).await;
+        let (_dir, fake, timeline, rt) = turn_on(Step::text("hello there"), |disk| disk.slow_syncs(slow)).await;
         let asked = std::time::Instant::now();
         while fake.request_count() == 0 {
             assert!(asked.elapsed() < Duration::from_secs(20), "the model was never asked");
@@ -222,8 +256,15 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_message_the_disk_did_not_save_is_never_shown_and_the_turn_ends_in_an_error() {
-        let (_dir, fake, timeline, rt) = turn_on(Recording::fail_syncs).await;
+    async fn a_message_the_disk_did_not_save_is_never_shown_and_the_turn_ends_at_once_in_an_error() {
+        // A reply that would take a minute: the turn does not wait for it.
+        let slow_reply = Step::text("hello there").with_faults(Faults {
+            stall_after_events: Some(1),
+            stall_ms: Some(60_000),
+            ..Faults::default()
+        });
+        let started = std::time::Instant::now();
+        let (_dir, fake, timeline, rt) = turn_on(slow_reply, Recording::fail_syncs).await;
         let transcript = format!("sessions/{PRIMARY_SESSION}.jsonl");
         assert_eq!(
             until_finished(&timeline).await,
@@ -234,7 +275,48 @@ mod tests {
             ],
             "no user message, no reply, nothing saved after it"
         );
+        assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
         assert!(fake.request_count() <= 1);
         rt.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_turn_gone_before_its_message_synced_shows_nothing_after_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = Recording::start(dir.path());
+        disk.slow_syncs(Duration::from_millis(300));
+        let store = crate::session::SessionStore::open(dir.path()).unwrap();
+        let unsynced = store
+            .append_unsynced(PRIMARY_SESSION, &vigil_protocol::Message::user_text("hi", 1))
+            .await
+            .unwrap();
+        let shown = Arc::new(crate::events::CollectingSink::default());
+        let emitter = crate::events::Emitter::new(shown.clone(), Arc::new(SystemClock));
+        let saving = super::Saving::start(
+            unsynced,
+            emitter,
+            vec![(
+                vigil_protocol::Source::Agent,
+                Event::TurnStarted { user_text: "hi".into() },
+            )],
+        );
+        saving.gate().emit(
+            vigil_protocol::Source::Provider,
+            Event::TextDelta { text: "held".into() },
+        );
+        // The turn panicked: the runtime drops it and reports its end itself.
+        drop(saving);
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        assert_eq!(
+            disk.take(),
+            [
+                format!("write sessions/{PRIMARY_SESSION}.jsonl"),
+                format!("fdatasync sessions/{PRIMARY_SESSION}.jsonl"),
+                "fsync dir sessions".to_string(),
+            ],
+            "the message is still saved"
+        );
+        let events: Vec<_> = shown.take().into_iter().map(|e| e.event).collect();
+        assert!(events.is_empty(), "shown after the turn ended: {events:?}");
     }
 }
