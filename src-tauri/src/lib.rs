@@ -16,6 +16,7 @@
 //!   notification kinds, workspace folder.
 //! - `logs` — stderr plus a rotating log file.
 //! - `navigation` — the guard that keeps the window on the app's own origin.
+//! - `webkit` — how often the page's web process measures its own memory (Linux).
 
 mod commands;
 mod lifecycle;
@@ -25,6 +26,8 @@ mod navigation;
 mod notify;
 mod preferences;
 mod tray;
+#[cfg(target_os = "linux")]
+mod webkit;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -230,6 +233,9 @@ fn window_state_plugin() -> tauri::plugin::TauriPlugin<tauri::Wry> {
 }
 
 pub fn run() {
+    // Before the window's WebKit context exists.
+    #[cfg(target_os = "linux")]
+    webkit::check_page_memory_every(webkit::PAGE_MEMORY_CHECK);
     let result = tauri::Builder::default()
         // First: a second launch must hand over before anything else starts.
         .plugin(tauri_plugin_single_instance::init(lifecycle::on_second_instance))
