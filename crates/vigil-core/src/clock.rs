@@ -12,6 +12,11 @@ pub trait Clock: Send + Sync + 'static {
     fn now_ms(&self) -> i64;
     /// Wait for `d` (a retry back-off, never a schedule).
     fn sleep(&self, d: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+    /// Whether [`Self::now_ms`] is the system's wall clock, so a timer on that clock (which
+    /// keeps counting while the machine sleeps) can wait for a time it gives.
+    fn is_system(&self) -> bool {
+        false
+    }
 }
 
 /// The real clock: system time and `tokio::time::sleep`.
@@ -28,6 +33,10 @@ impl Clock for SystemClock {
 
     fn sleep(&self, d: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         Box::pin(tokio::time::sleep(d))
+    }
+
+    fn is_system(&self) -> bool {
+        true
     }
 }
 

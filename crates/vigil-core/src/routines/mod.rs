@@ -23,6 +23,7 @@
 //! Must never: run a routine it has not claimed; write `HEARTBEAT.md` outside [`store`];
 //! read the system clock.
 
+mod alarm;
 mod catch_up;
 mod describe;
 pub mod edit;

@@ -68,8 +68,12 @@ pub struct SchedulerConfig {
     pub stuck_grace: Duration,
     /// Retry back-off by attempt; the last value repeats.
     pub backoff: Vec<Duration>,
-    /// The longest the loop sleeps without looking (a hand edit, a clock jump after sleep).
+    /// The longest the loop sleeps without looking (a hand edit, a clock jump after sleep)
+    /// where it cannot be told of those ([`super::alarm`]) …
     pub max_nap: Duration,
+    /// … and where it can: only what no file change announces, a claim left by another
+    /// process that died, waits this long.
+    pub watched_nap: Duration,
     /// The zone written into routines that have none.
     pub default_zone: String,
     /// Isolated jobs (a model session each) running at once; a due one past this waits,
@@ -92,6 +96,7 @@ impl Default for SchedulerConfig {
             stuck_grace: m(5),
             backoff: vec![Duration::from_secs(30), m(1), m(5), m(15), m(60)],
             max_nap: Duration::from_secs(30),
+            watched_nap: m(60),
             default_zone: super::schedule::local_zone_name(),
             max_concurrent_jobs: 3,
             // Seed 004 appendix B: `sessionRetention: "24h"`.
@@ -735,16 +740,25 @@ impl Scheduler {
     }
 
     /// The single loop that owns all timing: the heartbeat's interval (through `interval`)
-    /// and the routines. Sleeps until the earlier of the two (at most `max_nap`, so a hand
-    /// edit or a wall-clock jump after the machine slept is seen promptly), and ticks.
+    /// and the routines. Sleeps until the earlier of the two, and ticks. A hand edit of the
+    /// task file, a wall-clock jump and a due time passed while the machine slept end the
+    /// sleep through [`super::alarm::Alarm`]; where it cannot, the loop looks every
+    /// `max_nap`.
     pub async fn run(self, mut interval: super::IntervalTimer, shutdown: tokio_util::sync::CancellationToken) {
+        let mut alarm = super::alarm::Alarm::new(&self.shared.deps.store.path(), self.shared.deps.clock.is_system());
         loop {
             let report = self.tick().await;
             interval.fire_if_due();
             let now = self.now();
-            let nap = self.shared.config.max_nap;
-            let routine_wait = report
-                .next_due
+            let config = &self.shared.config;
+            let nap = if alarm.exact() {
+                config.watched_nap
+            } else {
+                config.max_nap
+            };
+            // Paused, nothing is claimed however due it is: resuming pokes the loop.
+            let next_due = report.next_due.filter(|_| !report.paused);
+            let routine_wait = next_due
                 .map(|t| Duration::from_millis((t - now).max(0) as u64))
                 .unwrap_or(nap)
                 .min(nap);
@@ -754,6 +768,7 @@ impl Scheduler {
                 _ = self.shared.poke.notified() => {}
                 _ = interval.config_changed() => {}
                 _ = tokio::time::sleep_until(deadline) => {}
+                () = alarm.ring(next_due) => {}
             }
         }
     }

@@ -379,6 +379,47 @@ async fn the_agent_removes_a_routine_softly_and_the_user_can_restore_it_or_delet
     assert_eq!(removed(&rt), [("stretch".into(), false)]);
 }
 
+/// How often this thread went to sleep and was woken: the runtime of a `#[tokio::test]`
+/// runs on it, so every turn of a loop that waits on anything counts.
+fn thread_wakes() -> u64 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("voluntary_ctxt_switches:"))
+        .unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn while_paused_a_routine_past_due_does_not_spin_the_loop_and_runs_on_resume() {
+    let (rt, mut rx, clock, fake, _dir) = rig(Script::steps(vec![]).with_fallback(Step::text("Tidied."))).await;
+    rt.start_background();
+    rt.set_paused(true);
+    add_hourly_job(&rt, "Tidy downloads").await;
+    clock.advance(Duration::from_secs(2 * 3600));
+    // Adding another wakes the loop: it looks, finds the first past due and paused.
+    add_hourly_job(&rt, "Water plants").await;
+    let before = thread_wakes();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let wakes = thread_wakes() - before;
+    assert!(
+        wakes < 20,
+        "the runtime's thread woke {wakes} times in 1 s while paused"
+    );
+    assert_eq!(fake.request_count(), 0, "nothing runs while paused");
+    rt.set_paused(false);
+    until(&mut rx, |seen| {
+        seen.iter().any(|e| {
+            matches!(e.event, Event::TurnFinished { .. })
+                && e.session_id
+                    .as_deref()
+                    .is_some_and(|s| s.starts_with("job_tidy_downloads"))
+        })
+    })
+    .await;
+    rt.shutdown().await;
+}
+
 #[tokio::test]
 async fn turning_the_heartbeat_off_runs_the_inline_routines_waiting_for_it() {
     let (rt, _rx, clock, fake, _dir) = rig(Script::steps(vec![Step::text("Three new mails.")])).await;
@@ -573,11 +614,11 @@ mod killed_mid_job {
 
     use super::*;
 
-    const KEY: &str = "sk-killed";
+    pub(super) const KEY: &str = "sk-killed";
 
     /// The runner on `dir`, commands allowed, the heartbeat off; its stdout events are
     /// collected into the returned list. Stdin stays open (the runner keeps running).
-    fn start(
+    pub(super) fn start(
         dir: &Path,
         fake: &FakeLlm,
     ) -> (
@@ -638,7 +679,7 @@ mod killed_mid_job {
             .collect()
     }
 
-    fn outcomes(dir: &Path, id: &str) -> Vec<String> {
+    pub(super) fn outcomes(dir: &Path, id: &str) -> Vec<String> {
         runs(dir, id)
             .iter()
             .map(|r| r["outcome"].as_str().unwrap_or_default().to_string())
@@ -659,7 +700,7 @@ mod killed_mid_job {
     }
 
     /// Waits (up to `secs`) until `f` holds.
-    async fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    pub(super) async fn wait_for(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
         let deadline = std::time::Instant::now() + Duration::from_secs(secs);
         while !f() {
             assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
@@ -747,5 +788,67 @@ mod killed_mid_job {
         assert_eq!(outcomes(dir.path(), "summarize"), ["interrupted", "ok"]);
         assert_eq!(fake.request_count(), 2);
         kill(child).await;
+    }
+}
+
+/// `vigil-headless` while its task file is edited by hand: the scheduler is told of the edit
+/// (routines/alarm.rs), rather than finding it at its next look 30 s later.
+mod hand_edit {
+    use serde_json::json;
+    use tokio::io::AsyncWriteExt;
+
+    use super::killed_mid_job::{outcomes, start, wait_for, KEY};
+    use super::*;
+
+    fn now_ms() -> i64 {
+        chrono::Utc::now().timestamp_millis()
+    }
+
+    #[tokio::test]
+    async fn a_routine_made_due_by_a_hand_edit_runs_at_once() {
+        let fake = FakeLlm::start(
+            Script::steps(vec![])
+                .with_api_key(KEY)
+                .with_fallback(Step::text("Inbox checked.")),
+        )
+        .await
+        .unwrap();
+        let dir = crate::suite::support::outside_tmp();
+        std::fs::write(
+            dir.path().join("settings.json"),
+            json!({"heartbeat": {"enabled": false}}).to_string(),
+        )
+        .unwrap();
+        let (mut child, mut stdin, _) = start(dir.path(), &fake);
+        let add = json!({"type": "add_routine", "routine": {"title": "Check mail", "schedule": "1d",
+            "execution_mode": "isolated", "next_run_at": now_ms() + 3_600_000}});
+        stdin.write_all(format!("{add}\n").as_bytes()).await.unwrap();
+        let file = dir.path().join("workspace").join("HEARTBEAT.md");
+        let read = || std::fs::read_to_string(&file).unwrap_or_default();
+        let due_line = |text: &str| {
+            text.lines()
+                .find(|l| l.contains("\"next_run_at\": \""))
+                .map(str::to_string)
+        };
+        wait_for(20, "the routine in HEARTBEAT.md", || due_line(&read()).is_some()).await;
+        // The loop has looked at the file since the add: it now sleeps toward the hour.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        // As an editor saves: the whole file written anew and renamed over the old one.
+        let text = read();
+        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false);
+        let edited = text.replace(&due_line(&text).unwrap(), &format!("      \"next_run_at\": \"{now}\","));
+        let tmp = dir.path().join("workspace").join(".HEARTBEAT.md.swp");
+        std::fs::write(&tmp, edited).unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+        let edited_at = std::time::Instant::now();
+        // Looking every 30 s, the scheduler would find the edit 28 s from now at the earliest.
+        wait_for(10, "the run the edit made due", || {
+            outcomes(dir.path(), "check_mail") == ["ok"]
+        })
+        .await;
+        println!("the edited routine ran {:?} after the edit", edited_at.elapsed());
+        assert_eq!(fake.request_count(), 1);
+        child.start_kill().unwrap();
+        child.wait().await.unwrap();
     }
 }
