@@ -201,7 +201,7 @@ mod linux {
         unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.map_err(|e| e.into_parts().1)
     }
 
-    /// Arms the timer at `due_ms` on the wall clock (or a year ahead), cancelled by a jump.
+    /// Arms the timer at `due_ms` on the wall clock (or at [`IDLE_ARM_MS`]), cancelled by a jump.
     fn arm(timer: &AsyncFd<OwnedFd>, due_ms: Option<i64>) -> rustix::io::Result<()> {
         let at = due_ms.unwrap_or(IDLE_ARM_MS).max(1);
         let value = Itimerspec {
