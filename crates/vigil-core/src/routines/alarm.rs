@@ -149,15 +149,21 @@ mod linux {
 
         pub(super) async fn ring(&mut self, name: &OsStr, due_ms: Option<i64>) {
             if let Some(timer) = &self.timer {
-                if let Err(e) = arm(timer, due_ms) {
-                    tracing::warn!("the wall-clock timer could not be set ({e}): routines look every 30 s");
-                    self.timer = None;
+                match arm(timer, due_ms) {
+                    Ok(()) => {}
+                    // The clock jumped (or the machine resumed) since the timer was last read:
+                    // it is armed all the same, and the loop looks again now.
+                    Err(Errno::CANCELED) => return,
+                    Err(e) => {
+                        tracing::warn!("the wall-clock timer could not be set ({e}): routines look every 30 s");
+                        self.timer = None;
+                    }
                 }
             }
             let watch = async {
                 match (&self.watch, self.folder) {
-                    (Some(fd), Some(_)) => loop {
-                        match read_watch(fd, name).await {
+                    (Some(fd), Some(wd)) => loop {
+                        match read_watch(fd, wd, name).await {
                             Ok(Seen::Other) => {}
                             seen => return seen,
                         }
@@ -173,7 +179,13 @@ mod linux {
             };
             let seen = tokio::select! {
                 seen = watch => seen,
-                () = timer => return,
+                read = timer => {
+                    if let Err(e) = read {
+                        tracing::warn!("the wall-clock timer failed ({e}): routines look every 30 s");
+                        self.timer = None;
+                    }
+                    return;
+                }
             };
             match seen {
                 Ok(Seen::File | Seen::Other) => {}
@@ -220,17 +232,15 @@ mod linux {
     }
 
     /// Waits until the timer expired or was cancelled by a jump of the clock, and clears it.
-    async fn read_timer(timer: &AsyncFd<OwnedFd>) {
+    async fn read_timer(timer: &AsyncFd<OwnedFd>) -> io::Result<()> {
         loop {
-            let Ok(mut ready) = timer.readable().await else {
-                return std::future::pending().await;
-            };
+            let mut ready = timer.readable().await?;
             let mut buf = [0u8; 8];
             match rustix::io::read(timer.get_ref(), &mut buf) {
                 // Expired, or ECANCELED: the clock jumped. Either way the loop looks again.
-                Ok(_) | Err(Errno::CANCELED) => return,
+                Ok(_) | Err(Errno::CANCELED) => return Ok(()),
                 Err(Errno::AGAIN) => ready.clear_ready(),
-                Err(_) => return std::future::pending().await,
+                Err(e) => return Err(e.into()),
             }
         }
     }
@@ -244,8 +254,9 @@ mod linux {
         Other,
     }
 
-    /// Reads the events waiting on the inotify instance (waiting for some if none are).
-    async fn read_watch(fd: &AsyncFd<OwnedFd>, name: &OsStr) -> io::Result<Seen> {
+    /// Reads the events waiting on the inotify instance (waiting for some if none are), for
+    /// the folder watch `wd` (an earlier watch's last events are old news).
+    async fn read_watch(fd: &AsyncFd<OwnedFd>, wd: WatchDescriptor, name: &OsStr) -> io::Result<Seen> {
         let mut ready = fd.readable().await?;
         let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
         let mut reader = inotify::Reader::new(fd.get_ref(), &mut buf);
@@ -254,6 +265,9 @@ mod linux {
             match reader.next() {
                 Ok(event) => {
                     let flags = event.events();
+                    if event.wd() != wd && !flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+                        continue;
+                    }
                     if flags.intersects(ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF | ReadFlags::IGNORED) {
                         return Ok(Seen::FolderGone {
                             moved: flags.contains(ReadFlags::MOVE_SELF),

@@ -71,8 +71,8 @@ pub struct SchedulerConfig {
     /// The longest the loop sleeps without looking (a hand edit, a clock jump after sleep)
     /// where it cannot be told of those ([`super::alarm`]) …
     pub max_nap: Duration,
-    /// … and where it can: only what no file change announces, a claim left by another
-    /// process that died, waits this long.
+    /// … and where it can: only what no file change announces (a claim left by another
+    /// process that died or hung) waits this long.
     pub watched_nap: Duration,
     /// The zone written into routines that have none.
     pub default_zone: String,
@@ -96,7 +96,7 @@ impl Default for SchedulerConfig {
             stuck_grace: m(5),
             backoff: vec![Duration::from_secs(30), m(1), m(5), m(15), m(60)],
             max_nap: Duration::from_secs(30),
-            watched_nap: m(60),
+            watched_nap: m(5),
             default_zone: super::schedule::local_zone_name(),
             max_concurrent_jobs: 3,
             // Seed 004 appendix B: `sessionRetention: "24h"`.
@@ -154,6 +154,8 @@ pub struct TickReport {
     pub paused: bool,
     /// The earliest `next_run_at` of a pending routine after the tick.
     pub next_due: Option<i64>,
+    /// The clock's time the tick decided at.
+    pub looked_at: i64,
 }
 
 /// The clonable handle to the scheduler.
@@ -288,7 +290,10 @@ impl Scheduler {
     /// events and in the routines' `error_message`, and the other routines go on.
     pub async fn tick(&self) -> TickReport {
         let now = self.now();
-        let mut report = TickReport::default();
+        let mut report = TickReport {
+            looked_at: now,
+            ..TickReport::default()
+        };
         let state = match self.shared.deps.store.read() {
             Ok(s) => s,
             Err(e) => {
@@ -756,8 +761,15 @@ impl Scheduler {
             } else {
                 config.max_nap
             };
-            // Paused, nothing is claimed however due it is: resuming pokes the loop.
-            let next_due = report.next_due.filter(|_| !report.paused);
+            // Paused, nothing is claimed however due it is: resuming pokes the loop. Due when
+            // the tick looked and still pending, the tick could not claim it (a schedule it
+            // cannot use, a file it cannot write): looked at again after the nap, not at once.
+            let stuck_retry = now + config.max_nap.as_millis() as i64;
+            let next_due =
+                report
+                    .next_due
+                    .filter(|_| !report.paused)
+                    .map(|t| if t <= report.looked_at { stuck_retry } else { t });
             let routine_wait = next_due
                 .map(|t| Duration::from_millis((t - now).max(0) as u64))
                 .unwrap_or(nap)
