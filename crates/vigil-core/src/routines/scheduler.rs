@@ -761,15 +761,13 @@ impl Scheduler {
             } else {
                 config.max_nap
             };
-            // Paused, nothing is claimed however due it is: resuming pokes the loop. Due when
-            // the tick looked and still pending, the tick could not claim it (a schedule it
-            // cannot use, a file it cannot write): looked at again after the nap, not at once.
+            // Due when the tick looked and still pending, the tick could not claim it (paused,
+            // a schedule it cannot use, a file it cannot write): looked at again after the
+            // nap, not at once. Resuming pokes the loop.
             let stuck_retry = now + config.max_nap.as_millis() as i64;
-            let next_due =
-                report
-                    .next_due
-                    .filter(|_| !report.paused)
-                    .map(|t| if t <= report.looked_at { stuck_retry } else { t });
+            let next_due = report
+                .next_due
+                .map(|t| if t <= report.looked_at { stuck_retry } else { t });
             let routine_wait = next_due
                 .map(|t| Duration::from_millis((t - now).max(0) as u64))
                 .unwrap_or(nap)
