@@ -5,8 +5,9 @@ SHELL := /bin/bash
 # Debian packages: Tauri's build libraries, then what running and testing under Xvfb needs.
 BUILD_PKGS := build-essential pkg-config file curl libssl-dev libxdo-dev libwebkit2gtk-4.1-dev \
   libgtk-3-dev libsoup-3.0-dev librsvg2-dev libayatana-appindicator3-dev libdbus-1-dev
-# bubblewrap: the sandbox the agent's commands run in (Settings → Approvals).
-RUN_PKGS := xvfb xauth dbus dbus-x11 dunst libnotify-bin bubblewrap
+# bubblewrap: the sandbox the agent's commands run in (Settings → Approvals); slirp4netns:
+# its network, when a run may have one (user-mode, without the host's loopback).
+RUN_PKGS := xvfb xauth dbus dbus-x11 dunst libnotify-bin bubblewrap slirp4netns
 TEST_PKGS := webkit2gtk-driver imagemagick x11-apps xdotool procps python3 python3-dbus python3-gi
 
 TAURI_DRIVER_VERSION := 2.1.0

@@ -195,6 +195,7 @@ async fn pty_phase(cmd: &str) {
         data_dir: dir.path().to_path_buf(),
         settings: Default::default(),
         attended: true,
+        home: None,
     };
     match vigil_core::sandbox::Sandbox::new().wrap(&layout) {
         Ok(args) => {

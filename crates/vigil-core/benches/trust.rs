@@ -147,6 +147,7 @@ async fn main() {
         data_dir: dir.path().to_path_buf(),
         settings: SandboxSettings::default(),
         attended: true,
+        home: None,
     };
     let wrapped = match Sandbox::new().wrap(&layout) {
         Ok(w) => w,

@@ -2,6 +2,7 @@
 //! messages and the session's notices queue while it runs and reach it at its next step;
 //! what queued too late starts the next turn (the user's message, or a continuation).
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt as _;
@@ -294,6 +295,7 @@ impl Runtime {
                 settings: self.inner.approvals.sandbox_settings(),
                 data_dir: self.inner.data_dir.clone(),
                 attended: interactive,
+                home: std::env::var_os("HOME").map(PathBuf::from),
             }),
             workspace: self.inner.workspace.clone(),
             emitter,

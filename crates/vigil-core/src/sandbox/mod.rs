@@ -29,14 +29,24 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 #[cfg(target_os = "linux")]
+pub mod launch;
+#[cfg(target_os = "linux")]
 pub mod zygote;
 
 /// What the user chose for the sandbox (Settings → Approvals), kept with the approval rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxSettings {
-    /// Commands may use the network (on by default: package installs and `git fetch` need it).
+    /// The user's own turns' commands may use the network (on by default: package installs
+    /// and `git fetch` need it). Never the host's loopback services or sockets.
     #[serde(default = "yes")]
     pub network: bool,
+    /// Commands of runs nobody watches (heartbeat, routine jobs, continuations) may use the
+    /// network: off by default, so a prompt-injected run cannot send what it read.
+    #[serde(default)]
+    pub unattended_network: bool,
+    /// Paths shown empty in every sandbox (`~` is the user's home): where credentials live.
+    #[serde(default = "default_hidden")]
+    pub hidden: Vec<String>,
     /// Folders writable besides the workspace and the command's folder. Package caches such
     /// as `~/.cargo` or `~/.npm` are not writable by default: a command that can write them
     /// can plant code that later runs outside the sandbox (a cached crate, an npm script).
@@ -48,12 +58,63 @@ fn yes() -> bool {
     true
 }
 
+/// The secrets of `$HOME` every sandbox shows empty unless the user edits the list:
+/// credentials, keys, tokens, keyrings, browser and mail profiles.
+pub const DEFAULT_HIDDEN: &[&str] = &[
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.kube",
+    "~/.docker",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.config/gh",
+    "~/.password-store",
+    "~/.local/share/keyrings",
+    "~/.pki",
+    "~/.mozilla",
+    "~/.thunderbird",
+    "~/.config/google-chrome",
+    "~/.config/chromium",
+    "~/.config/BraveSoftware",
+    "~/.config/microsoft-edge",
+    "~/.config/evolution",
+    "~/.local/share/evolution",
+    "~/.npmrc",
+    "~/.pypirc",
+    "~/.cargo/credentials.toml",
+    "~/.config/hub",
+];
+
+fn default_hidden() -> Vec<String> {
+    DEFAULT_HIDDEN.iter().map(|s| s.to_string()).collect()
+}
+
 impl Default for SandboxSettings {
     fn default() -> Self {
         Self {
             network: true,
+            unattended_network: false,
+            hidden: default_hidden(),
             writable: Vec::new(),
         }
+    }
+}
+
+impl SandboxSettings {
+    /// The hidden list as absolute paths, `~` taken as `home`.
+    pub fn hidden_paths(&self, home: Option<&Path>) -> Vec<PathBuf> {
+        self.hidden
+            .iter()
+            .filter_map(|h| match (h.strip_prefix("~/"), home) {
+                (Some(rest), Some(home)) => Some(home.join(rest)),
+                (Some(_), None) => None,
+                (None, _) if h.starts_with('/') => Some(PathBuf::from(h)),
+                (None, _) => None,
+            })
+            .collect()
     }
 }
 
@@ -84,7 +145,7 @@ pub struct Sandbox {
 /// else (or when that fails) with a bwrap of its own.
 #[derive(Debug, Clone)]
 pub struct Wrapped {
-    /// bwrap's command line up to and including `--`.
+    /// The launcher, then bwrap's command line up to and including `--`.
     pub args: Vec<OsString>,
     #[cfg(target_os = "linux")]
     pub zygote: Option<Arc<zygote::Zygote>>,
@@ -147,16 +208,44 @@ impl Sandbox {
         self.availability.get_or_init(probe).clone()
     }
 
-    /// How to run a command in `layout`; why not when bwrap is not available.
+    /// How to run a command in `layout`; why not when bwrap or the helper that hands it its
+    /// socket filter is not available.
     pub fn wrap(&self, layout: &Layout) -> Result<Wrapped, String> {
-        match self.availability() {
-            Availability::Ready { bwrap } => Ok(Wrapped {
-                args: arguments(&bwrap, layout),
-                #[cfg(target_os = "linux")]
-                zygote: self.zygote(&bwrap, layout),
-            }),
-            Availability::Unavailable(why) => Err(why),
-        }
+        let bwrap = match self.availability() {
+            Availability::Ready { bwrap } => bwrap,
+            Availability::Unavailable(why) => return Err(why),
+        };
+        let Some(helper) = self.helper() else {
+            return Err(
+                "the sandbox's helper (vigil-sandbox, beside Vigil's program) is missing; reinstall Vigil".into(),
+            );
+        };
+        let mut args = launcher(&helper, layout.network());
+        args.extend(arguments(&bwrap, layout));
+        Ok(Wrapped {
+            #[cfg(target_os = "linux")]
+            zygote: self.zygote(&helper, &args, layout),
+            args,
+        })
+    }
+
+    /// The helper, looked up and resolved once.
+    fn helper(&self) -> Option<PathBuf> {
+        #[cfg(target_os = "linux")]
+        return self
+            .helper
+            .get_or_init(|| zygote::find_helper().map(|p| real(&p)))
+            .clone();
+        #[cfg(not(target_os = "linux"))]
+        None
+    }
+
+    /// Where slirp4netns is, for Settings; `None` when runs with the network get none.
+    pub fn network_helper() -> Option<PathBuf> {
+        #[cfg(target_os = "linux")]
+        return launch::find_slirp();
+        #[cfg(not(target_os = "linux"))]
+        None
     }
 
     /// The zygote for `layout`, when the helper is there and the layout allows one: every
@@ -164,12 +253,7 @@ impl Sandbox {
     /// would cover it), the helper outside all of them, and the command's folder inside one
     /// of them (the zygote's mounts are made once, for the layout, not per command).
     #[cfg(target_os = "linux")]
-    fn zygote(&self, bwrap: &Path, layout: &Layout) -> Option<Arc<zygote::Zygote>> {
-        // Resolved once: the check below runs for every command.
-        let helper = self
-            .helper
-            .get_or_init(|| zygote::find_helper().map(|p| real(&p)))
-            .clone()?;
+    fn zygote(&self, helper: &Path, args: &[OsString], layout: &Layout) -> Option<Arc<zygote::Zygote>> {
         let writable = writable_folders(layout);
         let under_tmp = |p: &Path| ["/tmp", "/var/tmp", "/dev/shm"].iter().any(|t| p.starts_with(t));
         // The helper keeps capabilities: a command that could replace its file would run its
@@ -184,11 +268,10 @@ impl Sandbox {
         if writable.iter().any(|w| under_tmp(w)) || !covered {
             return None;
         }
-        let shared = Layout {
-            cwd: layout.workspace.clone(),
-            ..layout.clone()
-        };
-        let mut args = arguments(bwrap, &shared);
+        // The zygote's own folder is the workspace; each command goes to its own.
+        let chdir = args.iter().position(|a| a == "--chdir")?;
+        let mut args = args.to_vec();
+        args[chdir + 1] = real(&layout.workspace).into();
         args.pop(); // "--": the zygote adds what it runs
         let mut key = args.clone();
         key.push(if layout.attended { "attended" } else { "unattended" }.into());
@@ -196,7 +279,7 @@ impl Sandbox {
         Some(
             zygotes
                 .entry(key)
-                .or_insert_with(|| Arc::new(zygote::Zygote::new(helper, args, self.idle_exit)))
+                .or_insert_with(|| Arc::new(zygote::Zygote::new(helper.to_path_buf(), args, self.idle_exit)))
                 .clone(),
         )
     }
@@ -223,6 +306,8 @@ pub struct TurnSandbox {
     /// Someone is at the screen (a user turn): leaving the sandbox can be asked about.
     /// Unattended runs (heartbeat, routine jobs) always run sandboxed, or not at all.
     pub attended: bool,
+    /// `$HOME`, for the hidden list's `~`.
+    pub home: Option<PathBuf>,
 }
 
 /// Where a sandboxed command may write, and what it may not see.
@@ -237,6 +322,32 @@ pub struct Layout {
     /// Someone is at the screen. Commands of attended and of unattended runs never share a
     /// sandbox (a zygote's commands can see each other).
     pub attended: bool,
+    /// `$HOME`, for the hidden list's `~`.
+    pub home: Option<PathBuf>,
+}
+
+impl Layout {
+    /// Whether this run's commands get a network (never the host's loopback or sockets).
+    pub fn network(&self) -> bool {
+        match self.attended {
+            true => self.settings.network,
+            false => self.settings.unattended_network,
+        }
+    }
+}
+
+/// `vigil-sandbox launch [--net <slirp4netns>] --`: what goes before bwrap's command line
+/// (see [`launch`]). With no slirp4netns installed a run that may use the network gets none.
+fn launcher(helper: &Path, network: bool) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![helper.into(), "launch".into()];
+    #[cfg(target_os = "linux")]
+    if let Some(slirp) = network.then(launch::find_slirp).flatten() {
+        args.extend(["--net".into(), slirp.into()]);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = network;
+    args.push("--".into());
+    args
 }
 
 fn probe() -> Availability {
@@ -341,14 +452,29 @@ fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
         push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
     }
     push(&["--remount-ro".as_ref(), data.as_os_str()]);
+    // The secrets of $HOME, empty: a folder becomes an empty read-only one, a file reads as
+    // empty. After the writable folders, so a folder the user added cannot uncover them.
+    for hidden in layout.settings.hidden_paths(layout.home.as_deref()) {
+        let Ok(meta) = std::fs::symlink_metadata(&hidden) else {
+            continue; // not there: nothing to read
+        };
+        let at = real(&hidden);
+        if at.starts_with(&data) {
+            continue; // hidden with the data folder already
+        }
+        if meta.is_dir() || at.is_dir() {
+            push(&["--tmpfs".as_ref(), at.as_os_str()]);
+            push(&["--remount-ro".as_ref(), at.as_os_str()]);
+        } else {
+            push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), at.as_os_str()]);
+        }
+    }
     // A user namespace of its own and no capabilities in it, whoever runs Vigil: bwrap keeps
     // every capability when started by root, and with `CAP_SYS_ADMIN` a command could
     // unmount the empty folder over the data folder and read what lies beneath.
     push(&["--unshare-user".as_ref(), "--cap-drop".as_ref(), "ALL".as_ref()]);
+    // The network namespace (always a private one) comes from the launcher.
     push(&["--unshare-pid".as_ref(), "--unshare-ipc".as_ref()]);
-    if !layout.settings.network {
-        push(&["--unshare-net".as_ref()]);
-    }
     push(&[
         "--die-with-parent".as_ref(),
         "--chdir".as_ref(),
@@ -376,8 +502,14 @@ pub fn explain_refusal(output: &str, layout: &Layout) -> Option<String> {
         "Temporary failure in name resolution",
         "Name or service not known",
     ];
-    if !layout.settings.network && offline.iter().any(|m| output.contains(m)) {
-        notes.push("The sandbox has no network: the user switched \"commands may use the network\" off in Settings → Approvals.".into());
+    if offline.iter().any(|m| output.contains(m)) {
+        if !layout.network() && layout.attended {
+            notes.push("The sandbox has no network: the user switched \"commands may use the network\" off in Settings → Approvals.".into());
+        } else if !layout.network() {
+            notes.push("The sandbox has no network: runs nobody watches get none unless the user switches \"unattended commands may use the network\" on in Settings → Approvals.".into());
+        } else if Sandbox::network_helper().is_none() {
+            notes.push("The sandbox has no network: slirp4netns, which gives it one, is not installed (Debian package `slirp4netns`).".into());
+        }
     }
     if notes.is_empty() {
         return None;
@@ -416,6 +548,7 @@ mod tests {
             data_dir: dir.join("data"),
             settings: SandboxSettings::default(),
             attended: true,
+            home: None,
         }
     }
 
@@ -443,7 +576,11 @@ mod tests {
         assert!(at("--bind", &ws).expect("workspace bound") > hide, "{args:?}");
         assert!(at("--bind", &dir.join("cache")).unwrap() < hide);
         assert_eq!(at("--bind", &dir.join("data/sessions")), None, "{args:?}");
-        assert!(args.contains(&"--unshare-net".to_string()));
+        // The network namespace and the socket filter come from the launcher, on every path;
+        // without the network allowed it starts no slirp4netns.
+        assert!(!args.iter().any(|a| a == "--share-net"), "{args:?}");
+        let plain: Vec<OsString> = vec!["/h".into(), "launch".into(), "--".into()];
+        assert_eq!(launcher(Path::new("/h"), false), plain);
         assert_eq!(args.last().unwrap(), "--");
     }
 
@@ -468,7 +605,13 @@ mod tests {
         std::fs::create_dir_all(dir.join("app")).unwrap();
         let bwrap = Path::new("/usr/bin/bwrap");
         let l = layout(&dir);
-        let zygote = |helper: &Path, l: &Layout| Sandbox::new().with_helper(helper.to_path_buf()).zygote(bwrap, l);
+        let zygote = |helper: &Path, l: &Layout| {
+            let mut args = launcher(helper, false);
+            args.extend(arguments(bwrap, l));
+            Sandbox::new()
+                .with_helper(helper.to_path_buf())
+                .zygote(helper, &args, l)
+        };
         assert!(zygote(&dir.join("app/vigil-sandbox"), &l).is_some());
         assert!(zygote(&dir.join("data/workspace/bin/vigil-sandbox"), &l).is_none());
         let mut extra = l.clone();

@@ -241,6 +241,7 @@ fn sandbox_layout(sb: &TurnSandbox, ctx: &ToolContext, req: &SpawnRequest) -> La
         data_dir: sb.data_dir.clone(),
         settings: sb.settings.clone(),
         attended: sb.attended,
+        home: sb.home.clone(),
     }
 }
 

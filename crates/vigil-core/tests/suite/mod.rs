@@ -23,3 +23,4 @@ mod sessions;
 mod support;
 mod trust;
 mod two_writers;
+mod walls;

@@ -149,7 +149,7 @@ async fn a_sandboxed_command_cannot_undo_the_sandbox() {
 }
 
 #[tokio::test]
-async fn with_the_network_off_a_command_cannot_reach_even_a_loopback_server() {
+async fn the_network_switch_gives_a_network_but_never_the_hosts_loopback() {
     bwrap_ready();
     // In a zygote, and in a bwrap of its own (see `terminals_input_kill_and_exit_notices_work_inside`).
     network_in(outside_tmp().path()).await;
@@ -157,11 +157,25 @@ async fn with_the_network_off_a_command_cannot_reach_even_a_loopback_server() {
 }
 
 async fn network_in(dir: &Path) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    // A service on the host's loopback is never reachable from a sandbox; one on the
+    // machine's own network address is, when the network is on (as from another machine).
+    let local = TcpListener::bind("127.0.0.1:0").unwrap();
+    local.set_nonblocking(true).unwrap();
+    let lan = {
+        let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+        probe.connect("192.0.2.1:9").expect("this machine has a route out");
+        probe.local_addr().unwrap().ip()
+    };
+    assert!(!lan.is_loopback(), "{lan}");
+    let listener = TcpListener::bind((lan, 0)).unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let (rt, mut rx, fake) = full_auto(dir).await;
-    let connect = format!("bash -c 'echo hello > /dev/tcp/127.0.0.1/{port}' && echo connected");
+    let connect = format!("bash -c 'echo hello > /dev/tcp/{lan}/{port}' && echo connected");
+    let loopback = format!(
+        "bash -c 'echo hello > /dev/tcp/127.0.0.1/{0}' && echo connected; bash -c 'echo hello > /dev/tcp/10.0.2.2/{0}' && echo connected",
+        local.local_addr().unwrap().port()
+    );
 
     rt.approvals().set_sandbox_network(false).unwrap();
     let off = run(&rt, &mut rx, &fake, &connect).await;
@@ -180,6 +194,10 @@ async fn network_in(dir: &Path) {
     let mut got = String::new();
     conn.read_to_string(&mut got).unwrap();
     assert_eq!(got, "hello\n");
+
+    let host = run(&rt, &mut rx, &fake, &loopback).await;
+    assert!(!host.contains("connected"), "{host}");
+    assert!(local.accept().is_err(), "the host's loopback service was reached");
     rt.shutdown().await;
 }
 

@@ -1,0 +1,296 @@
+//! The sandbox's walls, proven by what a probe inside can reach (issue 30): before each run
+//! the test plants a path socket, an abstract socket, a host-loopback listener and secrets
+//! in a fake `$HOME`, proves each reachable from outside, then runs the same probe through
+//! `exec` in the sandbox and asserts the exact set it reached. A new hole anywhere (a
+//! socket under /run, a secret folder, a writable place) changes the set and fails.
+
+use std::collections::BTreeSet;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener};
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use vigil_core::exec::{ChannelExecEvents, RegistryConfig, RegistryHandle};
+use vigil_core::sandbox::{Availability, Sandbox, SandboxSettings, TurnSandbox};
+use vigil_core::tools::{ToolContext, ToolRegistry};
+
+use super::support::outside_tmp;
+
+const PROBE: &str = include_str!("../probe/reach.py");
+
+/// What the test planted, and the probe's request naming it.
+struct Planted {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    workspace: PathBuf,
+    home: PathBuf,
+    data: PathBuf,
+    request: serde_json::Value,
+    socket: PathBuf,
+    abstract_name: String,
+    port: u16,
+    /// This machine's address on its network (not loopback), when it has one: reachable
+    /// through the network when a run may use it.
+    lan: Option<(String, u16)>,
+    _listeners: (
+        UnixListener,
+        UnixListener,
+        std::net::TcpListener,
+        Option<std::net::TcpListener>,
+    ),
+}
+
+fn plant(base: tempfile::TempDir) -> Planted {
+    let root = base.path().canonicalize().unwrap();
+    let (workspace, home, data) = (root.join("data/workspace"), root.join("home"), root.join("data"));
+    std::fs::create_dir_all(&workspace).unwrap();
+    for d in [
+        ".ssh",
+        ".aws",
+        ".config/autostart",
+        ".config/gh",
+        ".local/share/keyrings",
+    ] {
+        std::fs::create_dir_all(home.join(d)).unwrap();
+    }
+    std::fs::write(home.join(".ssh/id_ed25519"), "SECRET KEY").unwrap();
+    std::fs::write(home.join(".aws/credentials"), "[default]\naws_secret_access_key = x\n").unwrap();
+    std::fs::write(home.join(".config/gh/hosts.yml"), "oauth_token: x\n").unwrap();
+    std::fs::write(home.join(".local/share/keyrings/login.keyring"), "x").unwrap();
+    std::fs::write(home.join(".netrc"), "machine x login y password z\n").unwrap();
+    std::fs::write(home.join(".bashrc"), "# the user's\n").unwrap();
+    std::fs::write(data.join("approvals.json"), "{}").unwrap();
+    std::fs::write(workspace.join("reach.py"), PROBE).unwrap();
+    let socket = root.join("agent.sock");
+    let path_listener = UnixListener::bind(&socket).unwrap();
+    let abstract_name = format!("vigil-walls-{}", root.file_name().unwrap().to_string_lossy());
+    let abstract_listener =
+        UnixListener::bind_addr(&SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap()).unwrap();
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let lan_listener = lan_address().and_then(|ip| std::net::TcpListener::bind((ip.as_str(), 0)).ok());
+    let lan = lan_listener
+        .as_ref()
+        .map(|l| (l.local_addr().unwrap().ip().to_string(), l.local_addr().unwrap().port()));
+    let s = |p: PathBuf| p.display().to_string();
+    let mut tcp_targets = vec![json!(["127.0.0.1", port]), json!(["10.0.2.2", port])];
+    if let Some((ip, p)) = &lan {
+        tcp_targets.push(json!([ip, p]));
+    }
+    let request = json!({
+        "writable": [s(home.clone()), s(home.join(".config/autostart")), s(home.join(".bashrc")),
+                     s(workspace.clone()), s(data.clone()), s(root.clone()), "/etc", "/usr"],
+        "secrets": [s(home.join(".ssh")), s(home.join(".ssh/id_ed25519")), s(home.join(".aws/credentials")),
+                    s(home.join(".netrc")), s(home.join(".config/gh")), s(home.join(".local/share/keyrings")),
+                    s(data.join("approvals.json"))],
+        "sockets": [s(socket.clone())],
+        "abstract": [abstract_name.clone()],
+        "tcp": tcp_targets,
+    });
+    Planted {
+        _dir: base,
+        root,
+        workspace,
+        home,
+        data,
+        request,
+        socket,
+        abstract_name,
+        port,
+        lan,
+        _listeners: (path_listener, abstract_listener, tcp, lan_listener),
+    }
+}
+
+/// The address this machine's default route leaves from (a UDP "connect" sends nothing).
+fn lan_address() -> Option<String> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("192.0.2.1:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then(|| ip.to_string())
+}
+
+/// What the probe reached: its own report for reads and connections, and for writes the
+/// marks it left on the host (removed again), so a write into a private copy of a folder
+/// does not count and one the probe failed to notice does.
+fn facts(output: &str, p: &Planted) -> BTreeSet<String> {
+    assert!(output.contains("done"), "the probe did not finish: {output}");
+    let mut found: BTreeSet<String> = output
+        .lines()
+        .map(str::trim)
+        .filter(|l| ["R ", "S ", "A ", "T ", "P "].iter().any(|p| l.starts_with(p)))
+        .map(str::to_string)
+        .collect();
+    for path in p.request["writable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+    {
+        let path = Path::new(path);
+        let mark = path.join(".vigil-probe");
+        if path.is_dir() && mark.exists() {
+            std::fs::remove_file(&mark).unwrap();
+            found.insert(format!("W {}", path.display()));
+        } else if path.is_file() {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            if text.contains("# vigil-probe") {
+                std::fs::write(path, text.replace("\n# vigil-probe\n", "")).unwrap();
+                found.insert(format!("W {}", path.display()));
+            }
+        }
+    }
+    found
+}
+
+/// The probe run as a plain child of the test, outside any sandbox.
+fn outside(p: &Planted) -> BTreeSet<String> {
+    let out = std::process::Command::new("python3")
+        .arg(p.workspace.join("reach.py"))
+        .arg(p.request.to_string())
+        .output()
+        .unwrap();
+    facts(&String::from_utf8_lossy(&out.stdout), p)
+}
+
+/// The probe run by `exec` in the sandbox of a run that is `attended` or not.
+async fn inside(p: &Planted, settings: SandboxSettings, attended: bool) -> BTreeSet<String> {
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let registry = RegistryHandle::start(
+        RegistryConfig::default(),
+        std::sync::Arc::new(vigil_core::clock::SystemClock),
+        std::sync::Arc::new(ChannelExecEvents(tx)),
+    );
+    let tools = ToolRegistry::with_builtins_and_exec(registry);
+    let mut ctx = ToolContext::new(&p.workspace).with_owner("walls");
+    ctx.data_dir = Some(p.data.clone());
+    ctx.sandbox = Some(TurnSandbox {
+        sandbox: Sandbox::new(),
+        settings,
+        data_dir: p.data.clone(),
+        attended,
+        home: Some(p.home.clone()),
+    });
+    let command = format!("python3 reach.py '{}'", p.request);
+    let out = tools
+        .execute("exec", json!({ "command": command, "pty": false }), &ctx)
+        .await;
+    facts(&out.content, p)
+}
+
+fn set(items: &[String]) -> BTreeSet<String> {
+    items.iter().cloned().collect()
+}
+
+fn ready() {
+    assert!(
+        matches!(Sandbox::new().availability(), Availability::Ready { .. }),
+        "these tests need bubblewrap (`make test` installs it)"
+    );
+    assert!(
+        Sandbox::network_helper().is_some(),
+        "these tests need slirp4netns (`make test` installs it)"
+    );
+}
+
+async fn walls_hold(base: tempfile::TempDir) {
+    let p = plant(base);
+    let s = |p: &Path| p.display().to_string();
+    let planted_reachable = outside(&p);
+    // Everything planted is there to reach from outside: the probe can see what it looks for.
+    for fact in [
+        format!("S {}", s(&p.socket)),
+        format!("A {}", p.abstract_name),
+        format!("T 127.0.0.1:{}", p.port),
+        format!("R {}", s(&p.home.join(".ssh/id_ed25519"))),
+        format!("R {}", s(&p.data.join("approvals.json"))),
+        format!("W {}", s(&p.home.join(".config/autostart"))),
+        "P socketpair".to_string(),
+    ] {
+        assert!(
+            planted_reachable.contains(&fact),
+            "outside, the probe missed {fact}: {planted_reachable:?}"
+        );
+    }
+
+    let workspace_only = format!("W {}", s(&p.workspace));
+    let lan = p.lan.as_ref().map(|(ip, port)| format!("T {ip}:{port}"));
+
+    // The user's turn, network on (the default): the workspace writable, the network out,
+    // and nothing of the host's: no socket, no loopback service, no secret.
+    let attended = inside(&p, SandboxSettings::default(), true).await;
+    let mut want = set(&[workspace_only.clone(), "P socketpair".into()]);
+    want.extend(lan.clone());
+    assert_eq!(
+        attended, want,
+        "a user turn's sandbox reached more (or less) than it may"
+    );
+
+    // A run nobody watches: no network at all by default.
+    let unattended = inside(&p, SandboxSettings::default(), false).await;
+    assert_eq!(
+        unattended,
+        set(&[workspace_only.clone(), "P socketpair".into()]),
+        "an unattended sandbox reached more than it may"
+    );
+
+    // The user's network switch off: the same as unattended.
+    let offline = SandboxSettings {
+        network: false,
+        ..SandboxSettings::default()
+    };
+    assert_eq!(
+        inside(&p, offline, true).await,
+        set(&[workspace_only, "P socketpair".into()])
+    );
+    let _ = &p.root;
+}
+
+/// In a standing sandbox (a workspace outside /tmp) and in a bwrap per command (under /tmp).
+#[tokio::test]
+async fn no_sandbox_reaches_a_host_socket_loopback_service_secret_or_unapproved_folder() {
+    ready();
+    walls_hold(outside_tmp()).await;
+    walls_hold(tempfile::tempdir().unwrap()).await;
+}
+
+/// Commands of one standing sandbox still talk to each other over its own loopback: a
+/// server started in the background and the client that tests it.
+#[tokio::test]
+async fn a_server_and_its_client_in_one_sandbox_still_talk() {
+    ready();
+    let p = plant(outside_tmp());
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let registry = RegistryHandle::start(
+        RegistryConfig::default(),
+        std::sync::Arc::new(vigil_core::clock::SystemClock),
+        std::sync::Arc::new(ChannelExecEvents(tx)),
+    );
+    let tools = ToolRegistry::with_builtins_and_exec(registry.clone());
+    let mut ctx = ToolContext::new(&p.workspace).with_owner("walls");
+    ctx.sandbox = Some(TurnSandbox {
+        sandbox: Sandbox::new(),
+        settings: SandboxSettings::default(),
+        data_dir: p.data.clone(),
+        attended: true,
+        home: Some(p.home.clone()),
+    });
+    std::fs::write(p.workspace.join("page.txt"), "served from inside\n").unwrap();
+    let server = tools
+        .execute(
+            "exec",
+            json!({"command": "python3 -m http.server 18931 --bind 127.0.0.1", "background": true}),
+            &ctx,
+        )
+        .await;
+    assert!(!server.is_error, "{}", server.content);
+    let client = tools
+        .execute(
+            "exec",
+            json!({"command": "for i in $(seq 50); do python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:18931/page.txt').read().decode())\" 2>/dev/null && break; sleep 0.1; done"}),
+            &ctx,
+        )
+        .await;
+    assert!(client.content.contains("served from inside"), "{}", client.content);
+    registry.shutdown().await;
+}
