@@ -1,4 +1,5 @@
 mod agent;
+mod alone;
 mod continuation;
 mod crash;
 mod exec;
