@@ -1,7 +1,8 @@
 //! # mcp::stdio
 //!
 //! Owns a stdio server's process: started in a process group of its own (so stopping it
-//! reaches whatever it started, `npx` and the `node` under it alike), stdin and stdout for
+//! reaches whatever it started, `npx` and the `node` under it alike) with the environment
+//! `exec`'s commands get (see [`crate::children`]), stdin and stdout for
 //! JSON-RPC, stderr read line by line into Vigil's log and a short tail Settings shows.
 //! Stopping follows the MCP spec's order: close stdin, wait, SIGTERM, wait, SIGKILL — each
 //! to the whole group.
@@ -72,7 +73,13 @@ pub struct Spawn<'a> {
 
 /// Starts the server; returns it with the stdout and stdin the transport reads and writes.
 pub fn spawn(s: Spawn<'_>) -> std::io::Result<(StdioChild, ChildStdout, ChildStdin)> {
+    // As `exec` starts a command: no key variable unless the server's own `env` sets it,
+    // and no reading them back from this process's `/proc` entries.
+    crate::children::hide_parent();
     let mut cmd = Command::new(s.command);
+    for name in crate::children::withheld_env() {
+        cmd.env_remove(name);
+    }
     cmd.args(s.args)
         .envs(s.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())

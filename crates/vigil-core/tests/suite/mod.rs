@@ -13,6 +13,7 @@ mod hostile;
 mod images;
 mod inhibit;
 mod mcp;
+mod mcp_contain;
 mod prompt_cache;
 mod provider;
 mod reflection;
