@@ -10,6 +10,7 @@ mod heartbeat;
 mod heartbeat_retries;
 mod heartbeat_routines;
 mod hostile;
+mod image_bombs;
 mod images;
 mod inhibit;
 mod mcp;
