@@ -18,7 +18,10 @@
 //!   workspace file tools `read`, `write` and `edit`, and `exec`/`process` over [`exec`].
 //! - [`exec`] — real terminals: the process registry actor (PTY or pipes, process groups,
 //!   bounded output, kill, exit notices, shutdown with no orphans).
-//! - [`images`] — an attached or tool-made image checked, downscaled to 1 568 px and re-encoded.
+//! - [`children`] — what every process Vigil starts inherits: the environment without the
+//!   API key variables, and a parent it cannot read through `/proc`.
+//! - [`images`] — an attached or tool-made image checked, downscaled to 1 568 px and re-encoded,
+//!   every decode within a memory budget the process shares.
 //! - [`provider`] — streaming clients for the Anthropic and OpenAI-compatible APIs, retries.
 //! - [`session`] — everything a session keeps on disk, safe across tasks, processes and crashes:
 //!   - [`session::transcript`] — JSONL transcripts, appended whole under the lock, torn tails cut.
@@ -45,6 +48,7 @@
 
 pub mod agent;
 pub mod approval;
+pub mod children;
 pub mod clock;
 pub mod durable;
 pub mod events;

@@ -39,11 +39,8 @@ pub use events::{exit_notice_text, ChannelExecEvents, ExecEvent, ExecEvents, NoE
 pub use output::{slice_lines, LineSlice};
 pub use registry::RegistryHandle;
 
-/// Names (comma-separated) of environment variables the desktop app set for its own use,
-/// such as how WebKit draws its window. They are not the user's: every child is started
-/// without them and without this marker, so a command behaves as it would in the user's own
-/// terminal. A variable the user set themselves is not listed and passes through.
-pub const APP_ADDED_ENV: &str = "VIGIL_APP_ADDED_ENV";
+/// Kept here too: the desktop app names it through `exec`.
+pub use crate::children::APP_ADDED_ENV;
 
 /// A terminal's size in character cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,10 +16,10 @@ use std::sync::Arc;
 
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
 use tokio::sync::{mpsc, oneshot};
-use vigil_protocol::ProviderKind;
 
 use super::strip::Stripper;
 use super::{ExecError, ExitStatus, SpawnRequest, TermSize};
+use crate::children::{hide_parent, withheld_env};
 
 /// Bytes per read. A PTY hands out at most a few KiB at a time; a pipe up to its buffer.
 const READ_CHUNK: usize = 64 * 1024;
@@ -97,48 +97,6 @@ pub(super) fn spawn(
     let mut spawned = spawn_pipes(id, req, pump)?;
     spawned.pty_fallback = fallback;
     Ok(spawned)
-}
-
-/// Makes this process non-dumpable (Linux), once, before its first child starts. Removing
-/// the key variables from a child's environment is not enough on its own: a child of the
-/// same user can read them from `/proc/<parent>/environ` (the environment as the app was
-/// started, which no `unsetenv` changes) or attach to the parent and read its memory. A
-/// non-dumpable process's `/proc` entries need `CAP_SYS_PTRACE`, as ssh-agent and gpg-agent
-/// do it. The cost: no core dumps of Vigil, and a debugger must attach as root. Children
-/// are dumpable again after their `exec`, so their own tools are unaffected.
-fn hide_parent() {
-    #[cfg(target_os = "linux")]
-    {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            use rustix::process::{set_dumpable_behavior, DumpableBehavior};
-            if let Err(e) = set_dumpable_behavior(DumpableBehavior::NotDumpable) {
-                tracing::warn!("children may read Vigil's environment: PR_SET_DUMPABLE failed: {e}");
-            }
-        });
-    }
-}
-
-/// Variables no child inherits: the desktop app's own ([`super::APP_ADDED_ENV`]) and every
-/// variable an API key can come from ([`crate::secrets::env_key_vars`], both providers). A
-/// command the model runs must not be able to print the user's key; `env` in the request
-/// is applied afterwards, so the agent can still set such a variable for a child on purpose.
-fn withheld_env() -> Vec<String> {
-    let listed = std::env::var(super::APP_ADDED_ENV).unwrap_or_default();
-    let names = listed
-        .split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .map(String::from);
-    let keys = [ProviderKind::Anthropic, ProviderKind::Openai]
-        .into_iter()
-        .flat_map(crate::secrets::env_key_vars);
-    let mut all: Vec<String> = names
-        .chain([super::APP_ADDED_ENV].into_iter().chain(keys).map(String::from))
-        .collect();
-    all.sort();
-    all.dedup();
-    all
 }
 
 /// `sh -c <command>`, under bubblewrap when the request carries its arguments.

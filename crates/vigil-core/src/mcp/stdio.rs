@@ -1,8 +1,10 @@
 //! # mcp::stdio
 //!
 //! Owns a stdio server's process: started in a process group of its own (so stopping it
-//! reaches whatever it started, `npx` and the `node` under it alike), stdin and stdout for
-//! JSON-RPC, stderr read line by line into Vigil's log and a short tail Settings shows.
+//! reaches whatever it started, `npx` and the `node` under it alike) with the environment
+//! `exec`'s commands get (see [`crate::children`]), stdin and stdout for
+//! JSON-RPC, stderr read in fixed chunks and split into lines for Vigil's log and a short
+//! tail Settings shows.
 //! Stopping follows the MCP spec's order: close stdin, wait, SIGTERM, wait, SIGKILL — each
 //! to the whole group.
 //!
@@ -14,13 +16,18 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::AsyncBufReadExt;
+use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// Lines of stderr Settings shows.
 const TAIL_LINES: usize = 20;
 /// A longer stderr line is cut (the log and the tail alike).
 const MAX_LINE: usize = 500;
+/// What is kept of a line while it comes: [`MAX_LINE`] characters are at most this many bytes
+/// in UTF-8, so a line cut here still has all the characters that are shown of it.
+const MAX_LINE_BYTES: usize = MAX_LINE * 4;
+/// Bytes of stderr read at a time.
+const READ_CHUNK: usize = 8 * 1024;
 /// How long each stopping step waits for the group to go.
 const STOP_STEP: Duration = Duration::from_millis(1500);
 
@@ -53,6 +60,63 @@ impl StderrTail {
     }
 }
 
+/// Splits stderr into lines as it comes. Of a line it keeps at most [`MAX_LINE_BYTES`] and
+/// drops the rest as it arrives, so a server that never writes a newline costs a fixed
+/// buffer, not what it wrote. Bytes that are not UTF-8 are shown as `�`, not lost.
+#[derive(Debug, Default)]
+struct Lines {
+    line: Vec<u8>,
+    /// Bytes of the current line were dropped.
+    cut: bool,
+}
+
+impl Lines {
+    /// Hands `emit` each line `chunk` ends.
+    fn feed(&mut self, chunk: &[u8], emit: &mut impl FnMut(String)) {
+        let mut rest = chunk;
+        while let Some(end) = newline(rest) {
+            self.keep(&rest[..end]);
+            emit(self.take());
+            rest = &rest[end + 1..];
+        }
+        self.keep(rest);
+    }
+
+    fn keep(&mut self, part: &[u8]) {
+        let room = MAX_LINE_BYTES - self.line.len();
+        self.line.extend_from_slice(&part[..part.len().min(room)]);
+        self.cut |= part.len() > room;
+    }
+
+    /// The line so far, cut to [`MAX_LINE`] characters and marked `…` when it was longer.
+    fn take(&mut self) -> String {
+        let bytes = std::mem::take(&mut self.line);
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(&bytes);
+        let text = String::from_utf8_lossy(bytes);
+        let mut line: String = text.chars().take(MAX_LINE).collect();
+        if std::mem::take(&mut self.cut) || line.len() < text.len() {
+            line.push('…');
+        }
+        line
+    }
+
+    /// What the server wrote after its last newline, if anything.
+    fn finish(&mut self) -> Option<String> {
+        (!self.line.is_empty() || self.cut).then(|| self.take())
+    }
+}
+
+/// Where the first newline in `bytes` is. `skip_until` searches with the standard library's
+/// `memchr`, which stays fast in a debug build; a byte-by-byte search there is about twenty
+/// times slower, enough to make a flood outlast a server's time to start.
+fn newline(bytes: &[u8]) -> Option<usize> {
+    use std::io::BufRead;
+    let mut rest = bytes;
+    // Reading a slice cannot fail.
+    let through = rest.skip_until(b'\n').unwrap_or(0);
+    (through > 0 && bytes[through - 1] == b'\n').then(|| through - 1)
+}
+
 /// A running stdio server.
 pub struct StdioChild {
     child: Child,
@@ -72,7 +136,13 @@ pub struct Spawn<'a> {
 
 /// Starts the server; returns it with the stdout and stdin the transport reads and writes.
 pub fn spawn(s: Spawn<'_>) -> std::io::Result<(StdioChild, ChildStdout, ChildStdin)> {
+    // As `exec` starts a command: no key variable unless the server's own `env` sets it,
+    // and no reading them back from this process's `/proc` entries.
+    crate::children::hide_parent();
     let mut cmd = Command::new(s.command);
+    for name in crate::children::withheld_env() {
+        cmd.env_remove(name);
+    }
     cmd.args(s.args)
         .envs(s.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
@@ -93,11 +163,18 @@ pub fn spawn(s: Spawn<'_>) -> std::io::Result<(StdioChild, ChildStdout, ChildStd
     let server = s.server.to_string();
     let tail = s.tail;
     tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let line: String = line.chars().take(MAX_LINE).collect();
+        let mut stderr = stderr;
+        let mut buf = vec![0; READ_CHUNK];
+        let mut lines = Lines::default();
+        let mut log = |line: String| {
             tracing::info!(target: "vigil_core::mcp::stderr", server, "{line}");
             tail.push(line);
+        };
+        while let Ok(n @ 1..) = stderr.read(&mut buf).await {
+            lines.feed(&buf[..n], &mut log);
+        }
+        if let Some(line) = lines.finish() {
+            log(line);
         }
     });
     let pgid = child.id();
@@ -175,6 +252,33 @@ fn signal_group(pgid: Option<u32>, sig: Signal) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lines_of(chunks: &[&[u8]]) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut lines = Lines::default();
+        for chunk in chunks {
+            lines.feed(chunk, &mut |l| out.push(l));
+        }
+        out.extend(lines.finish());
+        out
+    }
+
+    #[test]
+    fn stderr_is_split_into_lines_across_reads_and_long_lines_are_cut() {
+        assert_eq!(
+            lines_of(&[b"one\r\ntw", b"o\n\nthr", b"ee"]),
+            ["one", "two", "", "three"]
+        );
+        let long = "é".repeat(MAX_LINE_BYTES);
+        let cut = format!("{}…", "é".repeat(MAX_LINE));
+        assert_eq!(
+            lines_of(&[long.as_bytes(), long.as_bytes(), b"\nafter\n"]),
+            [cut.clone(), "after".into()]
+        );
+        // Cut where the bytes run out, or only by characters: marked alike.
+        assert_eq!(lines_of(&["é".repeat(MAX_LINE + 1).as_bytes()]), [cut]);
+        assert_eq!(lines_of(&[b"bad \xff byte\n"]), ["bad \u{fffd} byte"]);
+    }
 
     #[tokio::test]
     async fn stopping_reaches_what_the_server_started_and_stderr_is_kept() {

@@ -6,9 +6,7 @@
 //! binary started again for one test): variables are set only for that process, never with
 //! `set_var` under the other tests' threads, and its peak RSS is its own alone.
 
-use std::io::Read;
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,95 +17,8 @@ use vigil_core::protocol::{ErrorKind, ProviderKind};
 use vigil_core::provider::{ProviderConfig, ProviderError};
 use vigil_fake_llm::{FakeLlm, Script};
 
+use super::alone::{is_root, run_alone, run_alone_as, status_bytes, MIB};
 use super::support::{client, hello, stream, KINDS};
-
-/// Set in the child to the name of the one test it runs.
-const ALONE: &str = "VIGIL_TEST_ALONE";
-
-/// In the test process: runs test `name` (of this module) again in a child process,
-/// asserts that it passed and returns true, the caller then returns. In that child: returns
-/// false, and the caller runs the body.
-fn run_alone(name: &str) -> bool {
-    run_alone_as(name, &[], false)
-}
-
-/// [`run_alone`] with `env` added to the child's environment. With `unprivileged`, a test
-/// run as root runs the child as `nobody` (through `setpriv`), because root may read every
-/// process's memory and `/proc` entries whatever the process does to protect itself, and a
-/// user may not.
-fn run_alone_as(name: &str, env: &[(&str, &str)], unprivileged: bool) -> bool {
-    // `all::suite::hostile` → `suite::hostile::<name>`, the name the harness filters on.
-    let path = module_path!().split_once("::").map_or(module_path!(), |(_, rest)| rest);
-    let test = format!("{path}::{name}");
-    if std::env::var(ALONE).as_deref() == Ok(test.as_str()) {
-        return false;
-    }
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = Command::new(&exe);
-    if unprivileged && is_root() {
-        cmd = Command::new("setpriv");
-        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(&exe);
-        // Its own temp folders: root's TMPDIR may be closed to `nobody`.
-        cmd.env("TMPDIR", "/tmp");
-    }
-    let mut child = cmd
-        .args(["--exact", &test, "--nocapture", "--test-threads=1"])
-        .env(ALONE, &test)
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the test binary again");
-    let read = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let stdout = read(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let stderr = read(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    // A regression here is often a hang (a parser that never yields, memory that grows
-    // slowly): the child gets a deadline, so the test fails instead of running for hours.
-    let deadline = Instant::now() + ALONE_DEADLINE;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
-    let Some(status) = status else {
-        panic!("{test} did not finish within {ALONE_DEADLINE:?}:\n{stdout}\n{stderr}");
-    };
-    assert!(
-        status.success() && stdout.contains("1 passed"),
-        "{test} failed in its own process:\n{stdout}\n{stderr}"
-    );
-    // What the child measured, for the record (`--nocapture` shows it).
-    for line in stdout.lines().filter(|l| l.contains("measured:")) {
-        println!("{line}");
-    }
-    true
-}
-
-/// How long a test run by [`run_alone`] may take; they take well under a second.
-const ALONE_DEADLINE: Duration = Duration::from_secs(120);
-
-fn is_root() -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-}
 
 /// A registry whose children inherit this process's environment, as the app's do.
 fn registry() -> RegistryHandle {
@@ -132,7 +43,7 @@ fn api_keys_never_reach_a_child() {
             ("VIGIL_TEST_INHERITED", "yes"),
         ])
         .collect();
-    if run_alone_as("api_keys_never_reach_a_child", &env, true) {
+    if run_alone_as(module_path!(), "api_keys_never_reach_a_child", &env, true) {
         return;
     }
     assert!(!is_root(), "run as a user: root reads any process's environment");
@@ -181,16 +92,6 @@ fn api_keys_never_reach_a_child() {
         registry.shutdown().await;
     });
 }
-
-/// A field of `/proc/self/status` (`VmRSS`, `VmHWM`) in bytes.
-fn status_bytes(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
-    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kib * 1024
-}
-
-const MIB: u64 = 1024 * 1024;
 
 /// What [`RawServer`] answers a request with: `head` (status line, headers, and the start of
 /// the body if wanted), then `chunk` written `times` times, then it closes the connection.
@@ -337,7 +238,10 @@ async fn warmed_up(server: &RawServer) -> u64 {
 /// memory grows by about that much, not by the 100 MB (nor their square in parsing time).
 #[test]
 fn an_endless_sse_line_is_a_clear_error_and_memory_stays_bounded() {
-    if run_alone("an_endless_sse_line_is_a_clear_error_and_memory_stays_bounded") {
+    if run_alone(
+        module_path!(),
+        "an_endless_sse_line_is_a_clear_error_and_memory_stays_bounded",
+    ) {
         return;
     }
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -373,7 +277,7 @@ fn an_endless_sse_line_is_a_clear_error_and_memory_stays_bounded() {
 /// A 100 MB error body: the first 64 KiB are read for the message, the rest never.
 #[test]
 fn an_endless_error_body_is_read_only_up_to_a_cap() {
-    if run_alone("an_endless_error_body_is_read_only_up_to_a_cap") {
+    if run_alone(module_path!(), "an_endless_error_body_is_read_only_up_to_a_cap") {
         return;
     }
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -505,7 +409,7 @@ async fn a_redirect_within_the_origin_is_followed() {
 /// text after its end still reaches the model.
 #[test]
 fn an_endless_osc_sequence_does_not_grow_memory() {
-    if run_alone("an_endless_osc_sequence_does_not_grow_memory") {
+    if run_alone(module_path!(), "an_endless_osc_sequence_does_not_grow_memory") {
         return;
     }
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -542,7 +446,10 @@ fn an_endless_osc_sequence_does_not_grow_memory() {
 /// `edit` refuses a file too big to hold whole, with what to use instead.
 #[test]
 fn a_huge_single_line_is_read_in_bounded_memory_and_edit_refuses_huge_files() {
-    if run_alone("a_huge_single_line_is_read_in_bounded_memory_and_edit_refuses_huge_files") {
+    if run_alone(
+        module_path!(),
+        "a_huge_single_line_is_read_in_bounded_memory_and_edit_refuses_huge_files",
+    ) {
         return;
     }
     use vigil_core::tools::ToolContext;

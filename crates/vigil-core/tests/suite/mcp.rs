@@ -41,7 +41,7 @@ fn everything(trusted: bool) -> Value {
     json!({"command": "node", "args": [node_server("server-everything"), "stdio"], "trusted": trusted})
 }
 
-fn write_config(dir: &Path, servers: Value) {
+pub(super) fn write_config(dir: &Path, servers: Value) {
     std::fs::write(dir.join("mcp.json"), json!({ "mcpServers": servers }).to_string()).unwrap();
 }
 

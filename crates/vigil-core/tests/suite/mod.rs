@@ -1,4 +1,5 @@
 mod agent;
+mod alone;
 mod continuation;
 mod crash;
 mod exec;
@@ -9,9 +10,11 @@ mod heartbeat;
 mod heartbeat_retries;
 mod heartbeat_routines;
 mod hostile;
+mod image_bombs;
 mod images;
 mod inhibit;
 mod mcp;
+mod mcp_contain;
 mod prompt_cache;
 mod provider;
 mod reflection;

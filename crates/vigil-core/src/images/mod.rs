@@ -6,26 +6,36 @@
 //! re-encoded. An image that already fits is kept byte for byte (no generation loss, an
 //! animated GIF stays animated).
 //!
+//! Memory is bounded before a pixel is decoded: a 2 MB JPEG can describe a picture of a
+//! gigabyte. The header says what decoding and downscaling will take ([`cost`]); an image
+//! that would take more than [`DECODE_BUDGET`] is refused, and the others share that budget
+//! ([`budget`]), so images read in parallel decode side by side only while they fit in it.
+//! The decoder gets the same figure as its `Limits`, with the picture reserved in it.
+//!
 //! Must never: accept an image it could not decode to the last row (a corrupt file is an
-//! error, not a half-grey picture sent to the model); hold more than one decoded copy of a
-//! large image at a time; touch the disk except to read the file it is given.
+//! error, not a half-grey picture sent to the model); start decoding before its cost is
+//! taken from the budget; hold more than one full-size decoded copy of an image; touch the
+//! disk except to read the file it is given.
+
+mod budget;
+mod cost;
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
-use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader};
+use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader, Limits};
 use vigil_protocol::{MAX_ATTACHMENT_BYTES, MAX_IMAGE_SIDE};
 
 /// The most bytes an image may have once prepared: base64 of it stays under the 5 MB the
 /// Anthropic API takes per image. A larger PNG is sent as JPEG instead.
 pub const MAX_SENT_BYTES: usize = 3_750_000;
 
-/// The largest image decoded, in pixels a side: a 20 MB PNG of one colour can claim to be
-/// 100 000 px square, and decoding it would take tens of gigabytes.
-const MAX_DECODED_SIDE: u32 = 20_000;
+/// The memory all image decodes in the process share, and so the most one may take: a
+/// 48-megapixel photo fits, with its downscaled copies.
+pub const DECODE_BUDGET: u64 = 400_000_000;
 
-/// The most memory one decode may take (a 20 000 × 10 000 RGBA picture).
-const MAX_DECODE_ALLOC: u64 = 800 * 1024 * 1024;
+/// Decodes wait here for their share of [`DECODE_BUDGET`].
+static DECODES: budget::Budget = budget::Budget::new(DECODE_BUDGET);
 
 /// JPEG quality for re-encoded photos: visually lossless for a model's eyes.
 const JPEG_QUALITY: u8 = 85;
@@ -65,6 +75,20 @@ pub enum ImageError {
     /// Over 20 MB. Recover: send a smaller image (a screenshot of part of the screen…).
     #[error("{name} is {} MB; images up to 20 MB can be sent", mb(*.size))]
     TooLarge { name: String, size: u64 },
+    /// Its picture would take more memory to open than images may use (a huge picture, or a
+    /// small file that claims one). Recover: send a smaller copy, downscaled or cropped.
+    #[error(
+        "{name} is {width} × {height} pixels: opening it would take {} MB, more than the {} MB images may \
+         use; send a smaller copy",
+        mb(*.needed),
+        mb(DECODE_BUDGET)
+    )]
+    TooManyPixels {
+        name: String,
+        width: u32,
+        height: u32,
+        needed: u64,
+    },
     /// Not a PNG, JPEG, GIF or WebP. Recover: convert it, or take a screenshot of it.
     #[error("{name} is not a PNG, JPEG, GIF or WebP image")]
     Unsupported { name: String },
@@ -129,17 +153,27 @@ pub fn prepare(name: &str, bytes: Vec<u8>) -> Result<Prepared, ImageError> {
         format: format_name(format),
         detail: e.to_string(),
     };
-    let mut limits = image::Limits::default();
-    limits.max_image_width = Some(MAX_DECODED_SIDE);
-    limits.max_image_height = Some(MAX_DECODED_SIDE);
-    limits.max_alloc = Some(MAX_DECODE_ALLOC);
-    let mut reader = ImageReader::with_format(Cursor::new(&bytes[..]), format);
-    reader.limits(limits);
-    let mut decoder = reader.into_decoder().map_err(corrupt)?;
+    // The header alone first: what the picture would take, before any of it is decoded.
+    let probe = decoder(&bytes, format).map_err(corrupt)?;
+    let (width, height) = probe.dimensions();
+    let cost = cost::of(format, width, height, probe.color_type(), &bytes);
+    drop(probe);
+    let too_large = || ImageError::TooManyPixels {
+        name: name.clone(),
+        width,
+        height,
+        needed: cost.total,
+    };
+    let _lease = DECODES.take(cost.total).ok_or_else(too_large)?;
+    let mut decoder = decoder(&bytes, format).map_err(corrupt)?;
+    let mut limits = Limits::no_limits();
+    limits.max_alloc = Some(cost.decode);
+    // As `ImageReader::decode` does, and `from_decoder` does not: the picture counts too.
+    limits.reserve(decoder.total_bytes()).map_err(|_| too_large())?;
+    decoder.set_limits(limits).map_err(|_| too_large())?;
     let orientation = decoder.orientation().map_err(corrupt)?;
     // Decoding to the end is the check: a truncated or damaged file fails here.
     let mut img = DynamicImage::from_decoder(decoder).map_err(corrupt)?;
-    let (width, height) = (img.width(), img.height());
     let upright = orientation == image::metadata::Orientation::NoTransforms;
     if width.max(height) <= MAX_IMAGE_SIDE && upright && bytes.len() <= MAX_SENT_BYTES {
         return Ok(Prepared {
@@ -150,12 +184,39 @@ pub fn prepare(name: &str, bytes: Vec<u8>) -> Result<Prepared, ImageError> {
         });
     }
     drop(bytes);
-    img.apply_orientation(orientation);
-    let (w, h) = fit(img.width(), img.height(), MAX_IMAGE_SIDE);
-    if (w, h) != (img.width(), img.height()) {
-        img = img.resize_exact(w, h, image::imageops::FilterType::Triangle);
+    // Turned after downscaling, so a turn copies the small picture, not the large one (`fit`
+    // gives the same size either way round).
+    let (w, h) = fit(width, height, MAX_IMAGE_SIDE);
+    if (w, h) != (width, height) {
+        img = downscale(img, w, h);
     }
+    img.apply_orientation(orientation);
     encode(&name, img, format)
+}
+
+/// A decoder for `bytes` that has read the header only. PNG's decoder takes its limits here
+/// for what it allocates beside the picture; the others get theirs later.
+fn decoder(bytes: &[u8], format: ImageFormat) -> image::ImageResult<impl ImageDecoder + '_> {
+    let mut limits = Limits::no_limits();
+    limits.max_alloc = Some(cost::PNG_OWN);
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    reader.limits(limits);
+    reader.into_decoder()
+}
+
+/// Downscales to `width` × `height`: a box filter first to at most twice that (it holds only
+/// its result), then the Triangle filter, whose `f32` pass is then small. The full-size
+/// picture is freed before the second step.
+fn downscale(img: DynamicImage, width: u32, height: u32) -> DynamicImage {
+    let (w2, h2) = fit(img.width(), img.height(), 2 * MAX_IMAGE_SIDE);
+    let img = if (w2, h2) == (img.width(), img.height()) {
+        img
+    } else {
+        let boxed = img.thumbnail_exact(w2, h2);
+        drop(img);
+        boxed
+    };
+    img.resize_exact(width, height, image::imageops::FilterType::Triangle)
 }
 
 /// The size that fits `max` on the long side, keeping the aspect ratio (at least 1 px).
@@ -294,11 +355,40 @@ mod tests {
 
     #[test]
     fn a_huge_claimed_size_is_refused_without_decoding_it() {
-        // A valid PNG header claiming 60 000 × 60 000 pixels: refused by the limits.
-        let mut bytes = png(2, 2);
-        bytes[16..20].copy_from_slice(&60_000u32.to_be_bytes());
-        bytes[20..24].copy_from_slice(&60_000u32.to_be_bytes());
-        assert!(prepare("bomb.png", bytes).is_err());
+        // A JPEG header claiming 60 000 × 60 000 pixels (a JPEG has no checksum to fix).
+        let img = image::RgbImage::from_pixel(16, 16, image::Rgb([0, 0, 0]));
+        let mut bytes = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new(&mut bytes)
+            .encode_image(&img)
+            .unwrap();
+        let sof = bytes.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        bytes[sof + 5..sof + 9].copy_from_slice(&[0xEA, 0x60, 0xEA, 0x60]);
+        let e = prepare("bomb.jpg", bytes).unwrap_err();
+        assert!(matches!(e, ImageError::TooManyPixels { width: 60_000, .. }), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("bomb.jpg is 60000 × 60000 pixels: opening it would take"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_turned_photo_is_downscaled_then_turned() {
+        use image::ImageEncoder as _;
+        // A JPEG stored 3000 × 1000 whose EXIF says it is turned 90° (orientation 6).
+        let img = image::RgbImage::from_pixel(3000, 1000, image::Rgb([200, 30, 30]));
+        let mut jpeg = Vec::new();
+        let mut encoder = image::codecs::jpeg::JpegEncoder::new(&mut jpeg);
+        let exif = [
+            b"MM\0\x2a\0\0\0\x08\0\x01".as_slice(),
+            &[0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0],
+            &[0, 0, 0, 0],
+        ]
+        .concat();
+        encoder.set_exif_metadata(exif).unwrap();
+        encoder.encode_image(&img).unwrap();
+        let p = prepare("photo.jpg", jpeg).unwrap();
+        assert_eq!((p.mime, p.width, p.height), ("image/jpeg", 523, 1568));
     }
 
     #[test]
