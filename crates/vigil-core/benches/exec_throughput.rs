@@ -196,6 +196,7 @@ async fn pty_phase(cmd: &str) {
         settings: Default::default(),
         attended: true,
         home: None,
+        read_only: false,
     };
     match vigil_core::sandbox::Sandbox::new().wrap(&layout) {
         Ok(args) => {

@@ -148,6 +148,7 @@ async fn main() {
         settings: SandboxSettings::default(),
         attended: true,
         home: None,
+        read_only: false,
     };
     let wrapped = match Sandbox::new().wrap(&layout) {
         Ok(w) => w,

@@ -76,7 +76,7 @@ struct Witness {
 
 impl Witness {
     async fn seen(&self, verdict: Verdict) -> Verdict {
-        if let Verdict::Allowed = verdict {
+        if verdict.allows() {
             self.watch.before_effect(&self.tool, &self.input).await;
         }
         verdict

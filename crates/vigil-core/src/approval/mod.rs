@@ -74,7 +74,19 @@ pub struct McpAsk {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     Allowed,
+    /// Allowed without asking only because every part is on the read-only list: the command
+    /// runs in the read-only sandbox (nothing writable, no network), so a program that runs
+    /// code from its configuration (`git`'s hooks and pagers, `sort --compress-program`)
+    /// can change and reach nothing.
+    ReadOnly,
     Denied(String),
+}
+
+impl Verdict {
+    /// It may go ahead (in whichever sandbox the verdict says).
+    pub fn allows(&self) -> bool {
+        !matches!(self, Verdict::Denied(_))
+    }
 }
 
 /// A remembered "always" (the wire type, so the settings pane shows exactly what is stored).
@@ -456,6 +468,12 @@ impl Approvals {
         shell::read_only(c) && reach.is_some_and(|r| r.reads_inside(c))
     }
 
+    /// `path` lies in a folder the user added as writable (resolved as the tools resolve it).
+    fn in_added_folder(&self, path: &str) -> bool {
+        let path = Path::new(path);
+        self.sandbox_settings().writable.iter().any(|w| path.starts_with(w))
+    }
+
     /// For the read-only policy: every part of the command on the read-only list.
     fn read_only_command(&self, request: &Request) -> Result<(), String> {
         if !request.env.is_empty() {
@@ -554,7 +572,25 @@ impl Approvals {
         // lets that through on its own. The user is asked if the run may ask, else refused.
         let unwatched_outside = request.outside_sandbox && !request.interactive;
         match policy {
-            ApprovalPolicy::FullAuto | ApprovalPolicy::Ask if unwatched_outside => {}
+            // Full-auto never asks and never leaves the box: outside the sandbox (asked for,
+            // or because bubblewrap cannot start) or a write outside the workspace and the
+            // folders the user added is refused; the user changes the policy to allow it.
+            ApprovalPolicy::FullAuto if request.kind == ApprovalKind::Exec && unwatched_outside => {
+                return Self::nobody_to_ask(emitter, &what)
+            }
+            ApprovalPolicy::FullAuto if request.kind == ApprovalKind::Exec && request.outside_sandbox => {
+                return Verdict::Denied(format!(
+                    "Denied: {what}: full-auto runs commands only inside the sandbox. The user can switch the approval policy to `ask` in Settings and approve this one command."
+                ))
+            }
+            ApprovalPolicy::FullAuto
+                if request.kind == ApprovalKind::WriteOutside && !self.in_added_folder(&request.subject) =>
+            {
+                return Verdict::Denied(format!(
+                    "Denied: {what}: full-auto changes files only in the workspace and the folders the user added in Settings → Approvals. The user can add the folder, or switch the approval policy to `ask` and approve this change."
+                ))
+            }
+            ApprovalPolicy::Ask if unwatched_outside => {}
             ApprovalPolicy::ReadOnly | ApprovalPolicy::Allowlist if unwatched_outside => {
                 return Verdict::Denied(format!(
                     "Denied: {what}: nobody is at the screen, and this approval policy never asks."
@@ -569,9 +605,14 @@ impl Approvals {
                     )),
                 };
             }
+            ApprovalPolicy::ReadOnly if request.kind == ApprovalKind::Exec && request.outside_sandbox => {
+                return Verdict::Denied(format!(
+                    "Denied: {what}: under the read-only policy commands run only in the read-only sandbox; ask the user to change the policy in Settings."
+                ))
+            }
             ApprovalPolicy::ReadOnly if request.kind == ApprovalKind::Exec => {
                 return match self.read_only_command(&request) {
-                    Ok(()) => Verdict::Allowed,
+                    Ok(()) => Verdict::ReadOnly,
                     Err(why) => Verdict::Denied(format!(
                         "Denied: {what} ({why}). The approval policy is read-only; ask the user to change it in Settings."
                     )),
@@ -583,6 +624,14 @@ impl Approvals {
                 return Verdict::Denied(format!(
                     "Denied: {what}. The approval policy is read-only; ask the user to change it in Settings."
                 ))
+            }
+            // Covered by the read-only list alone (no remembered rule needed): read-only box.
+            _ if covered.is_ok()
+                && request.kind == ApprovalKind::Exec
+                && !request.outside_sandbox
+                && self.read_only_command(&request).is_ok() =>
+            {
+                return Verdict::ReadOnly
             }
             _ if covered.is_ok() => return Verdict::Allowed,
             // Nobody can be asked, but this run started the process with a command the gate

@@ -323,11 +323,16 @@ async fn run_once(server: &Arc<Server>, config: &ServerConfig, deps: &Deps) -> E
             cwd,
         } => match resolve(&server.name, env, &deps.secrets).await {
             Ok(env) => Endpoint::Stdio {
+                // Each start shows its own stderr: a retry's tail is not the earlier run's
+                // lines again (they are in the log).
+                tail: {
+                    server.tail.clear();
+                    server.tail.clone()
+                },
                 command,
                 args,
                 env,
                 cwd: cwd.as_deref(),
-                tail: server.tail.clone(),
             },
             Err(e) => return Ended::Permanent(e),
         },

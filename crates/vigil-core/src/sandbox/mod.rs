@@ -224,7 +224,7 @@ impl Sandbox {
         args.extend(arguments(&bwrap, layout));
         Ok(Wrapped {
             #[cfg(target_os = "linux")]
-            zygote: self.zygote(&helper, &args, layout),
+            zygote: self.zygote(&helper, &bwrap, layout),
             args,
         })
     }
@@ -253,12 +253,12 @@ impl Sandbox {
     /// would cover it), the helper outside all of them, and the command's folder inside one
     /// of them (the zygote's mounts are made once, for the layout, not per command).
     #[cfg(target_os = "linux")]
-    fn zygote(&self, helper: &Path, args: &[OsString], layout: &Layout) -> Option<Arc<zygote::Zygote>> {
-        let writable = writable_folders(layout);
+    fn zygote(&self, helper: &Path, bwrap: &Path, layout: &Layout) -> Option<Arc<zygote::Zygote>> {
+        let writable = bound_folders(layout);
         let under_tmp = |p: &Path| ["/tmp", "/var/tmp", "/dev/shm"].iter().any(|t| p.starts_with(t));
         // The helper keeps capabilities: a command that could replace its file would run its
         // own program with them at the next start.
-        if writable.iter().any(|w| helper.starts_with(w)) {
+        if !layout.read_only && writable.iter().any(|w| helper.starts_with(w)) {
             return None;
         }
         let cwd = real(&layout.cwd);
@@ -269,9 +269,12 @@ impl Sandbox {
             return None;
         }
         // The zygote's own folder is the workspace; each command goes to its own.
-        let chdir = args.iter().position(|a| a == "--chdir")?;
-        let mut args = args.to_vec();
-        args[chdir + 1] = real(&layout.workspace).into();
+        let shared = Layout {
+            cwd: layout.workspace.clone(),
+            ..layout.clone()
+        };
+        let mut args = launcher(helper, shared.network());
+        args.extend(arguments(bwrap, &shared));
         args.pop(); // "--": the zygote adds what it runs
         let mut key = args.clone();
         key.push(if layout.attended { "attended" } else { "unattended" }.into());
@@ -289,8 +292,9 @@ fn real(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// The workspace, the command's folder and the user's extra folders that exist, resolved.
-fn writable_folders(layout: &Layout) -> Vec<PathBuf> {
+/// The workspace, the command's folder and the user's extra folders that exist, resolved:
+/// writable, or in the read-only sandbox the only folders outside the system's it sees.
+fn bound_folders(layout: &Layout) -> Vec<PathBuf> {
     let mut writable = vec![real(&layout.workspace), real(&layout.cwd)];
     writable.extend(layout.settings.writable.iter().map(|p| real(p)).filter(|p| p.is_dir()));
     writable.dedup();
@@ -324,11 +328,18 @@ pub struct Layout {
     pub attended: bool,
     /// `$HOME`, for the hidden list's `~`.
     pub home: Option<PathBuf>,
+    /// The read-only sandbox: nothing writable, no network, only the system's folders, the
+    /// workspace and the folders the user added visible (for commands allowed without
+    /// asking because they only read).
+    pub read_only: bool,
 }
 
 impl Layout {
     /// Whether this run's commands get a network (never the host's loopback or sockets).
     pub fn network(&self) -> bool {
+        if self.read_only {
+            return false;
+        }
         match self.attended {
             true => self.settings.network,
             false => self.settings.unattended_network,
@@ -425,6 +436,9 @@ fn find_on_path(program: &str) -> Option<PathBuf> {
 /// data folder is hidden after the writable folders are bound (a writable folder inside it
 /// is dropped), and the workspace is bound again if it lies inside the data folder.
 fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
+    if layout.read_only {
+        return read_only_arguments(bwrap, layout);
+    }
     let data = real(&layout.data_dir);
     let workspace = real(&layout.workspace);
     let mut args: Vec<OsString> = vec![bwrap.into()];
@@ -434,7 +448,7 @@ fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
     push(&["--proc".as_ref(), "/proc".as_ref()]);
     push(&["--tmpfs".as_ref(), "/tmp".as_ref()]);
     push(&["--tmpfs".as_ref(), "/var/tmp".as_ref()]);
-    let writable = writable_folders(layout);
+    let writable = bound_folders(layout);
     let inside_data = |p: &Path| p.starts_with(&data) && !(workspace.starts_with(&data) && p.starts_with(&workspace));
     for w in writable
         .iter()
@@ -484,6 +498,83 @@ fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
     args
 }
 
+/// The system's own folders, seen read-only in the read-only sandbox (a symlink such as
+/// merged-usr's `/bin -> usr/bin` is made as the same symlink).
+const SYSTEM_FOLDERS: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/var/lib",
+    "/var/cache",
+];
+
+/// The read-only sandbox: an empty root, the system's folders, the workspace, the command's
+/// folder and the user's added folders bound read-only (the data folder never, the
+/// workspace alone when it lies inside it), the secrets hidden as everywhere, the root made
+/// read-only last. The private `/tmp` and `/var/tmp` stay writable: they vanish with the
+/// command and reach nothing.
+fn read_only_arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
+    let data = real(&layout.data_dir);
+    let workspace = real(&layout.workspace);
+    let mut args: Vec<OsString> = vec![bwrap.into()];
+    let mut push = |a: &[&std::ffi::OsStr]| args.extend(a.iter().map(|s| s.to_os_string()));
+    for folder in SYSTEM_FOLDERS.iter().map(Path::new) {
+        match std::fs::symlink_metadata(folder) {
+            Ok(m) if m.file_type().is_symlink() => {
+                if let Ok(target) = std::fs::read_link(folder) {
+                    push(&["--symlink".as_ref(), target.as_os_str(), folder.as_os_str()]);
+                }
+            }
+            Ok(m) if m.is_dir() => push(&["--ro-bind".as_ref(), folder.as_os_str(), folder.as_os_str()]),
+            _ => {}
+        }
+    }
+    push(&["--dev".as_ref(), "/dev".as_ref()]);
+    push(&["--proc".as_ref(), "/proc".as_ref()]);
+    push(&["--tmpfs".as_ref(), "/tmp".as_ref()]);
+    push(&["--tmpfs".as_ref(), "/var/tmp".as_ref()]);
+    let inside_data = |p: &Path| p.starts_with(&data) && !p.starts_with(&workspace);
+    for f in bound_folders(layout)
+        .iter()
+        .filter(|f| f.is_dir() && !inside_data(f) && !data.starts_with(f))
+    {
+        push(&["--ro-bind".as_ref(), f.as_os_str(), f.as_os_str()]);
+    }
+    for hidden in layout.settings.hidden_paths(layout.home.as_deref()) {
+        let at = real(&hidden);
+        let shown = bound_folders(layout).iter().any(|f| at.starts_with(f));
+        if !shown || at.starts_with(&data) {
+            continue;
+        }
+        match std::fs::metadata(&at) {
+            Ok(m) if m.is_dir() => push(&[
+                "--tmpfs".as_ref(),
+                at.as_os_str(),
+                "--remount-ro".as_ref(),
+                at.as_os_str(),
+            ]),
+            Ok(_) => push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), at.as_os_str()]),
+            Err(_) => {}
+        }
+    }
+    push(&["--remount-ro".as_ref(), "/".as_ref()]);
+    push(&["--unshare-user".as_ref(), "--cap-drop".as_ref(), "ALL".as_ref()]);
+    push(&["--unshare-pid".as_ref(), "--unshare-ipc".as_ref()]);
+    push(&[
+        "--die-with-parent".as_ref(),
+        "--chdir".as_ref(),
+        real(&layout.cwd).as_os_str(),
+        "--".as_ref(),
+    ]);
+    args
+}
+
 /// A note for the agent when a sandboxed command's output shows the sandbox refused
 /// something: which path could not be written, or that the network is off, and that the
 /// user can allow it. `None` when nothing in the output points at the sandbox.
@@ -491,6 +582,11 @@ pub fn explain_refusal(output: &str, layout: &Layout) -> Option<String> {
     let mut notes = Vec::new();
     if let Some(line) = output.lines().find(|l| l.contains("Read-only file system")) {
         let path = refused_path(line).map(|p| format!(" ({p})")).unwrap_or_default();
+        if layout.read_only {
+            return Some(format!(
+                "The read-only sandbox refused a write{path}: this command ran without asking because it only reads, so nothing is writable and there is no network. A command that must change files is asked for (or allowed by the user's rules) and runs in the ordinary sandbox."
+            ));
+        }
         notes.push(format!(
             "The sandbox refused a write{path}: only the workspace {}, the command's folder and the folders the user added in Settings → Approvals are writable, and /tmp is private to the command.",
             layout.workspace.display()
@@ -549,6 +645,7 @@ mod tests {
             settings: SandboxSettings::default(),
             attended: true,
             home: None,
+            read_only: false,
         }
     }
 
@@ -606,11 +703,9 @@ mod tests {
         let bwrap = Path::new("/usr/bin/bwrap");
         let l = layout(&dir);
         let zygote = |helper: &Path, l: &Layout| {
-            let mut args = launcher(helper, false);
-            args.extend(arguments(bwrap, l));
             Sandbox::new()
                 .with_helper(helper.to_path_buf())
-                .zygote(helper, &args, l)
+                .zygote(helper, bwrap, l)
         };
         assert!(zygote(&dir.join("app/vigil-sandbox"), &l).is_some());
         assert!(zygote(&dir.join("data/workspace/bin/vigil-sandbox"), &l).is_none());

@@ -145,10 +145,11 @@ impl Tool for ExecTool {
             },
             _ => false,
         };
+        let mut layout = layout;
         if let Some(gate) = &ctx.gate {
             let cwd = req.cwd.display().to_string();
             let env_shown: Vec<String> = req.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            if let crate::approval::Verdict::Denied(why) = gate
+            let verdict = gate
                 .check(
                     vigil_protocol::ApprovalKind::Exec,
                     &req.command,
@@ -160,8 +161,18 @@ impl Tool for ExecTool {
                         timeout_ms: req.timeout.map(|t| t.as_millis() as u64),
                     }),
                 )
-                .await
+                .await;
+            // Allowed only as read-only: the read-only sandbox, whatever the program does.
+            if let (crate::approval::Verdict::ReadOnly, Some(sb), Some(l), false) =
+                (&verdict, &ctx.sandbox, layout.as_mut(), outside)
             {
+                l.read_only = true;
+                match sb.sandbox.wrap(l) {
+                    Ok(wrapped) => req.sandbox = Some(wrapped),
+                    Err(why) => return ToolOutput::error(format!("The read-only sandbox cannot start: {why}")),
+                }
+            }
+            if let crate::approval::Verdict::Denied(why) = verdict {
                 return ToolOutput::error(match missing_sandbox {
                     Some(missing) => format!(
                         "{why} The sandbox is not available ({missing}), so this unattended command would run outside it; Settings → Approvals shows why."
@@ -242,6 +253,7 @@ fn sandbox_layout(sb: &TurnSandbox, ctx: &ToolContext, req: &SpawnRequest) -> La
         settings: sb.settings.clone(),
         attended: sb.attended,
         home: sb.home.clone(),
+        read_only: false,
     }
 }
 

@@ -122,7 +122,7 @@ pub async fn resolve_for(ctx: &super::ToolContext, raw: &str, write: bool) -> Re
             };
             let shown = resolved.display().to_string();
             match gate.check(kind, &shown, None, &[], false, None).await {
-                crate::approval::Verdict::Allowed => Ok(ResolvedPath {
+                crate::approval::Verdict::Allowed | crate::approval::Verdict::ReadOnly => Ok(ResolvedPath {
                     abs: resolved,
                     display: shown,
                 }),

@@ -87,7 +87,7 @@ impl ProcessTool {
             .check_input(&info.command, &info.cwd.display().to_string(), started_here)
             .await
         {
-            crate::approval::Verdict::Allowed => Ok(()),
+            crate::approval::Verdict::Allowed | crate::approval::Verdict::ReadOnly => Ok(()),
             crate::approval::Verdict::Denied(why) => Err(why),
         }
     }

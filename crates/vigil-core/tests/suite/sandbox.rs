@@ -537,18 +537,19 @@ async fn unattended_commands_run_sandboxed_or_not_at_all() {
     rt.shutdown().await;
 }
 
-/// Without bubblewrap, a run that may ask (a continuation) asks before a command runs
-/// outside the sandbox, even under full-auto; allowed, it runs; never silently.
+/// Without bubblewrap, under `ask`, a run that may ask (a continuation) asks before a
+/// command runs outside the sandbox; allowed, it runs; never silently. (Full-auto refuses it:
+/// see `full_auto_never_leaves_the_sandbox`.)
 #[tokio::test]
 async fn without_bubblewrap_an_unattended_command_asks_before_it_runs_outside() {
     let dir = outside_tmp();
     let marker = dir.path().join("workspace/continued-outside");
     let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    rt.approvals().set_policy(ApprovalPolicy::Ask);
     rt.approvals()
         .set_sandbox(Sandbox::unavailable("bubblewrap (bwrap) is not installed"));
     fake.set_script(Script::steps(vec![
-        // The user's turn (attended, full-auto) starts a background command, unsandboxed as
-        // the user's policy allows where bubblewrap is missing.
+        // The user's turn (attended) starts a background command outside, as the user allows.
         Step::tool_call(
             "b1",
             "exec",
@@ -560,6 +561,18 @@ async fn without_bubblewrap_an_unattended_command_asks_before_it_runs_outside() 
         Step::text("Done."),
     ]));
     rt.submit(user("start it, then touch the marker"));
+    let first = next_matching(&mut rx, |e| match e {
+        Event::ApprovalRequested { id, expires_at, .. } => {
+            assert!(expires_at.is_none(), "the user's own turn waits for them");
+            Some(id.clone())
+        }
+        _ => None,
+    })
+    .await;
+    rt.submit(Op::Approval {
+        id: first,
+        decision: ApprovalDecision::Approve,
+    });
     until_finished(&mut rx).await;
     let (id, outside) = next_matching(&mut rx, |e| match e {
         Event::ApprovalRequested {
@@ -664,5 +677,64 @@ async fn the_users_own_commands_are_not_sandboxed() {
     });
     next_matching(&mut rx, |e| matches!(e, Event::ProcessExited { .. }).then_some(())).await;
     assert!(marker.exists());
+    rt.shutdown().await;
+}
+
+/// Full-auto never asks and never leaves the box: `sandbox: false` is refused, as is a
+/// command with no sandbox to run in, and `write` outside the workspace and the folders the
+/// user added; a folder the user added is writable. Each refusal proven by a marker.
+#[tokio::test]
+async fn full_auto_never_leaves_the_sandbox() {
+    bwrap_ready();
+    let dir = outside_tmp();
+    let added = outside_tmp();
+    let elsewhere = outside_tmp();
+    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    let added_path = added.path().canonicalize().unwrap();
+    rt.approvals()
+        .set_sandbox_writable(&[added_path.display().to_string()])
+        .unwrap();
+    let outside_marker = elsewhere.path().join("escaped");
+    let touch = format!("touch {}", outside_marker.display());
+    fake.set_script(Script::steps(vec![
+        Step::tool_call("f1", "exec", json!({ "command": touch, "sandbox": false })),
+        Step::tool_call(
+            "f2",
+            "write",
+            json!({ "path": elsewhere.path().join("written").display().to_string(), "content": "x" }),
+        ),
+        Step::tool_call(
+            "f3",
+            "write",
+            json!({ "path": added_path.join("ok.txt").display().to_string(), "content": "fine" }),
+        ),
+        Step::text("done"),
+    ]));
+    rt.submit(user("escape"));
+    let events = until_finished(&mut rx).await;
+    let seen = results(&events);
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::ApprovalRequested { .. })),
+        "full-auto never asks"
+    );
+    assert!(
+        seen[0].contains("full-auto runs commands only inside the sandbox"),
+        "{}",
+        seen[0]
+    );
+    assert!(
+        seen[1].contains("full-auto changes files only in the workspace"),
+        "{}",
+        seen[1]
+    );
+    assert!(!outside_marker.exists(), "sandbox: false ran outside");
+    assert!(!elsewhere.path().join("written").exists(), "write landed outside");
+    assert_eq!(std::fs::read_to_string(added_path.join("ok.txt")).unwrap(), "fine");
+
+    // No sandbox at all: the user's own turn is refused too, not run unsandboxed.
+    rt.approvals().set_sandbox(Sandbox::unavailable("no user namespaces"));
+    let out = run(&rt, &mut rx, &fake, &touch).await;
+    assert!(out.contains("full-auto runs commands only inside the sandbox"), "{out}");
+    assert!(!outside_marker.exists(), "ran unsandboxed");
     rt.shutdown().await;
 }

@@ -294,3 +294,95 @@ async fn a_server_and_its_client_in_one_sandbox_still_talk() {
     assert!(client.content.contains("served from inside"), "{}", client.content);
     registry.shutdown().await;
 }
+
+/// "Read-only" programs that run code from their configuration (issue 30's first class):
+/// a repository whose `.git/config` names an fsmonitor hook, an external diff and a pager
+/// that each try to leave a mark in the workspace and in the home. Under `ask` `git status`,
+/// `git diff` and `git log` run without a question (they are on the read-only list), so they
+/// run in the read-only sandbox: git still shows the status, and no hook leaves a mark.
+#[tokio::test]
+async fn config_driven_hooks_of_read_only_programs_change_nothing() {
+    use super::support::{runtime, until_finished, user};
+    use vigil_core::protocol::{ApprovalPolicy, Event, ProviderKind};
+    use vigil_fake_llm::{FakeLlm, Script, Step};
+    ready();
+    let dir = outside_tmp();
+    let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals().set_policy(ApprovalPolicy::Ask);
+    assert!(rt.start_background());
+    let ws = rt.workspace().canonicalize().unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&ws)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    std::fs::write(ws.join("notes.txt"), "one\n").unwrap();
+    git(&["-c", "user.email=t@t", "-c", "user.name=t", "add", "notes.txt"]);
+    git(&["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "first"]);
+    std::fs::write(ws.join("notes.txt"), "one\ntwo\n").unwrap();
+    let outside_mark = dir.path().canonicalize().unwrap().join("hooked-outside");
+    let hook = |name: &str| {
+        format!(
+            "sh -c 'touch {ws}/hooked-{name} {out}-{name}; echo hooked-{name} ran'",
+            ws = ws.display(),
+            out = outside_mark.display()
+        )
+    };
+    let config = std::fs::read_to_string(ws.join(".git/config")).unwrap();
+    std::fs::write(
+        ws.join(".git/config"),
+        format!(
+            "{config}\tfsmonitor = \"{}\"\n\tpager = \"{}\"\n[diff]\n\texternal = \"{}\"\n",
+            hook("fsmonitor"),
+            hook("pager"),
+            hook("diff")
+        ),
+    )
+    .unwrap();
+    fake.set_script(Script::steps(vec![
+        Step::tool_call("c1", "exec", json!({ "command": "git status" })),
+        Step::tool_call("c2", "exec", json!({ "command": "git diff" })),
+        Step::tool_call("c3", "exec", json!({ "command": "git log" })),
+        Step::text("done"),
+    ]));
+    rt.submit(user("what changed?"));
+    let events = until_finished(&mut rx).await;
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::ApprovalRequested { .. })),
+        "read-only commands ran without a question"
+    );
+    let results: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallFinished { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        results[0].contains("notes.txt"),
+        "git status still shows the status: {}",
+        results[0]
+    );
+    // The pager is the hook: it runs, and its write is refused.
+    assert!(results[2].contains("Read-only file system"), "{}", results[2]);
+    for name in ["fsmonitor", "pager", "diff"] {
+        assert!(
+            !ws.join(format!("hooked-{name}")).exists(),
+            "the {name} hook wrote the workspace: {results:?}"
+        );
+        assert!(
+            !Path::new(&format!("{}-{name}", outside_mark.display())).exists(),
+            "the {name} hook wrote outside: {results:?}"
+        );
+    }
+    rt.shutdown().await;
+}
