@@ -41,6 +41,7 @@
 //! - [`routines`] — routines in `HEARTBEAT.md`'s task block: schedules in IANA zones, the one
 //!   scheduler loop (heartbeat interval + routines), claims, job sessions, the routine tools.
 //! - [`workspace`] — the agent's folder and the prompt files read fresh each turn.
+//! - [`beneath`] — opening a file beneath its folder, never through a symlink.
 //! - [`durable`] — the seam every durable write goes through: write, fsync, rename, fsync
 //!   the folder, and the one atomic whole-file write; tests record its calls in order.
 //! - [`leftovers`] — temp files of writes a crash cut off, swept once at start.
@@ -48,6 +49,7 @@
 
 pub mod agent;
 pub mod approval;
+pub mod beneath;
 pub mod children;
 pub mod clock;
 pub mod durable;

@@ -51,12 +51,17 @@ impl Workspace {
         &self.root
     }
 
-    /// Reads the prompt files now. A missing file is simply absent from the prompt.
+    /// Reads the prompt files now, each beneath the workspace (a symlink in a prompt file's
+    /// place is refused, never followed: it could lead into Vigil's data folder). A missing
+    /// file is simply absent from the prompt.
     pub fn prompt_files(&self) -> PromptFiles {
+        use crate::beneath::BeneathError;
         let mut out = PromptFiles::default();
         for (name, heading) in PROMPT_FILES {
             let path = self.root.join(name);
-            match std::fs::read_to_string(&path) {
+            let read = crate::beneath::read(&self.root, name)
+                .and_then(|b| String::from_utf8(b).map_err(|e| BeneathError::Io(std::io::Error::other(e))));
+            match read {
                 Ok(text) => {
                     let text = text.trim();
                     if text.is_empty() {
@@ -68,7 +73,7 @@ impl Workspace {
                     }
                     out.sections.push((heading.to_string(), body));
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(BeneathError::Missing) => {}
                 Err(e) => out.warnings.push(format!("could not read {}: {e}", path.display())),
             }
         }

@@ -89,11 +89,19 @@ pub fn write_template_once(workspace: &Path, data_dir: &Path) -> std::io::Result
 
 /// Reads `<workspace>/HEARTBEAT.md` now.
 pub fn read(workspace: &Path) -> Result<HeartbeatFile, HeartbeatFileError> {
+    use crate::beneath::BeneathError;
     let path = workspace.join(HEARTBEAT_FILE);
-    let bytes = match std::fs::read(&path) {
+    // Beneath the workspace: a symlink in its place is refused, never followed.
+    let bytes = match crate::beneath::read(workspace, HEARTBEAT_FILE) {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HeartbeatFile::Missing),
-        Err(source) => return Err(HeartbeatFileError::Unreadable { path, source }),
+        Err(BeneathError::Missing) => return Ok(HeartbeatFile::Missing),
+        Err(BeneathError::Io(source)) => return Err(HeartbeatFileError::Unreadable { path, source }),
+        Err(link @ BeneathError::Link) => {
+            return Err(HeartbeatFileError::Unreadable {
+                path,
+                source: std::io::Error::other(link.to_string()),
+            })
+        }
     };
     if bytes.contains(&0) {
         return Err(HeartbeatFileError::Binary { path });

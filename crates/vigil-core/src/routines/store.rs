@@ -394,19 +394,28 @@ impl RoutineStore {
         }
     }
 
+    /// The file's text, read beneath its folder (a symlink in its place is refused).
     fn read_text(&self) -> Result<String, StoreError> {
+        use crate::beneath::BeneathError;
         let path = self.path();
-        match std::fs::read(&path) {
+        let folder = path.parent().unwrap_or(Path::new("."));
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(HEARTBEAT_FILE);
+        match crate::beneath::read(folder, name) {
             Ok(bytes) => String::from_utf8(bytes).map_err(|_| StoreError::Io {
                 action: "read",
                 path,
                 source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"),
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-            Err(source) => Err(StoreError::Io {
+            Err(BeneathError::Missing) => Ok(String::new()),
+            Err(BeneathError::Io(source)) => Err(StoreError::Io {
                 action: "read",
                 path,
                 source,
+            }),
+            Err(link @ BeneathError::Link) => Err(StoreError::Io {
+                action: "read",
+                path,
+                source: std::io::Error::other(link.to_string()),
             }),
         }
     }

@@ -292,13 +292,19 @@ fn real(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// The workspace, the command's folder and the user's extra folders that exist, resolved:
-/// writable, or in the read-only sandbox the only folders outside the system's it sees.
+/// The workspace and the user's extra folders that exist, resolved: writable, or in the
+/// read-only sandbox (with the command's folder) the only folders outside the system's it
+/// sees. The command's folder is never made writable by running there: outside the
+/// workspace and the added folders a command sees it read-only (`workdir: "~"` must not
+/// make the home writable).
 fn bound_folders(layout: &Layout) -> Vec<PathBuf> {
-    let mut writable = vec![real(&layout.workspace), real(&layout.cwd)];
-    writable.extend(layout.settings.writable.iter().map(|p| real(p)).filter(|p| p.is_dir()));
-    writable.dedup();
-    writable
+    let mut folders = vec![real(&layout.workspace)];
+    if layout.read_only {
+        folders.push(real(&layout.cwd));
+    }
+    folders.extend(layout.settings.writable.iter().map(|p| real(p)).filter(|p| p.is_dir()));
+    folders.dedup();
+    folders
 }
 
 /// What one turn's `exec` needs to sandbox its commands.
@@ -588,7 +594,7 @@ pub fn explain_refusal(output: &str, layout: &Layout) -> Option<String> {
             ));
         }
         notes.push(format!(
-            "The sandbox refused a write{path}: only the workspace {}, the command's folder and the folders the user added in Settings → Approvals are writable, and /tmp is private to the command.",
+            "The sandbox refused a write{path}: only the workspace {} and the folders the user added in Settings → Approvals are writable (running a command in another folder does not make it writable), and /tmp is private to the command.",
             layout.workspace.display()
         ));
     }

@@ -349,7 +349,11 @@ fn workdir(workspace: &Path, raw: Option<&str>) -> Result<PathBuf, String> {
         _ => workspace.join(raw), // an absolute `raw` replaces the workspace
     };
     match std::fs::metadata(&path) {
-        Ok(m) if m.is_dir() => Ok(path),
+        // Its real path, symlinks and `..` resolved by the kernel: what the card shows and
+        // what the sandbox sees, not a link's name for somewhere else.
+        Ok(m) if m.is_dir() => path
+            .canonicalize()
+            .map_err(|e| format!("workdir `{raw}` cannot be used: {e}.")),
         Ok(_) => Err(format!("workdir `{raw}` is not a folder ({}).", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
             "workdir `{raw}` does not exist ({}). Relative paths are resolved against the workspace {}; \

@@ -386,3 +386,99 @@ async fn config_driven_hooks_of_read_only_programs_change_nothing() {
     }
     rt.shutdown().await;
 }
+
+/// Running a command in a folder does not make that folder writable: `workdir` set to the
+/// home, to a folder outside, or to a workspace symlink pointing at the autostart folder —
+/// each write is refused and leaves no file; the tool's result names the real folder.
+#[tokio::test]
+async fn a_commands_folder_outside_the_workspace_is_never_made_writable() {
+    ready();
+    for (base, standing) in [(outside_tmp(), true), (tempfile::tempdir().unwrap(), false)] {
+        let p = plant(base);
+        std::os::unix::fs::symlink(p.home.join(".config/autostart"), p.workspace.join("autostart")).unwrap();
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let registry = RegistryHandle::start(
+            RegistryConfig::default(),
+            std::sync::Arc::new(vigil_core::clock::SystemClock),
+            std::sync::Arc::new(ChannelExecEvents(tx)),
+        );
+        let tools = ToolRegistry::with_builtins_and_exec(registry.clone());
+        for attended in [true, false] {
+            let mut ctx = ToolContext::new(&p.workspace).with_owner("walls");
+            ctx.sandbox = Some(TurnSandbox {
+                sandbox: Sandbox::new(),
+                settings: SandboxSettings::default(),
+                data_dir: p.data.clone(),
+                attended,
+                home: Some(p.home.clone()),
+            });
+            for workdir in [
+                p.home.display().to_string(),
+                p.root.display().to_string(),
+                "autostart".to_string(),
+            ] {
+                let out = tools
+                    .execute(
+                        "exec",
+                        json!({"command": "touch planted.desktop; pwd", "workdir": workdir, "pty": false}),
+                        &ctx,
+                    )
+                    .await;
+                // Under /tmp the folder is not even there (each command's /tmp is its own):
+                // the write lands in that private copy. Either way, nothing on the host.
+                if standing {
+                    assert!(
+                        out.content.contains("Read-only file system"),
+                        "{workdir}: {}",
+                        out.content
+                    );
+                }
+                for place in [&p.home, &p.root, &p.home.join(".config/autostart")] {
+                    assert!(
+                        !place.join("planted.desktop").exists(),
+                        "{workdir} wrote {}",
+                        place.display()
+                    );
+                }
+                if workdir == "autostart" {
+                    // The real folder, not the link's name.
+                    let real = p.home.join(".config/autostart");
+                    assert!(out.content.contains(&real.display().to_string()), "{}", out.content);
+                }
+            }
+        }
+        registry.shutdown().await;
+    }
+}
+
+/// A prompt file made a symlink into Vigil's data folder (or anywhere) is refused, not read
+/// into the system prompt: the approvals file never reaches the provider.
+#[tokio::test]
+async fn a_prompt_file_linked_into_the_data_folder_never_reaches_the_provider() {
+    use super::support::{runtime, until_finished, user};
+    use vigil_core::protocol::ProviderKind;
+    use vigil_fake_llm::{FakeLlm, Script, Step};
+    let dir = outside_tmp();
+    let fake = FakeLlm::start(Script::steps(vec![Step::text("ok")])).await.unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    let data = dir.path().canonicalize().unwrap();
+    std::fs::write(
+        data.join("approvals.json"),
+        "{\"rules\": [], \"marker\": \"APPROVALS-FILE-CONTENT\"}",
+    )
+    .unwrap();
+    let ws = rt.workspace().to_path_buf();
+    for name in ["MEMORY.md", "USER.md", "AGENTS.md"] {
+        std::os::unix::fs::symlink(data.join("approvals.json"), ws.join(name)).unwrap();
+    }
+    std::fs::write(ws.join("SKILLS.md"), "PLAIN-SKILLS-FILE").unwrap();
+    rt.submit(user("hello"));
+    until_finished(&mut rx).await;
+    let sent = serde_json::to_string(&fake.requests()).unwrap();
+    assert!(sent.contains("PLAIN-SKILLS-FILE"), "a plain prompt file is still read");
+    assert!(
+        !sent.contains("APPROVALS-FILE-CONTENT"),
+        "the data folder reached the provider"
+    );
+    rt.shutdown().await;
+}
