@@ -1,33 +1,46 @@
-//! Native notifications that lead somewhere: on Linux through notify-rust with a default
-//! action, so clicking one brings the window forward and tells the UI which item it is about
-//! (`vigil://focus`); elsewhere through tauri-plugin-notification, which has no click
+//! Native notifications that lead somewhere: on Linux straight over the session bus, with a
+//! default action, so clicking one brings the window forward and tells the UI which item it is
+//! about (`vigil://focus`); elsewhere through tauri-plugin-notification, which has no click
 //! callback there.
 //!
 //! An approval that a run nobody watches waits for (a continuation, a routine) also gets
 //! **Allow once**, **Deny** and **Open** as freedesktop actions: the first two answer it
 //! (`Op::Approval`) without the window, Open shows its card. Such a notification stays until
-//! it is answered, here or on the card; then it is closed ([`resolved`]).
+//! it is answered, here or on the card; then it is closed ([`resolved`]). An answer counts
+//! only from the bus name that owns `org.freedesktop.Notifications`, for a notification Vigil
+//! sent that is still up, under that notification's one-time key ([`ledger`]): any program on
+//! the session bus can emit `ActionInvoked`.
 //!
 //! The body is often text from a model or a command's output. Servers that render markup in
 //! the body (the freedesktop `body-markup` capability: `<b>`, `<i>`, `<u>`, `<a href>`,
 //! `<img>`; dunst, GNOME Shell, Plasma) get it escaped, so it is shown as the text it is: no
 //! link dressed up as something else, no image fetched. The summary is plain text by the
 //! specification and is sent as it is.
+//!
+//! - `ledger` — which answers count: the decision, with no bus in it.
+//! - `bus` — the connection to the notification server and the task that listens on it.
 
-use std::collections::HashMap;
+#[cfg(target_os = "linux")]
+mod bus;
+// The decision is plain data; only the Linux path sends actions.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+mod ledger;
+
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use tauri::{Emitter, Manager};
-use tokio::sync::oneshot;
-use vigil_core::protocol::{ApprovalDecision, Op};
+#[cfg(target_os = "linux")]
+use vigil_core::protocol::Op;
+
+use ledger::Ledger;
 
 /// The event the UI listens on to open the item a clicked notification is about.
 pub const FOCUS_EVENT: &str = "vigil://focus";
 
 /// What a clicked notification is about.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct FocusTarget {
     /// The background update to open, if the notification announced one.
     pub event_id: Option<String>,
@@ -41,60 +54,17 @@ pub struct FocusTarget {
     pub message_ts: Option<i64>,
 }
 
-/// Action identifiers sent to the server. `default` is the click on the notification itself.
-pub const ACTION_DEFAULT: &str = "default";
-pub const ACTION_ALLOW_ONCE: &str = "allow-once";
-pub const ACTION_DENY: &str = "deny";
-pub const ACTION_OPEN: &str = "open";
-
-/// The actions a notification offers, `(identifier, label)`: Allow once, Deny and Open for
-/// an approval that waits (no "always": that is remembered, and only the card shows what);
-/// otherwise only the click.
-pub fn actions(target: &FocusTarget) -> Vec<(&'static str, &'static str)> {
-    if target.approval_id.is_some() {
-        vec![
-            (ACTION_DEFAULT, "Open"),
-            (ACTION_ALLOW_ONCE, "Allow once"),
-            (ACTION_DENY, "Deny"),
-            (ACTION_OPEN, "Open"),
-        ]
-    } else {
-        vec![(ACTION_DEFAULT, "Open Vigil")]
-    }
-}
-
-/// What an invoked action does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Response {
-    /// Bring the window forward at the notification's item.
-    Open,
-    /// Answer the approval request `id` without the window.
-    Answer { id: String, decision: ApprovalDecision },
-    /// Nothing (closed, or an action this notification does not have).
-    Nothing,
-}
-
-/// The response to `action` on a notification about `target`.
-pub fn response(action: &str, target: &FocusTarget) -> Response {
-    let answer = |decision| match &target.approval_id {
-        Some(id) => Response::Answer {
-            id: id.clone(),
-            decision,
-        },
-        None => Response::Nothing,
-    };
-    match action {
-        ACTION_DEFAULT | ACTION_OPEN => Response::Open,
-        ACTION_ALLOW_ONCE => answer(ApprovalDecision::Approve),
-        ACTION_DENY => answer(ApprovalDecision::Deny),
-        _ => Response::Nothing,
-    }
-}
-
-/// Notifications about approvals still waiting, by request id: a send closes it. `std`
-/// lock, held only to insert or take.
+/// The desktop's notifications: what counts as an answer, and the connection to the
+/// notification server, made on the first notification (a session with no bus or no server
+/// costs nothing until then, and a failed attempt is tried again on the next one).
 #[derive(Default)]
-pub struct Waiting(Mutex<HashMap<String, oneshot::Sender<()>>>);
+pub struct Notifications {
+    /// Shared with the listener. A `std` mutex: held only to read or change it, never across
+    /// an await, so sync code (the event sink) notes questions and answers at once.
+    ledger: Arc<Mutex<Ledger>>,
+    #[cfg(target_os = "linux")]
+    notifier: tokio::sync::OnceCell<bus::Notifier>,
+}
 
 /// Brings the main window forward and asks the UI to open `target`.
 pub fn focus(app: &tauri::AppHandle, target: FocusTarget) {
@@ -108,103 +78,76 @@ pub fn focus(app: &tauri::AppHandle, target: FocusTarget) {
     }
 }
 
-/// Carries out what the user chose on a notification.
-fn respond(app: &tauri::AppHandle, action: &str, target: FocusTarget) {
-    match response(action, &target) {
-        Response::Open => focus(app, target),
-        Response::Answer { id, decision } => {
+/// Carries out an answer the ledger let through.
+#[cfg(target_os = "linux")]
+fn respond(app: &tauri::AppHandle, outcome: ledger::Outcome) {
+    match outcome {
+        ledger::Outcome::Open(target) => focus(app, target),
+        ledger::Outcome::Answer { id, decision } => {
             tracing::info!("approval {id} answered from its notification: {decision:?}");
-            app.state::<crate::AppState>()
-                .runtime
-                .submit(Op::Approval { id, decision });
+            if let Some(state) = app.try_state::<crate::AppState>() {
+                state.runtime.submit(Op::Approval { id, decision });
+            }
         }
-        Response::Nothing => {}
+        ledger::Outcome::Closed | ledger::Outcome::Ignored(_) => {}
     }
 }
 
 /// The approval request `id` was answered (here, on its card, or by its timeout): its
-/// notification, if one is up, goes away.
+/// notification's keys are used up at once, and the notification, if one is up, goes away.
 pub fn resolved(app: &tauri::AppHandle, id: &str) {
-    let Some(waiting) = app.try_state::<Waiting>() else {
+    let Some(state) = app.try_state::<Notifications>() else {
         return;
     };
-    let closer = waiting.0.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
-    if let Some(closer) = closer {
-        let _ = closer.send(());
+    let up = ledger::lock(&state.ledger).resolved(id);
+    #[cfg(target_os = "linux")]
+    if let (Some((server, nid)), Some(notifier)) = (up, state.notifier.get().cloned()) {
+        tauri::async_runtime::spawn(async move { notifier.close(&server, nid).await });
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = up;
+}
+
+/// The connection to the notification server, made (and its listener started) on first use.
+#[cfg(target_os = "linux")]
+async fn notifier<'a>(app: &tauri::AppHandle, state: &'a Notifications) -> zbus::Result<&'a bus::Notifier> {
+    state
+        .notifier
+        .get_or_try_init(|| async {
+            // A server that hangs must not hold a notification's task for ever.
+            let conn = zbus::connection::Builder::session()
+                .method_timeout(std::time::Duration::from_secs(25))
+                .build()
+                .await?;
+            let app = app.clone();
+            let on: bus::OnOutcome = Arc::new(move |outcome| respond(&app, outcome));
+            bus::Notifier::start(conn, state.ledger.clone(), on).await
+        })
+        .await
 }
 
 /// Shows a notification; a click on it (its default action) calls [`focus`], and an
 /// approval's buttons answer it. Runs on the async runtime: nothing here blocks the caller,
-/// and a notification waiting for its click holds no thread.
+/// and a notification waiting for its click holds no task.
 #[cfg(target_os = "linux")]
 pub fn show(app: &tauri::AppHandle, title: &str, body: &str, target: FocusTarget) {
-    // Registered before anything is shown, so an answer that comes first is not missed.
-    let closed = target.approval_id.as_ref().map(|id| {
-        let (tx, rx) = oneshot::channel();
-        if let Some(waiting) = app.try_state::<Waiting>() {
-            waiting
-                .0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id.clone(), tx);
-        }
-        rx
-    });
+    let Some(state) = app.try_state::<Notifications>() else {
+        return;
+    };
+    // Noted before anything is shown, so an answer on the card that comes first is not missed.
+    if let Some(id) = &target.approval_id {
+        ledger::lock(&state.ledger).expect(id);
+    }
     let app = app.clone();
     let (title, body) = (title.to_string(), body.to_string());
     tauri::async_runtime::spawn(async move {
-        // Asked each time: the server may have changed. If it cannot be asked, escaped anyway
-        // (at worst `&amp;` shows through; never markup read from the text). notify-rust
-        // only asks blocking, which must not run on the runtime's own threads.
-        let markup = tokio::task::spawn_blocking(notify_rust::get_capabilities)
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .map(|caps| caps.iter().any(|c| c == "body-markup"))
-            .unwrap_or(true);
-        let mut notification = notify_rust::Notification::new();
-        notification
-            .appname("Vigil")
-            .summary(&title)
-            .body(&body_for_server(&body, markup));
-        for (id, label) in actions(&target) {
-            notification.action(id, label);
-        }
-        if closed.is_some() {
-            // A question stays until it is answered (or its run stops waiting).
-            notification.timeout(notify_rust::Timeout::Never);
-        }
-        let handle = match notification.show_async().await {
-            Ok(handle) => handle,
-            Err(e) => return unavailable(&app, &e.to_string()),
+        let state = app.state::<Notifications>();
+        let shown = match notifier(&app, &state).await {
+            Ok(notifier) => notifier.show(&title, &body, target).await.map(drop),
+            Err(e) => Err(e),
         };
-        let mut chosen = None;
-        let waited = handle.wait_for_action_async(|response| {
-            chosen = match response {
-                notify_rust::NotificationResponse::Default => Some(ACTION_DEFAULT.to_string()),
-                notify_rust::NotificationResponse::Action(action) => Some(action.clone()),
-                _ => None,
-            }
-        });
-        match closed {
-            Some(closed) => {
-                tokio::select! {
-                    _ = waited => {}
-                    // Answered elsewhere (or the sender is gone with the app's state).
-                    _ = closed => {
-                        handle.close_async().await;
-                        return;
-                    }
-                }
-            }
-            None => waited.await,
-        }
-        if let Some(approval) = &target.approval_id {
-            resolved(&app, approval);
-        }
-        if let Some(action) = chosen {
-            respond(&app, &action, target);
+        if let Err(e) = shown {
+            unavailable(&app, &e.to_string());
         }
     });
 }
@@ -292,45 +235,6 @@ mod tests {
         let text = "build finished: 3 warnings, \"quoted\" and 'single', ünïcode ✓\nsecond line";
         assert!(matches!(escape_markup(text), std::borrow::Cow::Borrowed(_)));
         assert_eq!(body_for_server(text, true), text);
-    }
-
-    fn waiting_for(id: &str) -> FocusTarget {
-        FocusTarget {
-            approval_id: Some(id.into()),
-            session_id: Some("s1".into()),
-            ..FocusTarget::default()
-        }
-    }
-
-    #[test]
-    fn an_approval_that_waits_offers_allow_once_deny_and_open_and_never_always() {
-        let labels: Vec<_> = actions(&waiting_for("a1")).into_iter().map(|(_, l)| l).collect();
-        assert_eq!(labels, ["Open", "Allow once", "Deny", "Open"]);
-        assert_eq!(actions(&FocusTarget::default()), [(ACTION_DEFAULT, "Open Vigil")]);
-    }
-
-    #[test]
-    fn the_buttons_answer_the_request_they_are_about() {
-        let target = waiting_for("a1");
-        assert_eq!(
-            response(ACTION_ALLOW_ONCE, &target),
-            Response::Answer {
-                id: "a1".into(),
-                decision: ApprovalDecision::Approve
-            }
-        );
-        assert_eq!(
-            response(ACTION_DENY, &target),
-            Response::Answer {
-                id: "a1".into(),
-                decision: ApprovalDecision::Deny
-            }
-        );
-        assert_eq!(response(ACTION_OPEN, &target), Response::Open);
-        assert_eq!(response(ACTION_DEFAULT, &target), Response::Open);
-        // "Always" is never sent as an action; nor does a plain notification answer anything.
-        assert_eq!(response("always", &target), Response::Nothing);
-        assert_eq!(response(ACTION_ALLOW_ONCE, &FocusTarget::default()), Response::Nothing);
     }
 
     #[test]
