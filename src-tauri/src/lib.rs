@@ -266,7 +266,7 @@ pub fn run() {
             warnings.extend(start.heartbeat_warnings);
             warnings.extend(runtime.set_heartbeat_settings(&start.file.heartbeat.unwrap_or_default()));
             tracing::info!(data_dir = %dir.display(), "Vigil started");
-            app.manage(notify::Waiting::default());
+            app.manage(notify::Notifications::default());
             app.manage(AppState {
                 runtime,
                 settings_path: dir.join(vigil_core::settings::SETTINGS_FILE),

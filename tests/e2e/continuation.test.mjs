@@ -95,11 +95,13 @@ async function startDunst() {
   }
 }
 
-/** Picks the entry for `action` of the one notification showing, from dunst's menu. */
-async function pickAction(action) {
+/** Picks the entry labelled `label` of the one notification showing, from dunst's menu
+ *  (`#Allow once (summary) [id,key]`: by label, as a user picks, since Vigil's keys are
+ *  one-time random tokens). */
+async function pickAction(label) {
   fs.rmSync(MENU, { force: true });
-  fs.writeFileSync(CHOICE, `,${action}]`);
-  const shown = () => fs.existsSync(MENU) && fs.readFileSync(MENU, 'utf8').includes(`,${action}]`);
+  fs.writeFileSync(CHOICE, `#${label} (`);
+  const shown = () => fs.existsSync(MENU) && fs.readFileSync(MENU, 'utf8').includes(`#${label} (`);
   // A context request made while dunst is still laying the notification out (a loaded
   // machine) opens no menu: ask again, as a user would click again.
   for (let attempt = 1; attempt <= 3 && !shown(); attempt++) {
@@ -208,9 +210,13 @@ test('an unattended approval asks by a notification whose Allow once runs the co
   await send(driver, 'when step one is done, make the first marker');
   await approveCard();
   const notify = await approvalNotification(from);
-  // The actions it offers: Allow once, Deny, Open; never "always".
-  for (const action of ['"allow-once"', '"Allow once"', '"deny"', '"Deny"', '"open"', '"Open"']) assert.ok(notify.includes(action), notify);
+  // The actions it offers: Allow once, Deny, Open; never "always". Each but the click is sent
+  // under a fresh random key (32 hex digits), so no other program can name it.
+  for (const label of ['Allow once', 'Deny', 'Open']) {
+    assert.match(notify, new RegExp(`string "[0-9a-f]{32}"\\s+string "${label}"`), notify);
+  }
   assert.ok(!/always/i.test(notify), notify);
+  assert.ok(!/"(allow-once|deny|open)"/.test(notify), notify);
 
   // The card in the conversation says it was asked while the user was away.
   await waitFor('the card', async () => (await attr('[data-testid="approval-card"][data-state="pending"]', 'data-state')) === 'pending', 10000);
@@ -219,7 +225,7 @@ test('an unattended approval asks by a notification whose Allow once runs the co
   await screenshot(driver, 'continuation-approval-card.png');
   execFileSync('import', ['-window', 'root', path.join(ARTIFACTS, 'continuation-approval-notification.png')]);
 
-  const menu = await pickAction('allow-once');
+  const menu = await pickAction('Allow once');
   assert.match(menu, /#Allow once \(Vigil needs your approval\)/);
   assert.match(menu, /#Deny \(Vigil needs your approval\)/);
   assert.match(menu, /#Open \(Vigil needs your approval\)/);
@@ -240,7 +246,7 @@ test('Deny from the notification does not run the command, and the run goes on w
   await send(driver, 'when step two is done, make the second marker');
   await approveCard();
   await approvalNotification(from);
-  await pickAction('deny');
+  await pickAction('Deny');
   await waitFor('the continuation going on without it', async () =>
     (await messages(driver)).some((m) => m.text === 'The second marker was denied; I left it.'), 15000);
   const records = await driver.executeScript('return [...document.querySelectorAll(\'[data-testid="approval-card"]\')].map((e) => e.dataset.state)');
@@ -263,7 +269,7 @@ test('Open on the notification shows the waiting card in its conversation, from 
   await css(item('main')).click();
   await waitFor('main shown', async () => (await activeSession()) === 'main', 5000);
   await approvalNotification(from);
-  await pickAction('open');
+  await pickAction('Open');
   await waitFor('the conversation opened at its card', async () => (await activeSession()) === conversation, 10000);
   await waitFor('the card holding the focus', async () =>
     driver.executeScript('return document.activeElement?.closest(\'[data-testid="approval-card"]\')?.dataset.state === "pending"'), 10000);
