@@ -21,5 +21,6 @@ mod runtime;
 mod sandbox;
 mod sessions;
 mod support;
+mod tool_calls;
 mod trust;
 mod two_writers;
