@@ -55,6 +55,32 @@ impl Turn<'_> {
         results
     }
 
+    /// Answers every call without running it ([`super::policy::NOT_RUN`]): the calls of
+    /// the last response a turn may make, whose results no request would carry. No start
+    /// event, since nothing starts; the finish event closes each call's card.
+    pub(super) fn not_run(&self, calls: &[Call]) -> Vec<Vec<ContentBlock>> {
+        calls
+            .iter()
+            .map(|(id, name, _)| {
+                let content = super::policy::NOT_RUN.to_string();
+                self.emitter.emit(
+                    Source::Agent,
+                    Event::ToolCallFinished {
+                        call_id: id.clone(),
+                        name: name.clone(),
+                        content: content.clone(),
+                        is_error: true,
+                    },
+                );
+                vec![ContentBlock::ToolResult {
+                    tool_use_id: id.clone(),
+                    content,
+                    is_error: true,
+                }]
+            })
+            .collect()
+    }
+
     /// One call, from its start event to its result blocks.
     async fn run_call(&self, (id, name, input): &Call) -> Vec<ContentBlock> {
         let limit = self.config.max_result_chars();

@@ -11,7 +11,10 @@
 //! The tool calls of one response run in the model's order, except that calls which only
 //! read may overlap: each call that may change something (every `exec` included) runs
 //! alone, after the calls before it have finished, and the calls after it wait for it
-//! (see [`calls`]).
+//! (see [`calls`]). A turn makes at most `max_tool_rounds` model requests; the calls of the
+//! last allowed response are answered "not run" instead of run ([`policy`]), so a tool
+//! runs only when a request will carry its result to the model, and the transcript's chain
+//! of tool uses and results stays whole.
 //!
 //! Must never: lose a message the user sent, or show the UI a reply that is not saved.
 
@@ -292,7 +295,14 @@ impl Turn<'_> {
                 return Finish::because(StopReason::Error);
             }
             if !calls.is_empty() {
-                let results: Vec<ContentBlock> = self.run_tools(&calls).await.into_iter().flatten().collect();
+                // No request would carry these results: answer the calls without running them.
+                let out_of_rounds = policy.last_round();
+                let results = if out_of_rounds {
+                    self.not_run(&calls)
+                } else {
+                    self.run_tools(&calls).await
+                };
+                let results: Vec<ContentBlock> = results.into_iter().flatten().collect();
                 let failed: Vec<bool> = results
                     .iter()
                     .map(|r| matches!(r, ContentBlock::ToolResult { is_error: true, .. }))
@@ -307,6 +317,12 @@ impl Turn<'_> {
                 }
                 if self.cancel.is_cancelled() {
                     return Finish::because(StopReason::Cancelled);
+                }
+                if out_of_rounds {
+                    return Finish {
+                        stop_reason: StopReason::Policy,
+                        detail: Some(policy.limit_reason()),
+                    };
                 }
                 if let Some(detail) = policy.after_tools(&calls, &failed) {
                     return Finish {
