@@ -545,7 +545,7 @@ async fn without_bubblewrap_an_unattended_command_asks_before_it_runs_outside() 
     until_finished(&mut rx).await;
     let (id, outside) = next_matching(&mut rx, |e| match e {
         Event::ApprovalRequested {
-            id,
+            approval_id: id,
             outside_sandbox,
             expires_at,
             ..
@@ -597,7 +597,7 @@ async fn leaving_the_sandbox_is_asked_for_each_command() {
         rt.submit(user("write outside"));
         let id = next_matching(&mut rx, |e| match e {
             Event::ApprovalRequested {
-                id,
+                approval_id: id,
                 outside_sandbox,
                 prefix,
                 ..
