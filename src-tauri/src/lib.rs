@@ -153,7 +153,7 @@ impl EventSink for WindowSink {
                 event_id,
                 process_id,
                 approval_id,
-                session_id,
+                target_session_id: session_id,
                 message_ts,
             } if preferences::notifies(&self.app, *kind) => {
                 let target = notify::FocusTarget {
@@ -167,8 +167,8 @@ impl EventSink for WindowSink {
             }
             // The tray's badge shows while any request waits, whether or not the window
             // runs its scripts (hidden to the tray, it may not).
-            Event::ApprovalRequested { id, .. } => tray::approval_waiting(&self.app, id),
-            Event::ApprovalResolved { id, .. } => {
+            Event::ApprovalRequested { approval_id: id, .. } => tray::approval_waiting(&self.app, id),
+            Event::ApprovalResolved { approval_id: id, .. } => {
                 tray::approval_answered(&self.app, id);
                 notify::resolved(&self.app, id);
             }

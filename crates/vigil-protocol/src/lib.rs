@@ -89,7 +89,7 @@ pub enum Op {
     RenameSession { session_id: String, title: String },
     /// Delete a conversation and its transcript (not the primary one).
     DeleteSession { session_id: String },
-    /// Answer an `approval_requested` event.
+    /// Answer an `approval_requested` event; `id` is its `approval_id`.
     Approval { id: String, decision: ApprovalDecision },
     /// Start a command from the Processes panel (the user's own, no approval needed).
     StartProcess {
@@ -248,7 +248,9 @@ pub enum Source {
 }
 
 /// Every event leaves the runtime in this envelope; the payload's `type` tag sits beside
-/// the envelope fields on the wire (`{"id":…,"type":"text_delta","text":"…"}`).
+/// the envelope fields on the wire (`{"id":…,"type":"text_delta","text":"…"}`), so no
+/// payload field may share an envelope field's name (`envelope_tests.rs` checks those that
+/// name an id or a session).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct EventEnvelope {
     /// Unique per event; lets the UI drop duplicates after a reconnect.
@@ -321,9 +323,10 @@ pub enum Event {
     /// The list of conversations changed.
     SessionsChanged { sessions: Vec<SessionSummary> },
     /// The agent wants to do something the approval policy asks the user about.
-    /// Answer with the `approval` op; the tool waits (Stop cancels it).
+    /// Answer with the `approval` op; the tool waits (Stop cancels it). Not `id`: the
+    /// envelope's own `id` sits beside the payload's fields (see [`EventEnvelope`]).
     ApprovalRequested {
-        id: String,
+        approval_id: String,
         kind: ApprovalKind,
         /// The command, or the path for file access.
         command: String,
@@ -366,7 +369,10 @@ pub enum Event {
     },
     /// An approval request was answered (by the user, a remembered rule, or a denial
     /// because nobody was there to ask).
-    ApprovalResolved { id: String, decision: ApprovalDecision },
+    ApprovalResolved {
+        approval_id: String,
+        decision: ApprovalDecision,
+    },
     /// Something failed; `message` is written for the user.
     Error { kind: ErrorKind, message: String },
     /// A native notification was requested. `event_id` names the background update it
@@ -387,10 +393,11 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[ts(optional)]
         approval_id: Option<String>,
-        /// The conversation (and its message, by timestamp) a click opens.
+        /// The conversation (and its message, by timestamp) a click opens; not
+        /// `session_id`, which is the envelope's: the session the event came from.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[ts(optional)]
-        session_id: Option<String>,
+        target_session_id: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[ts(optional, type = "number")]
         message_ts: Option<i64>,
@@ -818,6 +825,9 @@ pub fn typescript_bindings() -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod envelope_tests;
 
 #[cfg(test)]
 mod tests {

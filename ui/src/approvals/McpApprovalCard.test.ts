@@ -22,6 +22,7 @@ const asked: EventEnvelope = {
   source: 'agent',
   run_id: 'r1',
   type: 'approval_requested',
+  approval_id: 'ap1',
   kind: 'mcp_call',
   command: 'mcp__github__create_issue',
   prefix: 'mcp__github__create_issue',
@@ -48,7 +49,7 @@ const q = (root: HTMLElement, id: string) => root.querySelector(`[data-testid="$
 
 describe('an MCP call waiting for approval', () => {
   it('shows the server, the tool and the arguments, and offers always for that tool only', () => {
-    const approval = applyApprovalEvent(initialApprovals(), { ...asked, id: 'a1' }).approvals[0];
+    const approval = applyApprovalEvent(initialApprovals(), { ...asked, approval_id: 'a1' }).approvals[0];
     const onAnswer = vi.fn();
     const card = show(approval, onAnswer);
     expect(q(card, 'approval-card')?.querySelector('h3')?.textContent).toBe(requestTitle('mcp_call'));
@@ -67,7 +68,7 @@ describe('an MCP call waiting for approval', () => {
   it('says when the server marks the tool read-only, and records the answer in one line', () => {
     const approval = applyApprovalEvent(initialApprovals(), {
       ...asked,
-      id: 'a2',
+      approval_id: 'a2',
       mcp: { server: 'everything', tool: 'echo', arguments: '{}', read_only: true },
     } as EventEnvelope).approvals[0];
     const card = show(approval);

@@ -32,7 +32,7 @@ function foldApprovals(events: EventEnvelope[], state: ApprovalsState = initialA
 
 const build = (id = 'a1', sessionId = 'main', runId = 'r1') =>
   ev(
-    { type: 'approval_requested', id, kind: 'exec', command: 'cargo build --release', prefix: 'cargo build', cwd: '/home/you/vigil', outside_sandbox: false, env: [], parts: [] },
+    { type: 'approval_requested', approval_id: id, kind: 'exec', command: 'cargo build --release', prefix: 'cargo build', cwd: '/home/you/vigil', outside_sandbox: false, env: [], parts: [] },
     runId,
     sessionId,
   );
@@ -70,9 +70,9 @@ describe('approval requests', () => {
       build('a1'),
       build('a2'),
       build('a3'),
-      ev({ type: 'approval_resolved', id: 'a1', decision: 'approve' }),
-      ev({ type: 'approval_resolved', id: 'a2', decision: 'always' }),
-      ev({ type: 'approval_resolved', id: 'a3', decision: 'deny' }),
+      ev({ type: 'approval_resolved', approval_id: 'a1', decision: 'approve' }),
+      ev({ type: 'approval_resolved', approval_id: 'a2', decision: 'always' }),
+      ev({ type: 'approval_resolved', approval_id: 'a3', decision: 'deny' }),
     ]);
     expect(s.approvals.map((a) => [a.id, a.state, recordText(a)])).toEqual([
       ['a1', 'approved', 'Approved once'],
@@ -88,7 +88,7 @@ describe('approval requests', () => {
     expect(s.approvals[0].state).toBe('always');
     expect(answerLocally(s, 'a1', 'deny')).toBe(s);
     // Stop got there first.
-    s = applyApprovalEvent(s, ev({ type: 'approval_resolved', id: 'a1', decision: 'deny' }));
+    s = applyApprovalEvent(s, ev({ type: 'approval_resolved', approval_id: 'a1', decision: 'deny' }));
     expect(s.approvals[0].state).toBe('denied');
 
     s = answerFailed(answerLocally(s, 'a2', 'approve'), 'a2', 'Your answer was not sent: offline');
@@ -114,7 +114,7 @@ describe('approval requests', () => {
     const s = foldApprovals([
       ev({
         type: 'approval_requested',
-        id: 'c1',
+        approval_id: 'c1',
         kind: 'exec',
         command: 'git status && rm -rf build',
         prefix: '',
@@ -141,7 +141,7 @@ describe('approval requests', () => {
     const s = foldApprovals([
       ev({
         type: 'approval_requested',
-        id: 'u1',
+        approval_id: 'u1',
         kind: 'exec',
         command: 'ls $(id)',
         prefix: '',
@@ -162,7 +162,7 @@ describe('approval requests', () => {
     const s = foldApprovals([
       ev({
         type: 'approval_requested',
-        id: 'b1',
+        approval_id: 'b1',
         kind: 'exec',
         command: 'cargo test',
         prefix: 'cargo test',
@@ -210,7 +210,7 @@ describe('approval requests', () => {
 
   it('keeps when a request asked by a run nobody watches is denied, and says so on the card and its record', () => {
     const asked = ev(
-      { type: 'approval_requested', id: 'u1', kind: 'exec', command: 'touch /tmp/marker', prefix: 'touch', outside_sandbox: false, env: [], parts: [], expires_at: 5_000_000 },
+      { type: 'approval_requested', approval_id: 'u1', kind: 'exec', command: 'touch /tmp/marker', prefix: 'touch', outside_sandbox: false, env: [], parts: [], expires_at: 5_000_000 },
       'r1',
       's-b',
     );
@@ -222,11 +222,11 @@ describe('approval requests', () => {
     );
     expect(awayText(5_000_000, 5_000_000, at)).toMatch(/Nobody answered in time/);
     // Denied by its timeout: the record says why.
-    s = applyApprovalEvent(s, { ...ev({ type: 'approval_resolved', id: 'u1', decision: 'deny' }, 'r1', 's-b'), ts: 5_000_001 });
+    s = applyApprovalEvent(s, { ...ev({ type: 'approval_resolved', approval_id: 'u1', decision: 'deny' }, 'r1', 's-b'), ts: 5_000_001 });
     expect(recordText(s.approvals[0])).toBe('Denied: nobody answered in time');
     // Denied by the user before then: a plain denial.
     let t = foldApprovals([asked]);
-    t = applyApprovalEvent(t, { ...ev({ type: 'approval_resolved', id: 'u1', decision: 'deny' }, 'r1', 's-b'), ts: 4_000_000 });
+    t = applyApprovalEvent(t, { ...ev({ type: 'approval_resolved', approval_id: 'u1', decision: 'deny' }, 'r1', 's-b'), ts: 4_000_000 });
     expect(recordText(t.approvals[0])).toBe('Denied');
   });
 

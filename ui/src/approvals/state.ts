@@ -98,9 +98,9 @@ export function applyApprovalEvent(state: ApprovalsState, event: EventEnvelope):
   switch (event.type) {
     case 'approval_requested': {
       // A replayed event (reconnect) must not add a second card.
-      if (state.approvals.some((a) => a.id === event.id)) return state;
+      if (state.approvals.some((a) => a.id === event.approval_id)) return state;
       const approval: Approval = {
-        id: event.id,
+        id: event.approval_id,
         sessionId: event.session_id ?? PRIMARY_SESSION,
         runId: event.run_id,
         kind: event.kind,
@@ -123,9 +123,9 @@ export function applyApprovalEvent(state: ApprovalsState, event: EventEnvelope):
     }
     case 'approval_resolved': {
       // The core's word wins over an answer given here (Stop may have denied first).
-      const asked = state.approvals.find((a) => a.id === event.id);
+      const asked = state.approvals.find((a) => a.id === event.approval_id);
       const timedOut = event.decision === 'deny' && asked?.expiresAt != null && event.ts >= asked.expiresAt;
-      return update(state, event.id, { state: STATE_OF[event.decision], error: null, timedOut });
+      return update(state, event.approval_id, { state: STATE_OF[event.decision], error: null, timedOut });
     }
     case 'turn_finished': {
       // The core resolves every request before its turn can end; should that event be

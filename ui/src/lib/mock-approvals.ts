@@ -118,7 +118,7 @@ export function createMockGate(variant: string, emit: Emit) {
       waiting.set(id, { sessionId: request.sessionId, runId: request.runId, decide });
       emit(request.sessionId, request.runId, {
         type: 'approval_requested',
-        id,
+        approval_id: id,
         kind,
         command: subject,
         prefix: env.length > 0 ? '' : prefixOf(kind, subject),
@@ -130,7 +130,7 @@ export function createMockGate(variant: string, emit: Emit) {
         ...(kind === 'exec' ? { exec_run: request.execRun ?? { background: false, timeout_ms: 1_800_000 } } : {}),
       });
     });
-    emit(request.sessionId, request.runId, { type: 'approval_resolved', id, decision });
+    emit(request.sessionId, request.runId, { type: 'approval_resolved', approval_id: id, decision });
     if (decision === 'deny') return { allowed: false, reason: `The user denied ${what}.` };
     const prefix = env.length > 0 ? '' : prefixOf(kind, subject);
     if (decision === 'always' && prefix !== '' && !rules.some((r) => r.kind === kind && r.prefix === prefix)) {

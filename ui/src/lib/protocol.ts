@@ -40,7 +40,7 @@ ts: number, session_id: string | null, scope: Scope, source: Source,
 /**
  * The turn (run) this event belongs to, if any.
  */
-run_id: string | null, } & ({ "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", id: string, kind: ApprovalKind, 
+run_id: string | null, } & ({ "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", approval_id: string, kind: ApprovalKind, 
 /**
  * The command, or the path for file access.
  */
@@ -82,16 +82,17 @@ mcp?: McpCallCard,
  * An unattended run asks (a continuation, a routine, a woken heartbeat): unanswered
  * by this time (ms since the epoch), the request is denied and the run goes on.
  */
-expires_at?: number, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, 
+expires_at?: number, } | { "type": "approval_resolved", approval_id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, 
 /**
  * An approval an unattended run waits for: the notification offers Allow once,
  * Deny and Open, and an answer goes back as `Op::Approval` with this id.
  */
 approval_id?: string, 
 /**
- * The conversation (and its message, by timestamp) a click opens.
+ * The conversation (and its message, by timestamp) a click opens; not
+ * `session_id`, which is the envelope's: the session the event came from.
  */
-session_id?: string, message_ts?: number, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
+target_session_id?: string, message_ts?: number, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */
@@ -106,7 +107,7 @@ retrying?: boolean,
  */
 usage?: Usage, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, } | { "type": "mcp_servers_changed", mcp: McpView, });
 
-export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", id: string, kind: ApprovalKind, 
+export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", approval_id: string, kind: ApprovalKind, 
 /**
  * The command, or the path for file access.
  */
@@ -148,16 +149,17 @@ mcp?: McpCallCard,
  * An unattended run asks (a continuation, a routine, a woken heartbeat): unanswered
  * by this time (ms since the epoch), the request is denied and the run goes on.
  */
-expires_at?: number, } | { "type": "approval_resolved", id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, 
+expires_at?: number, } | { "type": "approval_resolved", approval_id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, 
 /**
  * An approval an unattended run waits for: the notification offers Allow once,
  * Deny and Open, and an answer goes back as `Op::Approval` with this id.
  */
 approval_id?: string, 
 /**
- * The conversation (and its message, by timestamp) a click opens.
+ * The conversation (and its message, by timestamp) a click opens; not
+ * `session_id`, which is the envelope's: the session the event came from.
  */
-session_id?: string, message_ts?: number, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
+target_session_id?: string, message_ts?: number, } | { "type": "heartbeat", reason: WakeReason, status: HeartbeatStatus, skip_reason?: HeartbeatSkip, 
 /**
  * What went wrong, for a `failed` run or a problem the user should fix.
  */

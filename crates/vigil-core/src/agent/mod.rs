@@ -8,8 +8,17 @@
 //! replies of a stopped or failed round included — is saved before the next step, and the
 //! history is repaired before each request so the provider never sees a broken chain.
 //!
+//! The tool calls of one response run in the model's order, except that calls which only
+//! read may overlap: each call that may change something (every `exec` included) runs
+//! alone, after the calls before it have finished, and the calls after it wait for it
+//! (see [`calls`]). A turn makes at most `max_tool_rounds` model requests; the calls of the
+//! last allowed response are answered "not run" instead of run ([`policy`]), so a tool
+//! runs only when a request will carry its result to the model, and the transcript's chain
+//! of tool uses and results stays whole.
+//!
 //! Must never: lose a message the user sent, or show the UI a reply that is not saved.
 
+mod calls;
 mod compact;
 mod context;
 mod effects;
@@ -19,15 +28,14 @@ mod saving;
 
 use std::sync::Arc;
 
-use futures_util::future::join_all;
 use tokio_util::sync::CancellationToken;
 use vigil_protocol::{ContentBlock, ErrorKind, Event, Message, MessageKind, Role, Source, StopReason, Usage};
 
 use crate::clock::Clock;
 use crate::events::Emitter;
-use crate::provider::{CacheLife, ChatRequest, Completion, ModelClient, ProviderError, StreamEvent, INVALID_ARGUMENTS};
+use crate::provider::{CacheLife, ChatRequest, Completion, ModelClient, ProviderError, StreamEvent};
 use crate::session::SessionStore;
-use crate::tools::{truncate_head_tail, ToolContext, ToolOutput, ToolRegistry};
+use crate::tools::ToolRegistry;
 use crate::workspace::Workspace;
 
 pub use compact::{estimate_view, request_view, SUMMARY_HEADING};
@@ -270,7 +278,7 @@ impl Turn<'_> {
                 Ok(c) => c,
                 Err(finish) => return finish,
             };
-            let calls: Vec<(String, String, serde_json::Value)> = completion
+            let calls: Vec<calls::Call> = completion
                 .content
                 .iter()
                 .filter_map(|b| match b {
@@ -287,7 +295,14 @@ impl Turn<'_> {
                 return Finish::because(StopReason::Error);
             }
             if !calls.is_empty() {
-                let results: Vec<ContentBlock> = self.run_tools(&calls).await.into_iter().flatten().collect();
+                // No request would carry these results: answer the calls without running them.
+                let out_of_rounds = policy.last_round();
+                let results = if out_of_rounds {
+                    self.not_run(&calls)
+                } else {
+                    self.run_tools(&calls).await
+                };
+                let results: Vec<ContentBlock> = results.into_iter().flatten().collect();
                 let failed: Vec<bool> = results
                     .iter()
                     .map(|r| matches!(r, ContentBlock::ToolResult { is_error: true, .. }))
@@ -302,6 +317,12 @@ impl Turn<'_> {
                 }
                 if self.cancel.is_cancelled() {
                     return Finish::because(StopReason::Cancelled);
+                }
+                if out_of_rounds {
+                    return Finish {
+                        stop_reason: StopReason::Policy,
+                        detail: Some(policy.limit_reason()),
+                    };
                 }
                 if let Some(detail) = policy.after_tools(&calls, &failed) {
                     return Finish {
@@ -509,78 +530,6 @@ impl Turn<'_> {
                 Ok(transcript)
             }
         }
-    }
-
-    /// Runs every call of one response concurrently; results come back in call order, each
-    /// its `tool_result` block followed by the images it returned.
-    async fn run_tools(&self, calls: &[(String, String, serde_json::Value)]) -> Vec<Vec<ContentBlock>> {
-        let limit = self.config.max_result_chars();
-        join_all(calls.iter().map(|(id, name, input)| async move {
-            self.emitter.emit(
-                Source::Agent,
-                Event::ToolCallStarted { call_id: id.clone(), name: name.clone(), input: input.clone() },
-            );
-            let output = if let Some(raw) = input.get(INVALID_ARGUMENTS) {
-                ToolOutput::error(format!(
-                    "The arguments of this `{name}` call were not a valid JSON object ({}). Received: {raw}. Call the tool again with a JSON object matching its schema.",
-                    input["_parse_error"].as_str().unwrap_or("unreadable")
-                ))
-            } else if self.cancel.is_cancelled() {
-                ToolOutput::error("Cancelled.")
-            } else {
-                let gate = effects::gate_for_call(
-                    self.extras.effects.as_ref(),
-                    &self.tools,
-                    self.gate.clone(),
-                    self.workspace.root(),
-                    name,
-                    input,
-                )
-                .await;
-                let (updates, mut live) = tokio::sync::mpsc::unbounded_channel();
-                let ctx = ToolContext {
-                    workspace: self.workspace.root().to_path_buf(),
-                    cancel: self.cancel.clone(),
-                    updates: Some(updates),
-                    owner: self.process_owner.to_string(),
-                    session_type: crate::session::meta::type_from_id(self.session_id),
-                    gate,
-                    data_dir: self.data_dir.clone(),
-                    started: self.started.clone(),
-                    sandbox: self.sandbox.clone(),
-                    suggest_routines: self.extras.suggest_routines,
-                };
-                // Live output (throttled by the tool) goes out as it comes; any left when the
-                // call ends is stale next to the result and is dropped.
-                let mut call = std::pin::pin!(self.tools.execute(name, input.clone(), &ctx));
-                loop {
-                    tokio::select! {
-                        biased;
-                        output = &mut call => break output,
-                        Some(output) = live.recv() => self.emitter.emit(
-                            Source::Agent,
-                            Event::ToolCallUpdate { call_id: id.clone(), output },
-                        ),
-                    }
-                }
-            };
-            let mut content = truncate_head_tail(&output.content, limit);
-            let returned_images = !output.images.is_empty();
-            let (pictures, problems) = images::store_tool_images(self.store, self.session_id, output.images).await;
-            for problem in &problems {
-                content.push_str(&format!("\n\n(An image it returned could not be used: {problem})"));
-            }
-            // A call that was all about its images (a `read` of a PNG) failed if none arrived.
-            let is_error = output.is_error || (returned_images && pictures.is_empty());
-            self.emitter.emit(
-                Source::Agent,
-                Event::ToolCallFinished { call_id: id.clone(), name: name.clone(), content: content.clone(), is_error },
-            );
-            let mut blocks = vec![ContentBlock::ToolResult { tool_use_id: id.clone(), content, is_error }];
-            blocks.extend(pictures);
-            blocks
-        }))
-        .await
     }
 }
 

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 /// Limits and sizes for turns. Defaults follow the seeds (`max_tool_rounds` 30).
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
-    /// Model requests in one turn that may carry tool results.
+    /// Model requests in one turn. The tool calls of the last one's response are not run
+    /// (no request would carry their results): each gets [`NOT_RUN`] as its result.
     pub max_tool_rounds: u32,
     /// Tool calls in one turn, all rounds together.
     pub max_tool_calls: u32,
@@ -40,6 +41,10 @@ impl AgentConfig {
     }
 }
 
+/// The result of a call in the last response a turn may make: the call is answered, so the
+/// transcript's chain of tool uses and results stays whole, but never run.
+pub const NOT_RUN: &str = "not run: the turn reached its round limit";
+
 /// Counts for one turn.
 pub(super) struct Policy {
     config: AgentConfig,
@@ -58,21 +63,32 @@ impl Policy {
         }
     }
 
-    /// Called before each model request; `Some(reason)` ends the turn.
+    /// Called before each model request; `Some(reason)` ends the turn instead.
     pub fn before_round(&mut self) -> Option<String> {
-        // The first request answers the user; each later one follows tool results.
-        if self.rounds > self.config.max_tool_rounds {
-            return Some(format!(
-                "Stopped after {} rounds of tool calls (the limit). Send a message to let Vigil continue.",
-                self.config.max_tool_rounds
-            ));
+        if self.last_round() {
+            return Some(self.limit_reason());
         }
         self.rounds += 1;
         None
     }
 
+    /// Whether the request just made was the last one the turn may make: then its
+    /// response's tool calls are not run ([`NOT_RUN`]) and the turn ends with
+    /// [`Self::limit_reason`].
+    pub fn last_round(&self) -> bool {
+        self.rounds >= self.config.max_tool_rounds
+    }
+
+    /// Why a turn stopped at the round limit, for the user.
+    pub fn limit_reason(&self) -> String {
+        format!(
+            "Stopped after {} rounds (the limit); the tool calls of the last one were not run. Send a message to let Vigil continue.",
+            self.config.max_tool_rounds
+        )
+    }
+
     /// Called after a round's tools ran; `Some(reason)` ends the turn.
-    pub fn after_tools(&mut self, calls: &[(String, String, serde_json::Value)], failed: &[bool]) -> Option<String> {
+    pub fn after_tools(&mut self, calls: &[super::calls::Call], failed: &[bool]) -> Option<String> {
         self.calls += calls.len() as u32;
         if self.calls >= self.config.max_tool_calls {
             return Some(format!(
@@ -109,8 +125,9 @@ mod tests {
         };
         let mut p = Policy::new(&config);
         assert_eq!(p.before_round(), None); // answers the user
-        assert_eq!(p.before_round(), None); // tool round 1
-        assert_eq!(p.before_round(), None); // tool round 2
+        assert!(!p.last_round());
+        assert_eq!(p.before_round(), None); // carries round 1's results
+        assert!(p.last_round(), "two requests: the second response's calls are not run");
         assert!(p.before_round().unwrap().contains("2 rounds"));
 
         let mut p = Policy::new(&config);

@@ -670,7 +670,7 @@ impl Approvals {
         emitter.emit(
             Source::Agent,
             Event::ApprovalRequested {
-                id: id.clone(),
+                approval_id: id.clone(),
                 kind: request.kind,
                 prefix: match request.outside_sandbox {
                     true => String::new(),
@@ -704,7 +704,7 @@ impl Approvals {
                     event_id: None,
                     process_id: None,
                     approval_id: Some(id.clone()),
-                    session_id: emitter.session_id().map(str::to_string),
+                    target_session_id: emitter.session_id().map(str::to_string),
                     message_ts: None,
                 },
             );
@@ -726,7 +726,13 @@ impl Approvals {
                 (ApprovalDecision::Deny, true)
             }
         };
-        emitter.emit(Source::User, Event::ApprovalResolved { id, decision });
+        emitter.emit(
+            Source::User,
+            Event::ApprovalResolved {
+                approval_id: id,
+                decision,
+            },
+        );
         match decision {
             ApprovalDecision::Approve => Verdict::Allowed,
             ApprovalDecision::Always if request.outside_sandbox => Verdict::Allowed,
@@ -755,7 +761,7 @@ impl Approvals {
                 event_id: None,
                 process_id: None,
                 approval_id: None,
-                session_id: None,
+                target_session_id: None,
                 message_ts: None,
             },
         );

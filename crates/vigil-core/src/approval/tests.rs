@@ -70,7 +70,11 @@ async fn ask_waits_for_the_user_and_always_is_remembered_across_restarts() {
     };
     let id = loop {
         let found = sink.events.lock().unwrap().iter().find_map(|e| match &e.event {
-            Event::ApprovalRequested { id, prefix, .. } => {
+            Event::ApprovalRequested {
+                approval_id: id,
+                prefix,
+                ..
+            } => {
                 assert_eq!(prefix, "cargo build");
                 Some(id.clone())
             }

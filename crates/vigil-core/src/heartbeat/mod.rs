@@ -385,7 +385,7 @@ impl Heartbeat {
                         event_id: None,
                         process_id: None,
                         approval_id: None,
-                        session_id: None,
+                        target_session_id: None,
                         message_ts: None,
                     },
                 );

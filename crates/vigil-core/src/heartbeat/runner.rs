@@ -467,7 +467,7 @@ impl Heartbeat {
                     event_id: Some(event.event_id),
                     process_id: None,
                     approval_id: None,
-                    session_id: None,
+                    target_session_id: None,
                     message_ts: None,
                 },
             );

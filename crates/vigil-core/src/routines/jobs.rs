@@ -368,7 +368,7 @@ impl Scheduler {
                 event_id: None,
                 process_id: None,
                 approval_id: None,
-                session_id: None,
+                target_session_id: None,
                 message_ts: None,
             },
         );
@@ -427,7 +427,7 @@ impl Scheduler {
                     event_id: Some(event.event_id),
                     process_id: None,
                     approval_id: None,
-                    session_id: None,
+                    target_session_id: None,
                     message_ts: None,
                 },
             );

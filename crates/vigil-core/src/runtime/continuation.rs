@@ -381,7 +381,7 @@ impl Runtime {
                 event_id: Some(event.event_id),
                 process_id: None,
                 approval_id: None,
-                session_id: None,
+                target_session_id: None,
                 message_ts: None,
             },
         );
@@ -405,7 +405,7 @@ impl Runtime {
                 event_id: None,
                 process_id: None,
                 approval_id: None,
-                session_id: Some(session_id.to_string()),
+                target_session_id: Some(session_id.to_string()),
                 message_ts: Some(reply.ts),
             },
         );
@@ -436,7 +436,7 @@ impl Runtime {
                 event_id: None,
                 process_id: None,
                 approval_id: None,
-                session_id: Some(session_id.to_string()),
+                target_session_id: Some(session_id.to_string()),
                 message_ts: None,
             },
         );
@@ -507,7 +507,7 @@ The latest notice is kept for your next message; send one to carry on."
                 event_id: None,
                 process_id: None,
                 approval_id: None,
-                session_id: Some(session_id.to_string()),
+                target_session_id: Some(session_id.to_string()),
                 message_ts: Some(message.ts),
             },
         );

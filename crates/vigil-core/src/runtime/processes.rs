@@ -245,7 +245,7 @@ impl Runtime {
                 event_id: None,
                 process_id: Some(process_id.to_string()),
                 approval_id: None,
-                session_id: None,
+                target_session_id: None,
                 message_ts: None,
             },
         );

@@ -189,10 +189,77 @@ async fn max_rounds_ends_a_runaway_turn_with_its_reason() {
         }) => assert!(d.contains("3 rounds"), "{d}"),
         other => panic!("{other:?}"),
     }
-    assert_eq!(fake.requests().len(), 4, "the user's request and three tool rounds");
-    // The session is valid for the next turn: every call has its result.
-    let last = &fake.requests()[3];
-    assert_eq!(tool_use_ids(last).len(), tool_results(last).len());
+    assert_eq!(fake.requests().len(), 3, "at most max_tool_rounds requests in one turn");
+    // The session is valid for the next turn: every call has its result, the last
+    // response's one saying it was not run.
+    fake.set_script(Script::steps(vec![Step::text("ok")]));
+    rt.submit(user("go on"));
+    until_finished(&mut rx).await;
+    let next = &fake.requests()[3];
+    assert_eq!(tool_use_ids(next).len(), 3);
+    assert_eq!(tool_use_ids(next).len(), tool_results(next).len());
+    assert_eq!(
+        tool_results(next).last().unwrap().1,
+        "not run: the turn reached its round limit"
+    );
+}
+
+#[tokio::test]
+async fn a_command_in_the_last_allowed_response_does_not_run() {
+    let dir = outside_tmp();
+    let marker = dir.path().join("workspace/late-marker");
+    let fake = FakeLlm::start(
+        Script::steps(vec![
+            Step::tool_call("r", "read", json!({"path": "."})),
+            Step::tool_call(
+                "late",
+                "exec",
+                json!({"command": format!("touch {}", marker.display())}),
+            ),
+        ])
+        .with_fallback(Step::text("done")),
+    )
+    .await
+    .unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    rt.approvals()
+        .set_policy(vigil_core::protocol::ApprovalPolicy::FullAuto);
+    assert!(rt.start_background(), "exec is offered once background work runs");
+    rt.set_agent_config(AgentConfig {
+        max_tool_rounds: 2,
+        ..AgentConfig::default()
+    });
+    rt.submit(user("look, then touch"));
+    let events = until_finished(&mut rx).await;
+    assert!(
+        !marker.exists(),
+        "the command ran although no request would carry its result"
+    );
+    assert_eq!(fake.requests().len(), 2, "{events:?}");
+    let late: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallFinished {
+                call_id,
+                content,
+                is_error,
+                ..
+            } if call_id == "late" => Some((content.as_str(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(late, [("not run: the turn reached its round limit", true)]);
+    assert!(
+        matches!(
+            events.last(),
+            Some(Event::TurnFinished {
+                stop_reason: StopReason::Policy,
+                ..
+            })
+        ),
+        "{events:?}"
+    );
+    rt.shutdown().await;
 }
 
 #[tokio::test]

@@ -115,7 +115,11 @@ async fn two_conversations_each_continue_with_their_own_notice(heartbeat: bool) 
                 assert_eq!(env.source, Source::Background, "{env:?}");
                 finished.insert(env.session_id.clone().unwrap());
             }
-            Event::Notification { session_id, body, .. } => notified.push((session_id.clone(), body.clone())),
+            Event::Notification {
+                target_session_id: session_id,
+                body,
+                ..
+            } => notified.push((session_id.clone(), body.clone())),
             _ => {}
         }
     }
@@ -126,7 +130,12 @@ async fn two_conversations_each_continue_with_their_own_notice(heartbeat: bool) 
     );
     // Nothing else follows: no heartbeat relay, no second continuation.
     for env in drain_for(&mut rx, Duration::from_millis(800)).await {
-        if let Event::Notification { session_id, body, .. } = env.event {
+        if let Event::Notification {
+            target_session_id: session_id,
+            body,
+            ..
+        } = env.event
+        {
             notified.push((session_id, body));
         }
     }
@@ -310,7 +319,11 @@ async fn continuation_asks(answer: Option<ApprovalDecision>) -> (bool, String) {
     until_finished(&mut rx).await;
     rt.approvals().set_policy(ApprovalPolicy::Ask);
     let (id, expires_at) = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { id, expires_at, .. } => Some((id.clone(), *expires_at)),
+        Event::ApprovalRequested {
+            approval_id: id,
+            expires_at,
+            ..
+        } => Some((id.clone(), *expires_at)),
         _ => None,
     })
     .await;
@@ -318,7 +331,7 @@ async fn continuation_asks(answer: Option<ApprovalDecision>) -> (bool, String) {
     let (note_id, note_session) = next_matching(&mut rx, |e| match e {
         Event::Notification {
             approval_id: Some(a),
-            session_id,
+            target_session_id: session_id,
             ..
         } => Some((a.clone(), session_id.clone())),
         _ => None,
@@ -497,7 +510,11 @@ async fn a_routine_job_asks_in_the_main_conversation_and_waits_for_the_answer() 
         .unwrap();
     rt.run_routine_now(&routine.id).await.unwrap();
     let (id, asked_in) = next_matching_envelope(&mut rx, |env| match &env.event {
-        Event::ApprovalRequested { id, expires_at, .. } => {
+        Event::ApprovalRequested {
+            approval_id: id,
+            expires_at,
+            ..
+        } => {
             assert!(expires_at.is_some());
             Some((id.clone(), env.session_id.clone()))
         }

@@ -38,7 +38,11 @@ async fn a_command_waits_for_approval_and_runs_once_approved() {
     assert!(rt.start_background());
     rt.submit(user("run it"));
     let (id, prefix) = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { id, prefix, .. } => Some((id.clone(), prefix.clone())),
+        Event::ApprovalRequested {
+            approval_id: id,
+            prefix,
+            ..
+        } => Some((id.clone(), prefix.clone())),
         _ => None,
     })
     .await;
@@ -78,7 +82,7 @@ async fn a_denied_command_does_not_run_and_the_model_is_told() {
     assert!(rt.start_background());
     rt.submit(user("clean up"));
     let id = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { id, .. } => Some(id.clone()),
+        Event::ApprovalRequested { approval_id: id, .. } => Some(id.clone()),
         _ => None,
     })
     .await;
@@ -244,7 +248,9 @@ async fn files_outside_the_workspace_follow_the_approval_policy() {
     rt.approvals().set_policy(ApprovalPolicy::Ask);
     rt.submit(user("read my notes"));
     let (id, kind) = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { id, kind, .. } => Some((id.clone(), *kind)),
+        Event::ApprovalRequested {
+            approval_id: id, kind, ..
+        } => Some((id.clone(), *kind)),
         _ => None,
     })
     .await;
@@ -254,7 +260,9 @@ async fn files_outside_the_workspace_follow_the_approval_policy() {
         decision: ApprovalDecision::Approve,
     });
     let (id, kind) = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { id, kind, .. } => Some((id.clone(), *kind)),
+        Event::ApprovalRequested {
+            approval_id: id, kind, ..
+        } => Some((id.clone(), *kind)),
         _ => None,
     })
     .await;
@@ -470,7 +478,7 @@ async fn a_user_turn_asks_before_typing_into_a_shell() {
     rt.submit(user("touch the marker in that shell"));
     let (approval, prefix) = next_matching(&mut rx, |e| match e {
         Event::ApprovalRequested {
-            id,
+            approval_id: id,
             kind,
             command,
             prefix,
@@ -515,7 +523,11 @@ async fn the_approval_card_says_how_long_a_command_may_run() {
     let mut runs = Vec::new();
     for _ in 0..3 {
         let (id, run) = next_matching(&mut rx, |e| match e {
-            Event::ApprovalRequested { id, exec_run, .. } => Some((id.clone(), *exec_run)),
+            Event::ApprovalRequested {
+                approval_id: id,
+                exec_run,
+                ..
+            } => Some((id.clone(), *exec_run)),
             _ => None,
         })
         .await;

@@ -555,7 +555,7 @@ async fn an_mcp_call_asks_with_server_tool_and_arguments_and_always_covers_that_
     rt.submit(user("echo twice, then add"));
     let (id, command, card) = next_matching(&mut rx, |e| match e {
         Event::ApprovalRequested {
-            id,
+            approval_id: id,
             command,
             mcp,
             kind,
@@ -585,7 +585,11 @@ async fn an_mcp_call_asks_with_server_tool_and_arguments_and_always_covers_that_
     });
     // The second echo passes on "always"; another tool of the same server asks again.
     let (id, command) = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { id, command, .. } => Some((id.clone(), command.clone())),
+        Event::ApprovalRequested {
+            approval_id: id,
+            command,
+            ..
+        } => Some((id.clone(), command.clone())),
         _ => None,
     })
     .await;

@@ -24,6 +24,7 @@ mod runtime;
 mod sandbox;
 mod sessions;
 mod support;
+mod tool_calls;
 mod trust;
 mod two_writers;
 mod walls;

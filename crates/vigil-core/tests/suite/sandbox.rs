@@ -576,7 +576,7 @@ async fn without_bubblewrap_an_unattended_command_asks_before_it_runs_outside() 
     until_finished(&mut rx).await;
     let (id, outside) = next_matching(&mut rx, |e| match e {
         Event::ApprovalRequested {
-            id,
+            approval_id: id,
             outside_sandbox,
             expires_at,
             ..
@@ -628,7 +628,7 @@ async fn leaving_the_sandbox_is_asked_for_each_command() {
         rt.submit(user("write outside"));
         let id = next_matching(&mut rx, |e| match e {
             Event::ApprovalRequested {
-                id,
+                approval_id: id,
                 outside_sandbox,
                 prefix,
                 ..
