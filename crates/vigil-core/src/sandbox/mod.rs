@@ -134,9 +134,10 @@ pub struct Sandbox {
     availability: Arc<OnceLock<Availability>>,
     /// The zygote helper's path, looked up and resolved once; `None` when it is not there.
     helper: Arc<OnceLock<Option<PathBuf>>>,
-    /// One zygote per bwrap command line and kind of run.
+    /// One zygote per bwrap command line and kind of run, with the identity of the task file
+    /// its sandbox bound read-only.
     #[cfg(target_os = "linux")]
-    zygotes: Arc<Mutex<HashMap<Vec<OsString>, Arc<zygote::Zygote>>>>,
+    zygotes: Arc<Mutex<HashMap<Vec<OsString>, (Option<TaskFileId>, Arc<zygote::Zygote>)>>>,
     /// How long a zygote with nothing to do stays.
     idle_exit: Duration,
 }
@@ -278,13 +279,19 @@ impl Sandbox {
         args.pop(); // "--": the zygote adds what it runs
         let mut key = args.clone();
         key.push(if layout.attended { "attended" } else { "unattended" }.into());
+        // After the arguments: they make the task file when it is absent.
+        let pinned = if layout.read_only { None } else { task_file_id(layout) };
         let mut zygotes = self.zygotes.lock().unwrap_or_else(|p| p.into_inner());
-        Some(
-            zygotes
-                .entry(key)
-                .or_insert_with(|| Arc::new(zygote::Zygote::new(helper.to_path_buf(), args, self.idle_exit)))
-                .clone(),
-        )
+        match zygotes.get(&key) {
+            Some((bound, zygote)) if *bound == pinned => Some(zygote.clone()),
+            // New, or its bind shows a task file since replaced: a new one. The old one ends
+            // when its last command has (the helper drains on a closed socket).
+            _ => {
+                let zygote = Arc::new(zygote::Zygote::new(helper.to_path_buf(), args, self.idle_exit));
+                zygotes.insert(key, (pinned, zygote.clone()));
+                Some(zygote)
+            }
+        }
     }
 }
 
@@ -472,6 +479,14 @@ fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
         push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
     }
     push(&["--remount-ro".as_ref(), data.as_os_str()]);
+    // HEARTBEAT.md's task block registers routines: no command may create, replace, rename,
+    // link over or change it. Bound read-only onto itself (a rename or unlink of a mount
+    // point fails with EBUSY, a write with EROFS); when absent, an empty one is made first,
+    // which reads as absent does (no tasks). A standing sandbox whose bind shows a file
+    // since replaced (the routine tools write a new one) is retired: see `zygote`.
+    if let Some(file) = task_file(layout) {
+        push(&["--ro-bind".as_ref(), file.as_os_str(), file.as_os_str()]);
+    }
     // The secrets of $HOME, empty: a folder becomes an empty read-only one, a file reads as
     // empty. After the writable folders, so a folder the user added cannot uncover them.
     for hidden in layout.settings.hidden_paths(layout.home.as_deref()) {
@@ -503,6 +518,44 @@ fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
     ]);
     args
 }
+
+/// `<workspace>/HEARTBEAT.md` as the sandbox binds it, made empty first when absent; `None`
+/// when it is a symlink (the user's own arrangement: Vigil reads no task file through a
+/// link) or the workspace is not there.
+fn task_file(layout: &Layout) -> Option<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = real(&layout.workspace).join(crate::heartbeat::file::HEARTBEAT_FILE);
+    match std::fs::symlink_metadata(&file) {
+        Ok(m) if m.is_file() => Some(file),
+        Ok(_) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let made = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&file);
+            match made {
+                Ok(_) => Some(file),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => task_file(layout),
+                Err(_) => None,
+            }
+        }
+        Err(_) => None,
+    }
+}
+
+/// The task file's identity now (device, inode, and its change time, since a file deleted
+/// and made again often gets the same inode number): a standing sandbox bound another one.
+#[cfg(target_os = "linux")]
+fn task_file_id(layout: &Layout) -> Option<TaskFileId> {
+    use std::os::unix::fs::MetadataExt;
+    let file = real(&layout.workspace).join(crate::heartbeat::file::HEARTBEAT_FILE);
+    std::fs::symlink_metadata(file)
+        .ok()
+        .map(|m| (m.dev(), m.ino(), m.ctime(), m.ctime_nsec()))
+}
+
+type TaskFileId = (u64, u64, i64, i64);
 
 /// The system's own folders, seen read-only in the read-only sandbox (a symlink such as
 /// merged-usr's `/bin -> usr/bin` is made as the same symlink).

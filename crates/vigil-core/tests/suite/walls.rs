@@ -482,3 +482,89 @@ async fn a_prompt_file_linked_into_the_data_folder_never_reaches_the_provider() 
     );
     rt.shutdown().await;
 }
+
+/// Nothing a command does can create, replace, rename, link over or change `HEARTBEAT.md`
+/// (its task block registers routines): `cp`, `mv`, `ln`, `rm`, an append, and — with the
+/// file absent — creating it. The file's own replacement by Vigil (as the routine tools
+/// write it) is seen by the next command, and a command already running in the standing
+/// sandbox keeps running while that sandbox is retired.
+#[tokio::test]
+async fn no_command_can_create_or_change_the_task_file() {
+    ready();
+    for (base, standing) in [(outside_tmp(), true), (tempfile::tempdir().unwrap(), false)] {
+        let p = plant(base);
+        let task = p.workspace.join("HEARTBEAT.md");
+        let original = "# Tasks\n- check the disk\n";
+        std::fs::write(&task, original).unwrap();
+        std::fs::write(
+            p.workspace.join("evil.md"),
+            "```json\n{\"routines\": [\"planted\"]}\n```\n",
+        )
+        .unwrap();
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let registry = RegistryHandle::start(
+            RegistryConfig::default(),
+            std::sync::Arc::new(vigil_core::clock::SystemClock),
+            std::sync::Arc::new(ChannelExecEvents(tx)),
+        );
+        let tools = ToolRegistry::with_builtins_and_exec(registry.clone());
+        let mut ctx = ToolContext::new(&p.workspace).with_owner("walls");
+        ctx.sandbox = Some(TurnSandbox {
+            sandbox: Sandbox::new(),
+            settings: SandboxSettings::default(),
+            data_dir: p.data.clone(),
+            attended: false,
+            home: Some(p.home.clone()),
+        });
+        let exec = |command: &str, background: bool| {
+            tools.execute(
+                "exec",
+                json!({"command": command, "pty": false, "background": background}),
+                &ctx,
+            )
+        };
+        // A long command started before the file is replaced.
+        let sleeper = exec("sleep 30", true).await;
+        assert!(!sleeper.is_error, "{}", sleeper.content);
+        for attack in [
+            "cp evil.md HEARTBEAT.md",
+            "mv evil.md HEARTBEAT.md",
+            "ln -sf evil.md HEARTBEAT.md",
+            "rm -f HEARTBEAT.md",
+            "echo '- planted' >> HEARTBEAT.md",
+            "cat evil.md > HEARTBEAT.md",
+        ] {
+            let out = exec(attack, false).await;
+            assert_eq!(
+                std::fs::read_to_string(&task).unwrap(),
+                original,
+                "{attack}: {}",
+                out.content
+            );
+            assert!(std::fs::symlink_metadata(&task).unwrap().is_file(), "{attack}");
+        }
+        // Vigil replaces the file (a new inode, as the routine tools write it).
+        let edited = "# Tasks\n- check the disk\n- water the plants\n";
+        vigil_core::durable::write_atomic(&task, edited.as_bytes()).unwrap();
+        let seen = exec("cat HEARTBEAT.md; mv evil.md HEARTBEAT.md", false).await;
+        assert!(
+            seen.content.contains("water the plants"),
+            "the new file is seen: {}",
+            seen.content
+        );
+        assert_eq!(std::fs::read_to_string(&task).unwrap(), edited, "{}", seen.content);
+        if standing {
+            let list = registry.list("walls").await;
+            assert!(
+                list.iter().any(|i| i.command == "sleep 30" && i.ended_at.is_none()),
+                "the command started before the replacement still runs: {list:?}"
+            );
+        }
+        // Absent: a command cannot create it.
+        std::fs::remove_file(&task).unwrap();
+        let out = exec("cp evil.md HEARTBEAT.md; echo '- planted' > HEARTBEAT.md", false).await;
+        let now = std::fs::read_to_string(&task).unwrap_or_default();
+        assert!(!now.contains("planted"), "created from inside: {now:?} {}", out.content);
+        registry.shutdown().await;
+    }
+}

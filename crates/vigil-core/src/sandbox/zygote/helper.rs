@@ -65,23 +65,35 @@ pub fn serve() -> i32 {
     };
     let mut running: Vec<Running> = Vec::new();
     let mut buf = vec![0u8; MAX_REQUEST + 1];
+    // Vigil closed its end: no more commands; the helper (and the sandbox) leaves once the
+    // running ones have ended. Vigil retires a standing sandbox this way (its task file bind
+    // went stale); when Vigil itself ends, `--die-with-parent` ends the sandbox at once.
+    let mut closing = false;
     loop {
+        if closing && running.is_empty() {
+            return 0;
+        }
         let (ready_control, ready_children) = {
-            let mut fds: Vec<PollFd<'_>> = std::iter::once(PollFd::new(&control, PollFlags::IN))
+            // The control socket first, while it is open (a closed one reports a hang-up on
+            // every poll).
+            let first = usize::from(!closing);
+            let mut fds: Vec<PollFd<'_>> = std::iter::once(&control)
+                .take(first)
+                .map(|c| PollFd::new(c, PollFlags::IN))
                 .chain(running.iter().map(|r| PollFd::new(&r.pidfd, PollFlags::IN)))
                 .collect();
-            let timeout = running.is_empty().then_some(&idle);
+            let timeout = (running.is_empty() && !closing).then_some(&idle);
             match poll(&mut fds, timeout) {
                 Ok(0) => return 0, // idle: Vigil starts another when it needs one
                 Ok(_) => {}
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(_) => return 1,
             }
-            let control_ready = !fds[0].revents().is_empty();
-            // Indexes into `running` (the control socket is first in `fds`).
-            let children: Vec<usize> = (1..fds.len())
+            let control_ready = first == 1 && !fds[0].revents().is_empty();
+            // Indexes into `running` (after the control socket while it is in `fds`).
+            let children: Vec<usize> = (first..fds.len())
                 .filter(|i| !fds[*i].revents().is_empty())
-                .map(|i| i - 1)
+                .map(|i| i - first)
                 .collect();
             (control_ready, children)
         };
@@ -118,7 +130,8 @@ pub fn serve() -> i32 {
             }
         }
         if got.bytes == 0 && fds.is_empty() {
-            return 0; // Vigil closed its end: the sandbox ends, and every command in it
+            closing = true;
+            continue;
         }
         if fds.is_empty() {
             continue; // no reply socket: nobody to answer
