@@ -161,13 +161,39 @@ async fn main() {
         println!("sandbox: no zygote (the vigil-sandbox helper was not built beside this bench)");
     }
     let own = wrapped.clone().without_zygote();
+    // The two kinds of sandbox issue 30 added: read-only (commands allowed because they only
+    // read) and unattended (no network by default).
+    let read_only = Sandbox::new()
+        .wrap(&Layout {
+            read_only: true,
+            ..layout.clone()
+        })
+        .unwrap();
+    let unattended = Sandbox::new()
+        .wrap(&Layout {
+            attended: false,
+            ..layout.clone()
+        })
+        .unwrap();
     let registry = RegistryHandle::start(RegistryConfig::default(), Arc::new(SystemClock), Arc::new(NoExecEvents));
     // Alternating rounds, so all see the same machine.
     let (mut bare, mut boxed, mut alone) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ro, mut away) = (Vec::new(), Vec::new());
     for _ in 0..3 {
         bare.push(spawn_cost(&registry, None, &workspace).await);
         boxed.push(spawn_cost(&registry, Some(wrapped.clone()), &workspace).await);
         alone.push(spawn_cost(&registry, Some(own.clone()), &workspace).await);
+        ro.push(spawn_cost(&registry, Some(read_only.clone()), &workspace).await);
+        away.push(spawn_cost(&registry, Some(unattended.clone()), &workspace).await);
+    }
+    let (ro, away) = (median(ro), median(away));
+    let bare_now = median(bare.clone());
+    for (name, took) in [("read-only", ro), ("unattended", away)] {
+        let ratio = took.as_secs_f64() / bare_now.as_secs_f64();
+        println!(
+            "sandbox: `true` through exec in the {name} sandbox {took:?} vs unsandboxed {bare_now:?} -> {ratio:.2}x (goal <= 1.2x: {})",
+            if ratio <= 1.2 { "met" } else { "NOT met" }
+        );
     }
     let (bare, boxed, alone) = (median(bare), median(boxed), median(alone));
     let ratio = boxed.as_secs_f64() / bare.as_secs_f64();
