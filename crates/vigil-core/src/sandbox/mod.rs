@@ -504,19 +504,29 @@ fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
             push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), at.as_os_str()]);
         }
     }
-    // A user namespace of its own and no capabilities in it, whoever runs Vigil: bwrap keeps
-    // every capability when started by root, and with `CAP_SYS_ADMIN` a command could
-    // unmount the empty folder over the data folder and read what lies beneath.
-    push(&["--unshare-user".as_ref(), "--cap-drop".as_ref(), "ALL".as_ref()]);
-    // The network namespace (always a private one) comes from the launcher.
-    push(&["--unshare-pid".as_ref(), "--unshare-ipc".as_ref()]);
-    push(&[
+    namespaces(&mut args, layout);
+    args
+}
+
+/// The end of every sandbox's command line. A user namespace of its own and no
+/// capabilities in it, whoever runs Vigil: bwrap keeps every capability when started by
+/// root, and with `CAP_SYS_ADMIN` a command could unmount the empty folder over the data
+/// folder and read what lies beneath. The network namespace (always a private one) comes
+/// from the launcher.
+fn namespaces(args: &mut Vec<OsString>, layout: &Layout) {
+    let cwd = real(&layout.cwd);
+    let tail: [&std::ffi::OsStr; 9] = [
+        "--unshare-user".as_ref(),
+        "--cap-drop".as_ref(),
+        "ALL".as_ref(),
+        "--unshare-pid".as_ref(),
+        "--unshare-ipc".as_ref(),
         "--die-with-parent".as_ref(),
         "--chdir".as_ref(),
-        real(&layout.cwd).as_os_str(),
+        cwd.as_os_str(),
         "--".as_ref(),
-    ]);
-    args
+    ];
+    args.extend(tail.iter().map(|s| s.to_os_string()));
 }
 
 /// `<workspace>/HEARTBEAT.md` as the sandbox binds it, made empty first when absent; `None`
@@ -623,14 +633,7 @@ fn read_only_arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
         }
     }
     push(&["--remount-ro".as_ref(), "/".as_ref()]);
-    push(&["--unshare-user".as_ref(), "--cap-drop".as_ref(), "ALL".as_ref()]);
-    push(&["--unshare-pid".as_ref(), "--unshare-ipc".as_ref()]);
-    push(&[
-        "--die-with-parent".as_ref(),
-        "--chdir".as_ref(),
-        real(&layout.cwd).as_os_str(),
-        "--".as_ref(),
-    ]);
+    namespaces(&mut args, layout);
     args
 }
 

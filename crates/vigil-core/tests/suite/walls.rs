@@ -153,15 +153,20 @@ fn outside(p: &Planted) -> BTreeSet<String> {
     facts(&String::from_utf8_lossy(&out.stdout), p)
 }
 
-/// The probe run by `exec` in the sandbox of a run that is `attended` or not.
-async fn inside(p: &Planted, settings: SandboxSettings, attended: bool) -> BTreeSet<String> {
+/// A process registry and the tools over it, with no one listening to its events.
+fn registry_and_tools() -> (RegistryHandle, ToolRegistry) {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let registry = RegistryHandle::start(
         RegistryConfig::default(),
         std::sync::Arc::new(vigil_core::clock::SystemClock),
         std::sync::Arc::new(ChannelExecEvents(tx)),
     );
-    let tools = ToolRegistry::with_builtins_and_exec(registry);
+    (registry.clone(), ToolRegistry::with_builtins_and_exec(registry))
+}
+
+/// What `exec` runs with: the planted workspace, its data folder and fake home, in the
+/// sandbox of a run that is `attended` or not.
+fn context(p: &Planted, settings: SandboxSettings, attended: bool) -> ToolContext {
     let mut ctx = ToolContext::new(&p.workspace).with_owner("walls");
     ctx.data_dir = Some(p.data.clone());
     ctx.sandbox = Some(TurnSandbox {
@@ -171,6 +176,13 @@ async fn inside(p: &Planted, settings: SandboxSettings, attended: bool) -> BTree
         attended,
         home: Some(p.home.clone()),
     });
+    ctx
+}
+
+/// The probe run by `exec` in the sandbox of a run that is `attended` or not.
+async fn inside(p: &Planted, settings: SandboxSettings, attended: bool) -> BTreeSet<String> {
+    let (_registry, tools) = registry_and_tools();
+    let ctx = context(p, settings, attended);
     let command = format!("python3 reach.py '{}'", p.request);
     let out = tools
         .execute("exec", json!({ "command": command, "pty": false }), &ctx)
@@ -260,21 +272,8 @@ async fn no_sandbox_reaches_a_host_socket_loopback_service_secret_or_unapproved_
 async fn a_server_and_its_client_in_one_sandbox_still_talk() {
     ready();
     let p = plant(outside_tmp());
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let registry = RegistryHandle::start(
-        RegistryConfig::default(),
-        std::sync::Arc::new(vigil_core::clock::SystemClock),
-        std::sync::Arc::new(ChannelExecEvents(tx)),
-    );
-    let tools = ToolRegistry::with_builtins_and_exec(registry.clone());
-    let mut ctx = ToolContext::new(&p.workspace).with_owner("walls");
-    ctx.sandbox = Some(TurnSandbox {
-        sandbox: Sandbox::new(),
-        settings: SandboxSettings::default(),
-        data_dir: p.data.clone(),
-        attended: true,
-        home: Some(p.home.clone()),
-    });
+    let (registry, tools) = registry_and_tools();
+    let ctx = context(&p, SandboxSettings::default(), true);
     std::fs::write(p.workspace.join("page.txt"), "served from inside\n").unwrap();
     let server = tools
         .execute(
@@ -396,22 +395,9 @@ async fn a_commands_folder_outside_the_workspace_is_never_made_writable() {
     for (base, standing) in [(outside_tmp(), true), (tempfile::tempdir().unwrap(), false)] {
         let p = plant(base);
         std::os::unix::fs::symlink(p.home.join(".config/autostart"), p.workspace.join("autostart")).unwrap();
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let registry = RegistryHandle::start(
-            RegistryConfig::default(),
-            std::sync::Arc::new(vigil_core::clock::SystemClock),
-            std::sync::Arc::new(ChannelExecEvents(tx)),
-        );
-        let tools = ToolRegistry::with_builtins_and_exec(registry.clone());
+        let (registry, tools) = registry_and_tools();
         for attended in [true, false] {
-            let mut ctx = ToolContext::new(&p.workspace).with_owner("walls");
-            ctx.sandbox = Some(TurnSandbox {
-                sandbox: Sandbox::new(),
-                settings: SandboxSettings::default(),
-                data_dir: p.data.clone(),
-                attended,
-                home: Some(p.home.clone()),
-            });
+            let ctx = context(&p, SandboxSettings::default(), attended);
             for workdir in [
                 p.home.display().to_string(),
                 p.root.display().to_string(),
@@ -501,21 +487,8 @@ async fn no_command_can_create_or_change_the_task_file() {
             "```json\n{\"routines\": [\"planted\"]}\n```\n",
         )
         .unwrap();
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let registry = RegistryHandle::start(
-            RegistryConfig::default(),
-            std::sync::Arc::new(vigil_core::clock::SystemClock),
-            std::sync::Arc::new(ChannelExecEvents(tx)),
-        );
-        let tools = ToolRegistry::with_builtins_and_exec(registry.clone());
-        let mut ctx = ToolContext::new(&p.workspace).with_owner("walls");
-        ctx.sandbox = Some(TurnSandbox {
-            sandbox: Sandbox::new(),
-            settings: SandboxSettings::default(),
-            data_dir: p.data.clone(),
-            attended: false,
-            home: Some(p.home.clone()),
-        });
+        let (registry, tools) = registry_and_tools();
+        let ctx = context(&p, SandboxSettings::default(), false);
         let exec = |command: &str, background: bool| {
             tools.execute(
                 "exec",
