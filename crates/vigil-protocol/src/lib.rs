@@ -215,6 +215,10 @@ pub enum ApprovalKind {
     /// Calling a tool of an MCP server; `command` names it (`mcp__<server>__<tool>`) and
     /// `mcp` says what it is called with.
     McpCall,
+    /// Changing a file that steers every future run (`AGENTS.md`, `SKILLS.md`, `USER.md`,
+    /// `MEMORY.md`, `HEARTBEAT.md` in the workspace); `command` names it. Asked each time
+    /// under `ask` ("always" is not offered), refused under `read-only` and `allowlist`.
+    SteerFile,
 }
 
 /// Which kind of work an event belongs to.

@@ -228,6 +228,8 @@ export function requestTitle(kind: ApprovalKind): string {
       return 'Vigil wants to type into this running command';
     case 'mcp_call':
       return 'Vigil wants to use a tool of an MCP server';
+    case 'steer_file':
+      return 'Vigil wants to change a file that steers every future run';
   }
 }
 
@@ -321,6 +323,8 @@ export function alwaysHint(kind: ApprovalKind, prefix: string): string {
       return 'Typing into a command is asked about each time';
     case 'mcp_call':
       return `Use the MCP tool ${prefix} from now on without asking, whatever its arguments`;
+    case 'steer_file':
+      return 'A change to a file that steers every run is asked about each time';
   }
 }
 
@@ -330,6 +334,7 @@ export const KIND_LABEL: Record<ApprovalKind, string> = {
   write_outside: 'Write',
   process_input: 'Input',
   mcp_call: 'MCP tool',
+  steer_file: 'Steering file',
 };
 
 /** The policies as the settings pane offers them, in order, with what each means. */

@@ -223,7 +223,7 @@ export type MessageKind = { "type": "plain" } | { "type": "interrupt" } | { "typ
 
 export type ApprovalDecision = "approve" | "always" | "deny";
 
-export type ApprovalKind = "exec" | "read_outside" | "write_outside" | "process_input" | "mcp_call";
+export type ApprovalKind = "exec" | "read_outside" | "write_outside" | "process_input" | "mcp_call" | "steer_file";
 
 export type CommandPart = { 
 /**

@@ -147,7 +147,8 @@ pub fn prefix_of(kind: ApprovalKind, subject: &str) -> String {
     match kind {
         ApprovalKind::Exec => remembered_prefix(subject).unwrap_or_default(),
         // Input is judged anew each time: "always" would let any text into the program.
-        ApprovalKind::ProcessInput => String::new(),
+        // A file that steers every future run is shown each time it changes.
+        ApprovalKind::ProcessInput | ApprovalKind::SteerFile => String::new(),
         // That tool of that server, whatever its arguments.
         ApprovalKind::McpCall => subject.to_string(),
         ApprovalKind::ReadOutside | ApprovalKind::WriteOutside => Path::new(subject)
@@ -392,6 +393,9 @@ impl Approvals {
                 false => Err("its server is not trusted and the user has not always allowed this tool".into()),
             };
         }
+        if request.kind == ApprovalKind::SteerFile {
+            return Err("a file that steers every future run is asked about each time".into());
+        }
         if request.kind == ApprovalKind::ProcessInput {
             // Only a command the user chose to always allow may take input unasked.
             return match shell::analyze(&request.subject) {
@@ -555,6 +559,7 @@ impl Approvals {
             ApprovalKind::Exec => format!("the command `{}`", shell::visible(&request.subject)),
             ApprovalKind::ReadOutside => format!("reading {} (outside the workspace)", request.subject),
             ApprovalKind::WriteOutside => format!("changing {} (outside the workspace)", request.subject),
+            ApprovalKind::SteerFile => format!("changing {}, a file that steers every future run", request.subject),
             ApprovalKind::ProcessInput => {
                 format!("typing into the running command `{}`", shell::visible(&request.subject))
             }
@@ -619,7 +624,10 @@ impl Approvals {
                 };
             }
             ApprovalPolicy::ReadOnly
-                if matches!(request.kind, ApprovalKind::WriteOutside | ApprovalKind::ProcessInput) =>
+                if matches!(
+                    request.kind,
+                    ApprovalKind::WriteOutside | ApprovalKind::ProcessInput | ApprovalKind::SteerFile
+                ) =>
             {
                 return Verdict::Denied(format!(
                     "Denied: {what}. The approval policy is read-only; ask the user to change it in Settings."

@@ -100,6 +100,18 @@ pub fn resolve_path(workspace: &Path, raw: &str) -> Result<ResolvedPath, PathErr
     }
 }
 
+/// The workspace's own files that steer every future run: the prompt files and the
+/// heartbeat's checklist and task block.
+fn steers_runs(workspace: &Path, abs: &Path) -> bool {
+    let root = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
+    let (Some(parent), Some(name)) = (abs.parent(), abs.file_name().and_then(|n| n.to_str())) else {
+        return false;
+    };
+    (parent == root || parent == workspace)
+        && (crate::workspace::PROMPT_FILES.iter().any(|(f, _)| *f == name)
+            || name == crate::heartbeat::file::HEARTBEAT_FILE)
+}
+
 /// [`resolve_path`] for a tool call: a path outside the workspace is put to the turn's
 /// approval gate (reading and changing are asked about separately) and used if allowed.
 /// Without a gate, outside paths are refused. The error is the text the model sees.
@@ -113,6 +125,18 @@ pub async fn resolve_for(ctx: &super::ToolContext, raw: &str, write: bool) -> Re
         }
     }
     match (resolved, &ctx.gate) {
+        // A file every future prompt (or the routines) is built from: shown to the gate as
+        // such, asked under `ask`, whoever's run it is.
+        (Ok(p), Some(gate)) if write && steers_runs(&ctx.workspace, &p.abs) => {
+            let shown = p.abs.display().to_string();
+            match gate
+                .check(ApprovalKind::SteerFile, &shown, None, &[], false, None)
+                .await
+            {
+                crate::approval::Verdict::Allowed | crate::approval::Verdict::ReadOnly => Ok(p),
+                crate::approval::Verdict::Denied(why) => Err(why),
+            }
+        }
         (Ok(p), _) => Ok(p),
         (Err(PathError::OutsideWorkspace { resolved, .. }), Some(gate)) => {
             let kind = if write {

@@ -23,6 +23,7 @@ mod run_usage;
 mod runtime;
 mod sandbox;
 mod sessions;
+mod steering;
 mod support;
 mod tool_calls;
 mod trust;
