@@ -562,7 +562,11 @@ async fn without_bubblewrap_an_unattended_command_asks_before_it_runs_outside() 
     ]));
     rt.submit(user("start it, then touch the marker"));
     let first = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { approval_id, expires_at, .. } => {
+        Event::ApprovalRequested {
+            approval_id,
+            expires_at,
+            ..
+        } => {
             assert!(expires_at.is_none(), "the user's own turn waits for them");
             Some(approval_id.clone())
         }
