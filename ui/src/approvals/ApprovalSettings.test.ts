@@ -37,11 +37,20 @@ vi.mock('../lib/ipc', () => {
 
 const { default: ApprovalSettings } = await import('./ApprovalSettings.svelte');
 
-const READY: SandboxView = { available: true, network: true, writable: ['/home/you/.cache/pip'] };
+const DEFAULTS = ['~/.ssh', '~/.gnupg', '~/.aws'];
+const READY: SandboxView = {
+  available: true,
+  network: true,
+  unattended_network: false,
+  network_available: true,
+  hidden: [...DEFAULTS],
+  default_hidden: [...DEFAULTS],
+  writable: ['/home/you/.cache/pip'],
+};
 const MISSING: SandboxView = {
+  ...READY,
   available: false,
   problem: 'bubblewrap (bwrap) is not installed; install the `bubblewrap` package',
-  network: true,
   writable: [],
 };
 
@@ -191,7 +200,7 @@ describe('the always-allowed rules in Settings → Approvals', () => {
 
 describe('the sandbox, pure', () => {
   it('words a missing problem and never doubles the full stop', () => {
-    expect(sandboxStatus({ available: false, network: true, writable: [] }).headline).toBe(
+    expect(sandboxStatus({ ...MISSING, problem: undefined }).headline).toBe(
       'The sandbox is unavailable: bubblewrap cannot start here.',
     );
     expect(sandboxStatus({ ...MISSING, problem: 'no user namespaces.' }).headline).toBe('The sandbox is unavailable: no user namespaces.');
