@@ -228,12 +228,12 @@ describe('the network switches in Settings → Approvals', () => {
     backend.view.sandbox = {
       ...structuredClone(READY),
       network_available: false,
-      network_problem: 'slirp4netns is not installed, so commands get no network even where it is allowed; install the `slirp4netns` package',
+      network_problem: 'Commands get no network, even where it is allowed: slirp4netns is not installed; install the `slirp4netns` package',
     };
     const pane = await show();
     const problem = q(pane, 'settings-sandbox-network-problem')!;
     expect(problem.textContent).toBe(
-      'Slirp4netns is not installed, so commands get no network even where it is allowed; install the slirp4netns package.',
+      'Commands get no network, even where it is allowed: slirp4netns is not installed; install the slirp4netns package.',
     );
     expect(problem.querySelector('code')?.textContent).toBe('slirp4netns');
   });
@@ -351,7 +351,7 @@ describe('the sandbox, pure', () => {
   it('words a missing network helper as one sentence', () => {
     expect(networkStatus(READY)).toBeNull();
     expect(networkStatus({ ...READY, network_available: false })).toBe(
-      'Slirp4netns, which gives commands their network, is not installed.',
+      'Commands get no network: slirp4netns, which gives them one, is not installed.',
     );
   });
 

@@ -34,7 +34,7 @@ export function sandboxStatus(sandbox: SandboxView): SandboxStatus {
 /** Why no command gets a network here, as one sentence; null when they can have one. */
 export function networkStatus(sandbox: SandboxView): string | null {
   if (sandbox.network_available) return null;
-  const problem = sandbox.network_problem?.trim() || 'slirp4netns, which gives commands their network, is not installed';
+  const problem = sandbox.network_problem?.trim() || 'Commands get no network: slirp4netns, which gives them one, is not installed';
   return `${problem.charAt(0).toUpperCase()}${problem.slice(1).replace(/\.$/, '')}.`;
 }
 

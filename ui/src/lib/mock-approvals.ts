@@ -103,7 +103,7 @@ export function createMockGate(variant: string, emit: Emit) {
           available: false,
           problem: 'bubblewrap (bwrap) is not installed; install the `bubblewrap` package',
           network_available: false,
-          network_problem: 'slirp4netns is not installed, so commands get no network even where it is allowed; install the `slirp4netns` package',
+          network_problem: 'Commands get no network, even where it is allowed: slirp4netns is not installed; install the `slirp4netns` package',
           ...networks,
           writable: [],
         }

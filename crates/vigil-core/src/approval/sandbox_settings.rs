@@ -98,7 +98,7 @@ impl Approvals {
             Availability::Unavailable(why) => Some(why),
         };
         let network_problem = Sandbox::network_helper().is_none().then(|| {
-            "slirp4netns is not installed, so commands get no network even where it is allowed; install the `slirp4netns` package".to_string()
+            "Commands get no network, even where it is allowed: slirp4netns is not installed; install the `slirp4netns` package".to_string()
         });
         vigil_protocol::SandboxView {
             available: problem.is_none(),
