@@ -3,6 +3,7 @@
 
 use tauri::State;
 use tauri_plugin_store::StoreExt;
+use vigil_core::approval::SettingError;
 use vigil_core::protocol::{
     ApprovalKind, ApprovalPolicy, ApprovalsView, CommandError, ConnectionVerdict, HealthView, HeartbeatChecks,
     HeartbeatSettings, HeartbeatView, History, Op, ProcessSummary, ProviderSettings, RoutineDraft, RoutineRun,
@@ -163,11 +164,44 @@ pub async fn forget_approval(
     Ok(approvals.view())
 }
 
-/// "Commands may use the network"; saved by the core at once, for the next command.
+/// "Your own turns' commands may use the network"; saved by the core at once, for the next
+/// command.
 #[tauri::command]
 pub async fn set_sandbox_network(state: State<'_, AppState>, on: bool) -> Result<ApprovalsView, CommandError> {
     let approvals = state.runtime.approvals();
     approvals.set_sandbox_network(on).map_err(|e| error("storage", e))?;
+    Ok(approvals.view())
+}
+
+/// "Runs nobody watches may use the network" (heartbeat, routines, continuations); saved by
+/// the core at once.
+#[tauri::command]
+pub async fn set_sandbox_unattended_network(
+    state: State<'_, AppState>,
+    on: bool,
+) -> Result<ApprovalsView, CommandError> {
+    let approvals = state.runtime.approvals();
+    approvals
+        .set_sandbox_unattended_network(on)
+        .map_err(|e| error("storage", e))?;
+    Ok(approvals.view())
+}
+
+/// Replaces the paths every sandbox shows empty. A refused entry is `invalid_path` on
+/// `hidden`, and nothing is saved.
+#[tauri::command]
+pub async fn set_sandbox_hidden(
+    state: State<'_, AppState>,
+    hidden: Vec<String>,
+) -> Result<ApprovalsView, CommandError> {
+    let approvals = state.runtime.approvals();
+    approvals.set_sandbox_hidden(&hidden).map_err(|e| match e {
+        SettingError::Refused(why) => CommandError {
+            field: Some("hidden".to_string()),
+            ..error("invalid_path", why)
+        },
+        other => error("storage", other),
+    })?;
     Ok(approvals.view())
 }
 

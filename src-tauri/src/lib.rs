@@ -333,6 +333,8 @@ pub fn run() {
             commands::forget_approval,
             commands::set_sandbox_network,
             commands::set_sandbox_writable,
+            commands::set_sandbox_unattended_network,
+            commands::set_sandbox_hidden,
             commands::list_routines,
             commands::add_routine,
             commands::update_routine,

@@ -138,8 +138,23 @@ pub struct SandboxView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub problem: Option<String>,
-    /// "Commands may use the network".
+    /// The user's own turns' commands may use the network.
     pub network: bool,
+    /// Commands of runs nobody watches (heartbeat, routine jobs, continuations) may use the
+    /// network. Off by default.
+    pub unattended_network: bool,
+    /// slirp4netns is installed: without it no command gets a network, whatever the switches
+    /// say.
+    pub network_available: bool,
+    /// Why commands get no network here, when they do not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub network_problem: Option<String>,
+    /// Paths every sandbox shows empty (`~` is the home): `~/.ssh`, `~/.aws`, … An empty list
+    /// hides nothing.
+    pub hidden: Vec<String>,
+    /// The list "Restore defaults" puts back.
+    pub default_hidden: Vec<String>,
     /// Folders writable besides the workspace and the command's own folder.
     pub writable: Vec<String>,
 }

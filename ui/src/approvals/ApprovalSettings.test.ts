@@ -1,10 +1,11 @@
 // Settings → Approvals, mounted as the settings pane mounts it, against a stand-in for the
-// Rust commands: the sandbox's state in words, the network switch, and the extra writable
-// folders (add by a full path, remove), with refusals shown where they belong.
+// Rust commands: the sandbox's state in words, the two network switches, the extra writable
+// folders (add by a full path, remove) and the paths hidden from commands (edit, save,
+// restore defaults), with refusals shown where they belong.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { flushSync, mount, tick, unmount } from 'svelte';
 import type { ApprovalsView, SandboxView } from '../lib/protocol';
-import { addFolder, removeFolder, sandboxStatus } from './sandbox';
+import { addFolder, hiddenLines, hiddenSlip, networkStatus, removeFolder, sandboxStatus } from './sandbox';
 
 const backend = vi.hoisted(() => ({
   view: null as unknown as ApprovalsView,
@@ -30,6 +31,11 @@ vi.mock('../lib/ipc', () => {
     setSandboxNetwork: (on: boolean) => answer('set_sandbox_network', on, () => (backend.view.sandbox.network = on)),
     setSandboxWritable: (folders: string[]) =>
       answer('set_sandbox_writable', folders, () => (backend.view.sandbox.writable = [...folders])),
+    setSandboxUnattendedNetwork: (on: boolean) =>
+      answer('set_sandbox_unattended_network', on, () => (backend.view.sandbox.unattended_network = on)),
+    // Tidies as the core does the one way these tests need: a trailing slash goes.
+    setSandboxHidden: (hidden: string[]) =>
+      answer('set_sandbox_hidden', hidden, () => (backend.view.sandbox.hidden = hidden.map((h) => h.replace(/\/+$/, '')))),
     toCommandError: (e: { code: string; message: string }) => e,
     PRIMARY_SESSION: 'main',
   };
@@ -37,11 +43,20 @@ vi.mock('../lib/ipc', () => {
 
 const { default: ApprovalSettings } = await import('./ApprovalSettings.svelte');
 
-const READY: SandboxView = { available: true, network: true, writable: ['/home/you/.cache/pip'] };
+const DEFAULTS = ['~/.ssh', '~/.gnupg', '~/.aws'];
+const READY: SandboxView = {
+  available: true,
+  network: true,
+  unattended_network: false,
+  network_available: true,
+  hidden: [...DEFAULTS],
+  default_hidden: [...DEFAULTS],
+  writable: ['/home/you/.cache/pip'],
+};
 const MISSING: SandboxView = {
+  ...READY,
   available: false,
   problem: 'bubblewrap (bwrap) is not installed; install the `bubblewrap` package',
-  network: true,
   writable: [],
 };
 
@@ -174,6 +189,135 @@ describe('the sandbox in Settings → Approvals', () => {
   });
 });
 
+describe('the network switches in Settings → Approvals', () => {
+  const label = (box: HTMLInputElement) => box.closest('label')?.querySelector('.label')?.textContent;
+
+  it('shows the user’s turns and the runs nobody watches as two switches, unattended off', async () => {
+    const pane = await show();
+    const own = q<HTMLInputElement>(pane, 'settings-sandbox-network')!;
+    const unattended = q<HTMLInputElement>(pane, 'settings-sandbox-unattended-network')!;
+    expect(label(own)).toBe('Your own turns’ commands may use the network');
+    expect(label(unattended)).toBe('Runs nobody watches may use the network (heartbeat, routines, continuations)');
+    expect([own.checked, unattended.checked]).toEqual([true, false]);
+    expect(q(pane, 'settings-sandbox-unattended-warning')?.textContent).toMatch(/send your files away, with nobody there to stop it/);
+    expect(q(pane, 'settings-sandbox-network-problem')).toBeNull();
+  });
+
+  it('switches the runs nobody watches on through the core, leaving the user’s own switch alone', async () => {
+    const pane = await show();
+    const unattended = q<HTMLInputElement>(pane, 'settings-sandbox-unattended-network')!;
+    unattended.click();
+    await settle();
+    expect(backend.calls).toEqual([['set_sandbox_unattended_network', true]]);
+    expect(backend.view.sandbox).toMatchObject({ network: true, unattended_network: true });
+    expect(unattended.checked).toBe(true);
+    expect(q<HTMLInputElement>(pane, 'settings-sandbox-network')!.checked).toBe(true);
+  });
+
+  it('puts the unattended switch back and says so when it is not saved', async () => {
+    const pane = await show();
+    backend.failNext = { code: 'storage', message: 'disk full' };
+    const unattended = q<HTMLInputElement>(pane, 'settings-sandbox-unattended-network')!;
+    unattended.click();
+    await settle();
+    expect(unattended.checked).toBe(false);
+    expect(q(pane, 'settings-sandbox-error')?.textContent).toBe('The network setting was not changed: disk full');
+  });
+
+  it('says when no command can have a network here, whatever the switches say', async () => {
+    backend.view.sandbox = {
+      ...structuredClone(READY),
+      network_available: false,
+      network_problem: 'Commands get no network, even where it is allowed: slirp4netns is not installed; install the `slirp4netns` package',
+    };
+    const pane = await show();
+    const problem = q(pane, 'settings-sandbox-network-problem')!;
+    expect(problem.textContent).toBe(
+      'Commands get no network, even where it is allowed: slirp4netns is not installed; install the slirp4netns package.',
+    );
+    expect(problem.querySelector('code')?.textContent).toBe('slirp4netns');
+  });
+});
+
+describe('the paths hidden from commands in Settings → Approvals', () => {
+  const box = (pane: HTMLElement) => q<HTMLTextAreaElement>(pane, 'settings-sandbox-hidden-text')!;
+
+  async function edit(pane: HTMLElement, text: string): Promise<void> {
+    box(pane).value = text;
+    box(pane).dispatchEvent(new Event('input', { bubbles: true }));
+    flushSync();
+  }
+
+  async function submit(pane: HTMLElement): Promise<void> {
+    q<HTMLFormElement>(pane, 'settings-sandbox-hidden')!.dispatchEvent(new Event('submit', { bubbles: true, cancelable: true }));
+    await settle();
+  }
+
+  it('shows the list one path per line and says what hiding does', async () => {
+    const pane = await show();
+    expect(box(pane).value).toBe('~/.ssh\n~/.gnupg\n~/.aws');
+    expect(q(pane, 'settings-sandbox-hidden-note')?.textContent).toMatch(/appear empty to every command/);
+    expect(q<HTMLButtonElement>(pane, 'settings-sandbox-hidden-save')!.disabled).toBe(true);
+    expect(q<HTMLButtonElement>(pane, 'settings-sandbox-hidden-defaults')!.disabled).toBe(true);
+    expect(q(pane, 'settings-sandbox-hidden-empty')).toBeNull();
+  });
+
+  it('saves the edited lines and shows what the core kept', async () => {
+    const pane = await show();
+    await edit(pane, '~/.ssh\n\n  ~/.kube/ \n/srv/secrets');
+    expect(q(pane, 'settings-sandbox-hidden-unsaved')?.textContent).toBe('Not saved yet');
+    await submit(pane);
+    expect(backend.calls).toEqual([['set_sandbox_hidden', ['~/.ssh', '~/.kube/', '/srv/secrets']]]);
+    expect(box(pane).value).toBe('~/.ssh\n~/.kube\n/srv/secrets');
+    expect(q(pane, 'settings-sandbox-hidden-unsaved')).toBeNull();
+    // Defaults can come back now.
+    expect(q<HTMLButtonElement>(pane, 'settings-sandbox-hidden-defaults')!.disabled).toBe(false);
+  });
+
+  it('refuses a relative path before asking the core, and shows the core’s refusal', async () => {
+    const pane = await show();
+    await edit(pane, '~/.ssh\n.aws');
+    await submit(pane);
+    expect(backend.calls).toEqual([]);
+    expect(q(pane, 'settings-sandbox-hidden-error')?.textContent).toBe('.aws is neither in your home (~/…) nor a full path (/…)');
+    expect(box(pane).getAttribute('aria-invalid')).toBe('true');
+
+    backend.failNext = { code: 'invalid_path', field: 'hidden', message: '~bob/.ssh names another user’s home; write it as a full path' };
+    await edit(pane, '~/.ssh\n/ok');
+    expect(q(pane, 'settings-sandbox-hidden-error')).toBeNull();
+    await submit(pane);
+    expect(q(pane, 'settings-sandbox-hidden-error')?.textContent).toMatch(/another user’s home/);
+    // Nothing was saved, and what was typed stays for correcting.
+    expect(backend.view.sandbox.hidden).toEqual(DEFAULTS);
+    expect(box(pane).value).toBe('~/.ssh\n/ok');
+  });
+
+  it('saves an empty list, warns that nothing is hidden, and restores the defaults', async () => {
+    const pane = await show();
+    await edit(pane, '');
+    await submit(pane);
+    expect(backend.calls).toEqual([['set_sandbox_hidden', []]]);
+    expect(q(pane, 'settings-sandbox-hidden-empty')?.textContent).toBe(
+      'Nothing is hidden: commands can read ~/.ssh, ~/.aws and every other secret in your home.',
+    );
+
+    q<HTMLButtonElement>(pane, 'settings-sandbox-hidden-defaults')!.click();
+    await settle();
+    expect(backend.calls.at(-1)).toEqual(['set_sandbox_hidden', DEFAULTS]);
+    expect(box(pane).value).toBe(DEFAULTS.join('\n'));
+    expect(q(pane, 'settings-sandbox-hidden-empty')).toBeNull();
+    expect(q<HTMLButtonElement>(pane, 'settings-sandbox-hidden-defaults')!.disabled).toBe(true);
+  });
+
+  it('keeps what is being typed when another setting reloads the view', async () => {
+    const pane = await show();
+    await edit(pane, '~/.ssh\n/typing');
+    q<HTMLInputElement>(pane, 'settings-sandbox-unattended-network')!.click();
+    await settle();
+    expect(box(pane).value).toBe('~/.ssh\n/typing');
+  });
+});
+
 describe('the always-allowed rules in Settings → Approvals', () => {
   it('shows the folder each command rule applies in, the workspace for one from before folders', async () => {
     backend.view.rules = [
@@ -191,10 +335,24 @@ describe('the always-allowed rules in Settings → Approvals', () => {
 
 describe('the sandbox, pure', () => {
   it('words a missing problem and never doubles the full stop', () => {
-    expect(sandboxStatus({ available: false, network: true, writable: [] }).headline).toBe(
+    expect(sandboxStatus({ ...MISSING, problem: undefined }).headline).toBe(
       'The sandbox is unavailable: bubblewrap cannot start here.',
     );
     expect(sandboxStatus({ ...MISSING, problem: 'no user namespaces.' }).headline).toBe('The sandbox is unavailable: no user namespaces.');
+  });
+
+  it('reads the hidden list from its text box and catches a typing slip', () => {
+    expect(hiddenLines(' ~/.ssh \n\n/srv/x\n')).toEqual(['~/.ssh', '/srv/x']);
+    expect(hiddenSlip(['~/.ssh', '/srv/x'])).toBeNull();
+    expect(hiddenSlip(['~/.ssh', 'notes'])).toBe('notes is neither in your home (~/…) nor a full path (/…)');
+    expect(hiddenSlip(['~/a/../.ssh'])).toBe('~/a/../.ssh contains “..”; write the path without it');
+  });
+
+  it('words a missing network helper as one sentence', () => {
+    expect(networkStatus(READY)).toBeNull();
+    expect(networkStatus({ ...READY, network_available: false })).toBe(
+      'Commands get no network: slirp4netns, which gives them one, is not installed.',
+    );
   });
 
   it('checks a typed folder and edits the list', () => {

@@ -344,9 +344,23 @@ export function forgetApproval(kind: ApprovalKind, prefix: string): Promise<Appr
   return call('forget_approval', { kind, prefix });
 }
 
-/** "Commands may use the network" for sandboxed commands; saved at once. */
+/** "Your own turns' commands may use the network" for sandboxed commands; saved at once. */
 export function setSandboxNetwork(on: boolean): Promise<ApprovalsView> {
   return call('set_sandbox_network', { on });
+}
+
+/** "Runs nobody watches may use the network" (heartbeat, routines, continuations); saved at once. */
+export function setSandboxUnattendedNetwork(on: boolean): Promise<ApprovalsView> {
+  return call('set_sandbox_unattended_network', { on });
+}
+
+/**
+ * Replaces the paths every sandbox shows empty (`~/…` or full paths, no `..`; an empty list
+ * hides nothing). The core tidies them; a refused entry rejects with `invalid_path` on field
+ * `hidden`, and nothing is saved.
+ */
+export function setSandboxHidden(hidden: string[]): Promise<ApprovalsView> {
+  return call('set_sandbox_hidden', { hidden });
 }
 
 /**

@@ -72,6 +72,15 @@ function ruleCovers(rule: ApprovalRule, kind: ApprovalKind, subject: string): bo
   return subject === rule.prefix || subject.startsWith(`${rule.prefix.replace(/\/$/, '')}/`);
 }
 
+/** The core's `DEFAULT_HIDDEN` (vigil-core `sandbox/mod.rs`), for the mock's view. */
+const DEFAULT_HIDDEN = [
+  '~/.ssh', '~/.gnupg', '~/.aws', '~/.azure', '~/.config/gcloud', '~/.kube', '~/.docker', '~/.netrc',
+  '~/.git-credentials', '~/.config/gh', '~/.password-store', '~/.local/share/keyrings', '~/.pki', '~/.mozilla',
+  '~/.thunderbird', '~/.config/google-chrome', '~/.config/chromium', '~/.config/BraveSoftware',
+  '~/.config/microsoft-edge', '~/.config/evolution', '~/.local/share/evolution', '~/.npmrc', '~/.pypirc',
+  '~/.cargo/credentials.toml', '~/.config/hub',
+];
+
 /** Vigil's data folder in the mock; no writable folder may hold it or lie in it. */
 const DATA_DIR = '/home/you/.local/share/vigil';
 
@@ -86,16 +95,24 @@ export function createMockGate(variant: string, emit: Emit) {
   const waiting = new Map<string, { sessionId: string; runId: string; decide: (d: ApprovalDecision) => void }>();
   let seq = 0;
 
-  // `?mock=no-sandbox` shows what a machine without bubblewrap looks like.
+  // `?mock=no-sandbox` shows what a machine without bubblewrap (nor slirp4netns) looks like.
+  const networks = { network: true, unattended_network: false, hidden: [...DEFAULT_HIDDEN], default_hidden: [...DEFAULT_HIDDEN] };
   let sandbox: ApprovalsView['sandbox'] =
     variant === 'no-sandbox'
-      ? { available: false, problem: 'bubblewrap (bwrap) is not installed; install the `bubblewrap` package', network: true, writable: [] }
-      : { available: true, network: true, writable: ['/home/you/.cache/pip'] };
+      ? {
+          available: false,
+          problem: 'bubblewrap (bwrap) is not installed; install the `bubblewrap` package',
+          network_available: false,
+          network_problem: 'Commands get no network, even where it is allowed: slirp4netns is not installed; install the `slirp4netns` package',
+          ...networks,
+          writable: [],
+        }
+      : { available: true, network_available: true, ...networks, writable: ['/home/you/.cache/pip'] };
   const view = (): ApprovalsView => ({
     policy,
     policy_from_env: fromEnv,
     rules: [...rules],
-    sandbox: { ...sandbox, writable: [...sandbox.writable] },
+    sandbox: { ...sandbox, hidden: [...sandbox.hidden], default_hidden: [...sandbox.default_hidden], writable: [...sandbox.writable] },
   });
 
   const covered = (kind: ApprovalKind, part: string) =>
@@ -171,6 +188,28 @@ export function createMockGate(variant: string, emit: Emit) {
     return view();
   }
 
+  function setUnattendedNetwork(on: boolean): ApprovalsView {
+    sandbox = { ...sandbox, unattended_network: on };
+    return view();
+  }
+
+  /** As `set_sandbox_hidden`: `~/…` or full paths without `..`, tidied, each once. */
+  function setHidden(entries: string[]): ApprovalsView {
+    const kept: string[] = [];
+    for (const typed of entries.map((e) => e.trim()).filter((e) => e !== '')) {
+      const refuse = (why: string) => ({ code: 'invalid_path', field: 'hidden', message: `${typed} ${why}` });
+      const root = typed === '~' || typed.startsWith('~/') ? '~' : typed.startsWith('/') ? '' : null;
+      if (root === null) throw refuse('is neither in your home (~/…) nor a full path (/…)');
+      const parts = typed.slice(root.length).split('/').filter((p) => p !== '' && p !== '.');
+      if (parts.includes('..')) throw refuse('contains “..”; write the path without it');
+      if (parts.length === 0) throw refuse(`would hide ${root ? 'your whole home folder' : 'the whole file system'}, the workspace with it`);
+      const entry = `${root}/${parts.join('/')}`;
+      if (!kept.includes(entry)) kept.push(entry);
+    }
+    sandbox = { ...sandbox, hidden: kept };
+    return view();
+  }
+
   /** As `set_sandbox_writable`: full paths only, never at or around the data folder. */
   function setWritable(folders: string[]): ApprovalsView {
     const checked: string[] = [];
@@ -192,5 +231,5 @@ export function createMockGate(variant: string, emit: Emit) {
     return view();
   }
 
-  return { view, check, answer, cancelSession, setPolicy, forget, setNetwork, setWritable };
+  return { view, check, answer, cancelSession, setPolicy, forget, setNetwork, setUnattendedNetwork, setHidden, setWritable };
 }

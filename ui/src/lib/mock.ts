@@ -546,6 +546,8 @@ export function createMockBackend(variant: string): Backend {
     forget_approval: (args) => gate.forget(args.kind as ApprovalKind, args.prefix as string),
     set_sandbox_network: (args) => gate.setNetwork(args.on as boolean),
     set_sandbox_writable: (args) => gate.setWritable(args.folders as string[]),
+    set_sandbox_unattended_network: (args) => gate.setUnattendedNetwork(args.on as boolean),
+    set_sandbox_hidden: (args) => gate.setHidden(args.hidden as string[]),
     list_processes: () => processes.list(),
     process_output: (args) => processes.output(args.processId as string),
     heartbeat_view: () => heartbeat.view(),

@@ -271,9 +271,32 @@ available: boolean,
  */
 problem?: string, 
 /**
- * "Commands may use the network".
+ * The user's own turns' commands may use the network.
  */
 network: boolean, 
+/**
+ * Commands of runs nobody watches (heartbeat, routine jobs, continuations) may use the
+ * network. Off by default.
+ */
+unattended_network: boolean, 
+/**
+ * slirp4netns is installed: without it no command gets a network, whatever the switches
+ * say.
+ */
+network_available: boolean, 
+/**
+ * Why commands get no network here, when they do not.
+ */
+network_problem?: string, 
+/**
+ * Paths every sandbox shows empty (`~` is the home): `~/.ssh`, `~/.aws`, … An empty list
+ * hides nothing.
+ */
+hidden: Array<string>, 
+/**
+ * The list "Restore defaults" puts back.
+ */
+default_hidden: Array<string>, 
 /**
  * Folders writable besides the workspace and the command's own folder.
  */

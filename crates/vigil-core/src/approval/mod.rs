@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use vigil_protocol::{ApprovalDecision, ApprovalKind, ApprovalPolicy, Event, NotificationKind, Source};
 
 use crate::events::Emitter;
-use crate::sandbox::{Availability, Sandbox, SandboxSettings};
+use crate::sandbox::{Sandbox, SandboxSettings};
 use crate::shell::{self, Analysis, SimpleCommand};
 
 /// One thing the agent wants to do.
@@ -258,46 +258,6 @@ impl Approvals {
             .clone()
     }
 
-    /// "Commands may use the network"; saved at once.
-    pub fn set_sandbox_network(&self, on: bool) -> std::io::Result<()> {
-        self.inner
-            .sandbox_settings
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .network = on;
-        self.save()
-    }
-
-    /// The extra writable folders: each a full path to an existing folder that neither is,
-    /// holds nor lies in Vigil's data folder. Saved at once; nothing is saved on an error.
-    pub fn set_sandbox_writable(&self, folders: &[String]) -> Result<(), String> {
-        let data_dir = self.inner.path.parent().unwrap_or(Path::new("/"));
-        let mut checked = Vec::new();
-        for typed in folders.iter().map(|f| f.trim()).filter(|f| !f.is_empty()) {
-            let p = Path::new(typed);
-            if !p.is_absolute() || !p.is_dir() {
-                return Err(format!("{typed} is not a full path to an existing folder"));
-            }
-            let (real, data) = (
-                p.canonicalize().map_err(|e| e.to_string())?,
-                data_dir.canonicalize().map_err(|e| e.to_string())?,
-            );
-            if real.starts_with(&data) || data.starts_with(&real) {
-                return Err(format!(
-                    "{typed} holds or lies in Vigil's own data folder, which commands must not reach"
-                ));
-            }
-            checked.push(real);
-        }
-        checked.dedup();
-        self.inner
-            .sandbox_settings
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .writable = checked;
-        self.save().map_err(|e| e.to_string())
-    }
-
     /// The settings pane's view.
     pub fn view(&self) -> vigil_protocol::ApprovalsView {
         vigil_protocol::ApprovalsView {
@@ -308,20 +268,6 @@ impl Approvals {
                 .is_some(),
             rules: self.rules(),
             sandbox: self.sandbox_view(),
-        }
-    }
-
-    fn sandbox_view(&self) -> vigil_protocol::SandboxView {
-        let settings = self.sandbox_settings();
-        let problem = match self.sandbox().availability() {
-            Availability::Ready { .. } => None,
-            Availability::Unavailable(why) => Some(why),
-        };
-        vigil_protocol::SandboxView {
-            available: problem.is_none(),
-            problem,
-            network: settings.network,
-            writable: settings.writable.iter().map(|p| p.display().to_string()).collect(),
         }
     }
 
@@ -524,11 +470,12 @@ impl Approvals {
     }
 
     fn save(&self) -> std::io::Result<()> {
-        let file = RuleFile {
-            rules: self.rules(),
-            sandbox: self.sandbox_settings(),
-        };
-        let json = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
+        self.write(self.rules(), self.sandbox_settings())
+    }
+
+    /// Replaces `approvals.json` with these rules and sandbox settings.
+    fn write(&self, rules: Vec<Rule>, sandbox: SandboxSettings) -> std::io::Result<()> {
+        let json = serde_json::to_vec_pretty(&RuleFile { rules, sandbox }).map_err(std::io::Error::other)?;
         crate::durable::write_atomic(&self.inner.path, &json).map(|_| ())
     }
 
@@ -887,6 +834,9 @@ impl crate::tools::Gate for TurnGate {
             .await
     }
 }
+
+mod sandbox_settings;
+pub use sandbox_settings::SettingError;
 
 #[cfg(test)]
 mod tests;

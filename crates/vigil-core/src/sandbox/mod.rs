@@ -662,9 +662,9 @@ pub fn explain_refusal(output: &str, layout: &Layout) -> Option<String> {
     ];
     if offline.iter().any(|m| output.contains(m)) {
         if !layout.network() && layout.attended {
-            notes.push("The sandbox has no network: the user switched \"commands may use the network\" off in Settings → Approvals.".into());
+            notes.push("The sandbox has no network: the user switched \"your own turns' commands may use the network\" off in Settings → Approvals.".into());
         } else if !layout.network() {
-            notes.push("The sandbox has no network: runs nobody watches get none unless the user switches \"unattended commands may use the network\" on in Settings → Approvals.".into());
+            notes.push("The sandbox has no network: runs nobody watches get none unless the user switches \"runs nobody watches may use the network\" on in Settings → Approvals.".into());
         } else if Sandbox::network_helper().is_none() {
             notes.push("The sandbox has no network: slirp4netns, which gives it one, is not installed (Debian package `slirp4netns`).".into());
         }
