@@ -15,8 +15,12 @@
 //! grammar learns later asks instead of passing.
 
 mod lists;
+mod options;
+mod reach;
+mod specs;
 
-pub use lists::{never_remembered, read_only, Reach};
+pub use lists::{never_remembered, read_only};
+pub use reach::Reach;
 
 /// One command bash would run, its words unquoted.
 #[derive(Debug, Clone, PartialEq, Eq)]
