@@ -6,23 +6,33 @@
 //! do — substitutions, expansions, redirection to a file, here-docs, subshells and groups,
 //! `VAR=value cmd`, backgrounding with `&`, escapes whose meaning depends on bash's quoting
 //! rules, anything the parser cannot read — makes the line [`Analysis::Unprovable`], with a
-//! reason the approval card and the agent are shown. [`classify`] says which of those simple
-//! commands are harmless by themselves ([`read_only`]) and which may never be remembered
-//! with "always" ([`never_remembered`]).
+//! reason the approval card and the agent are shown. A word with an unquoted `*`, `?` or `[`
+//! is kept with its pattern: the names it expands to are [`Reach`]'s to check. [`classify`]
+//! says which of those simple commands are harmless by themselves ([`read_only`]) and which
+//! may never be remembered with "always" ([`never_remembered`]).
 //!
 //! Must never: call a line harmless because it failed to see part of it. The walk accepts a
 //! closed list of node kinds and treats every other kind as unprovable, so a construct the
 //! grammar learns later asks instead of passing.
 
+mod glob;
 mod lists;
+mod options;
+mod reach;
+mod specs;
 
-pub use lists::{never_remembered, read_only, Reach};
+pub use lists::{never_remembered, read_only};
+pub use reach::Reach;
 
 /// One command bash would run, its words unquoted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimpleCommand {
     /// Program first; never empty.
     pub words: Vec<String>,
+    /// For each word, the pattern the shell matches file names against when the word has an
+    /// unquoted `*`, `?` or `[` (quoted characters escaped with `\`), else `None`: such a
+    /// word becomes the names it matches, which [`Reach`] must see, not the word.
+    patterns: Vec<Option<String>>,
 }
 
 impl SimpleCommand {
@@ -176,45 +186,47 @@ impl Walk<'_> {
 
     fn command(&mut self, node: tree_sitter::Node) -> Result<(), String> {
         let mut cursor = node.walk();
-        let mut words = Vec::new();
+        let mut parts = Vec::new();
         for child in node.children(&mut cursor) {
             match child.kind() {
                 "command_name" => {
                     let mut inner = child.walk();
                     for part in child.children(&mut inner) {
-                        words.push(self.word(part)?);
+                        parts.push(self.word(part)?);
                     }
                 }
                 "variable_assignment" => {
                     return Err(format!("it sets `{}` for the command", self.text(child)));
                 }
                 "file_redirect" => self.redirect(child)?,
-                _ => words.push(self.word(child)?),
+                _ => parts.push(self.word(child)?),
             }
         }
-        if words.is_empty() {
+        if parts.is_empty() {
             return Err("it runs no command".into());
         }
-        self.commands.push(SimpleCommand { words });
+        let (words, patterns) = parts.into_iter().map(|w| (w.text, w.glob.then_some(w.pattern))).unzip();
+        self.commands.push(SimpleCommand { words, patterns });
         Ok(())
     }
 
     /// One argument's value as bash passes it, or why it cannot be known from the text.
-    fn word(&self, node: tree_sitter::Node) -> Result<String, String> {
+    fn word(&self, node: tree_sitter::Node) -> Result<Word, String> {
         let text = self.text(node);
         match node.kind() {
             "word" | "number" => {
-                // Backslashes and globs and `~` mean something to bash; a bare word with
-                // one cannot be taken at face value (`g\it` is `git`).
+                // Backslashes and braces mean something to bash; a bare word with one
+                // cannot be taken at face value (`g\it` is `git`). Globs and `~` are
+                // judged where the names they reach are ([`Reach`]).
                 if text.contains('\\') {
                     Err(format!("`{text}` relies on shell escapes"))
                 } else if text.contains(['{', '}']) {
                     Err(format!("`{text}` may be a brace expansion"))
                 } else {
-                    Ok(text.to_string())
+                    Ok(Word::unquoted(text))
                 }
             }
-            "raw_string" => Ok(text.trim_start_matches('\'').trim_end_matches('\'').to_string()),
+            "raw_string" => Ok(Word::quoted(text.trim_start_matches('\'').trim_end_matches('\''))),
             "string" => {
                 let mut cursor = node.walk();
                 let mut out = String::new();
@@ -231,17 +243,54 @@ impl Walk<'_> {
                         other => return Err(unprovable(other)),
                     }
                 }
-                Ok(out)
+                Ok(Word::quoted(&out))
             }
             "concatenation" => {
                 let mut cursor = node.walk();
-                let mut out = String::new();
+                let mut out = Word::quoted("");
                 for part in node.children(&mut cursor) {
-                    out.push_str(&self.word(part)?);
+                    let part = self.word(part)?;
+                    out.text.push_str(&part.text);
+                    out.pattern.push_str(&part.pattern);
+                    out.glob |= part.glob;
                 }
                 Ok(out)
             }
             other => Err(unprovable(other)),
+        }
+    }
+}
+
+/// A word as the program gets it (`text`), and as the shell matches it against file names.
+struct Word {
+    text: String,
+    /// `text` with the characters that were quoted escaped, so only unquoted ones match.
+    pattern: String,
+    /// An unquoted `*`, `?` or `[`: the shell expands the word.
+    glob: bool,
+}
+
+impl Word {
+    fn unquoted(text: &str) -> Self {
+        Self {
+            text: text.into(),
+            pattern: text.into(),
+            glob: text.contains(['*', '?', '[']),
+        }
+    }
+
+    fn quoted(text: &str) -> Self {
+        let mut pattern = String::with_capacity(text.len());
+        for c in text.chars() {
+            if matches!(c, '*' | '?' | '[' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        Self {
+            text: text.into(),
+            pattern,
+            glob: false,
         }
     }
 }

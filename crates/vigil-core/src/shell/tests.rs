@@ -10,6 +10,13 @@ use vigil_protocol::{ApprovalKind, ApprovalPolicy};
 
 use super::*;
 use crate::approval::{Approvals, Request, Verdict};
+
+// The second wall's corpus (issue 30), one file per class; every line in them once ran
+// without asking.
+mod abbreviations;
+mod globs;
+mod indirect;
+mod running;
 use crate::clock::ManualClock;
 use crate::events::{CollectingSink, Emitter};
 
@@ -306,4 +313,64 @@ fn the_parser_sees_simple_commands_and_their_unquoted_words() {
     );
     assert!(matches!(analyze("ls $(id)"), Analysis::Unprovable(m) if m.contains("command substitution")));
     assert_eq!(visible("a\u{200B}b\u{202E}"), "a\\u{200B}b\\u{202E}");
+}
+
+/// A workspace an injected model has prepared (it may write files, and links through a
+/// command it was allowed once), under `read-only`: beside plain files (`notes.txt`, `pats`,
+/// `sub/a.txt`), links that leave it (`up` to the data folder, `secret` to a file there,
+/// `out` to a folder there, `pair/{a,b}/{up,s}`), a NUL-separated list of an outside file
+/// (`list`) and a file whose name is an option (`--files0-from=list`).
+fn hostile() -> (Approvals, tempfile::TempDir, std::path::PathBuf) {
+    let (a, dir, ws) = gate(ApprovalPolicy::ReadOnly, &[]);
+    let outside = dir.path().canonicalize().unwrap();
+    std::fs::write(outside.join("secret.txt"), "s3cret\n").unwrap();
+    std::fs::create_dir_all(outside.join("d")).unwrap();
+    std::fs::write(outside.join("d/x"), "x\n").unwrap();
+    std::fs::write(ws.join("pats"), "todo\n").unwrap();
+    for d in ["sub", "pair/a", "pair/b"] {
+        std::fs::create_dir_all(ws.join(d)).unwrap();
+    }
+    std::fs::write(ws.join("sub/a.txt"), "a\n").unwrap();
+    std::fs::write(ws.join("sub/b.txt"), "b\n").unwrap();
+    let link = |target: &Path, name: &str| std::os::unix::fs::symlink(target, ws.join(name)).unwrap();
+    link(&outside, "up");
+    link(&outside.join("secret.txt"), "secret");
+    link(&outside.join("d"), "out");
+    link(&outside, "pair/a/up");
+    link(&outside, "pair/b/up");
+    link(&outside.join("secret.txt"), "pair/a/s");
+    link(&outside.join("d/x"), "pair/b/s");
+    std::fs::write(ws.join("list"), format!("{}\0", outside.join("secret.txt").display())).unwrap();
+    std::fs::write(ws.join("--files0-from=list"), "").unwrap();
+    (a, dir, ws)
+}
+
+/// Every line of `corpus` is refused in the hostile workspace, both ways a read-only
+/// command passes unasked: under `read-only`, and under `allowlist` with no rule.
+async fn assert_refused(corpus: &[&str]) {
+    let (a, _dir, ws) = hostile();
+    let mut ran = Vec::new();
+    for policy in [ApprovalPolicy::ReadOnly, ApprovalPolicy::Allowlist] {
+        a.set_policy(policy);
+        for line in corpus {
+            if verdict(&a, line, &ws, &[]).await.allows() {
+                ran.push(format!("{policy:?}: {line}"));
+            }
+        }
+    }
+    assert!(ran.is_empty(), "these ran without asking: {ran:#?}");
+}
+
+/// Every line of `lines` still runs unasked, in the read-only sandbox, in the same hostile
+/// workspace: the wall refuses the trick, not the program.
+async fn assert_read_only(lines: &[&str]) {
+    let (a, _dir, ws) = hostile();
+    let mut refused = Vec::new();
+    for line in lines {
+        let v = verdict(&a, line, &ws, &[]).await;
+        if v != Verdict::ReadOnly {
+            refused.push(format!("{line}: {v:?}"));
+        }
+    }
+    assert!(refused.is_empty(), "these were refused: {refused:#?}");
 }
