@@ -442,3 +442,22 @@ async fn a_plain_notification_opens_its_item_on_a_click_and_expires_as_the_serve
     server.invoke(expired, "default").await;
     assert_eq!(vigil.next().await, NOT_OURS);
 }
+
+/// The notification server is started on demand (dunst by D-Bus activation): when Vigil
+/// connects, nobody owns the name yet. Vigil still starts, and once a server takes the name
+/// its notifications are shown and its answers count. (zbus reports "no owner" as an FDO
+/// error; taking it for a broken bus left the desktop app with no notification at all.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_takes_the_name_after_vigil_connected_is_used() {
+    let bus = private_bus().await;
+    let mut vigil = Vigil::start(&bus).await;
+    let mut server = FakeServer::start(&bus, 1).await;
+    let id = vigil.ask("approval-1").await;
+    let (got, keys) = server.notified().await;
+    assert_eq!(got, id);
+    server.invoke(id, &keys["Allow once"]).await;
+    assert!(
+        matches!(vigil.next().await, Outcome::Answer { .. }),
+        "the server that took the name later answers"
+    );
+}
