@@ -169,12 +169,17 @@ fn short_options<'a>(spec: &Spec, word: &'a str, out: &mut Vec<&'a str>) -> Resu
             .split_whitespace()
             .any(|r| r.len() == 2 && r.starts_with('-') && r.ends_with(letter))
     };
-    // Open: a refused letter anywhere, as the walk may stop at a letter it does not know.
-    if let Some(letter) = cluster.chars().find(|l| refused(*l)) {
+    // Open: a refused letter anywhere, as the walk stops at the first letter it does not
+    // know. Closed: letter by letter, as the rest after one that takes a value is the value
+    // (`date -Iseconds` is not `-s`).
+    if let Some(letter) = cluster.chars().find(|l| !spec.closed && refused(*l)) {
         return Err(format!("`-{letter}` {REFUSED}"));
     }
     let mut values = 0;
     for (i, letter) in cluster.char_indices() {
+        if refused(letter) {
+            return Err(format!("`-{letter}` {REFUSED}"));
+        }
         let rest = &cluster[i + letter.len_utf8()..];
         let value = if spec.flags.contains(letter) {
             Value::No
@@ -277,6 +282,8 @@ mod tests {
         ok("tree -LP 2 '*.rs' sub", &["2", "*.rs", "sub"]);
         ok("cat -- -n", &["-n"]);
         ok("grep -e -- -n x", &["--", "-n", "x"]);
+        ok("date -u -Iseconds", &[]);
+        ok("sort -to notes.txt", &["notes.txt"]);
         ok(
             "git log --oneline -n 5 -Oorder",
             &["5", "order", "rder", "der", "er", "r"],
