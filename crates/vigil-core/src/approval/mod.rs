@@ -326,7 +326,7 @@ impl Approvals {
     }
 
     /// Whether the request passes without asking; if not, why (for the agent and the card).
-    fn covered(&self, request: &Request) -> Result<(), String> {
+    fn covered(&self, request: &Request, line: &Analysis) -> Result<(), String> {
         let here = self.rules_here(request);
         let rules = self.inner.rules.lock().unwrap_or_else(|e| e.into_inner());
         if request.kind == ApprovalKind::McpCall {
@@ -344,7 +344,7 @@ impl Approvals {
         }
         if request.kind == ApprovalKind::ProcessInput {
             // Only a command the user chose to always allow may take input unasked.
-            return match shell::analyze(&request.subject) {
+            return match line {
                 Analysis::Commands(cs) if cs.iter().all(|c| here.iter().any(|r| rule_covers(r, c))) => Ok(()),
                 _ => Err("its command is not one the user always allows".into()),
             };
@@ -364,9 +364,9 @@ impl Approvals {
         if !request.env.is_empty() {
             return Err(format!("it sets environment variables ({})", env_names(&request.env)));
         }
-        let commands = match shell::analyze(&request.subject) {
+        let commands = match line {
             Analysis::Commands(commands) => commands,
-            Analysis::Unprovable(why) => return Err(why),
+            Analysis::Unprovable(why) => return Err(why.clone()),
         };
         let reach = Self::reach(request);
         let uncovered: Vec<String> = commands
@@ -382,11 +382,11 @@ impl Approvals {
 
     /// What the card shows of a command line: each simple command and whether it is
     /// covered, or why the line could not be read into simple commands.
-    fn card_parts(&self, request: &Request) -> (Vec<vigil_protocol::CommandPart>, Option<String>) {
+    fn card_parts(&self, request: &Request, line: &Analysis) -> (Vec<vigil_protocol::CommandPart>, Option<String>) {
         if request.kind != ApprovalKind::Exec {
             return (vec![], None);
         }
-        match shell::analyze(&request.subject) {
+        match line {
             Analysis::Commands(cs) => {
                 let here = self.rules_here(request);
                 let reach = Self::reach(request);
@@ -401,7 +401,7 @@ impl Approvals {
                     .collect();
                 (parts, None)
             }
-            Analysis::Unprovable(why) => (vec![], Some(why)),
+            Analysis::Unprovable(why) => (vec![], Some(why.clone())),
         }
     }
 
@@ -425,12 +425,12 @@ impl Approvals {
     }
 
     /// For the read-only policy: every part of the command on the read-only list.
-    fn read_only_command(&self, request: &Request) -> Result<(), String> {
+    fn read_only_command(&self, request: &Request, line: &Analysis) -> Result<(), String> {
         if !request.env.is_empty() {
             return Err(format!("it sets environment variables ({})", env_names(&request.env)));
         }
         let reach = Self::reach(request);
-        match shell::analyze(&request.subject) {
+        match line {
             Analysis::Commands(cs) => match cs.iter().find(|c| !Self::reads_only(reach.as_ref(), c)) {
                 None => Ok(()),
                 Some(c) => Err(format!(
@@ -438,7 +438,7 @@ impl Approvals {
                     shell::visible(&c.display())
                 )),
             },
-            Analysis::Unprovable(why) => Err(why),
+            Analysis::Unprovable(why) => Err(why.clone()),
         }
     }
 
@@ -519,7 +519,12 @@ impl Approvals {
                 None => format!("the MCP tool `{}`", shell::visible(&request.subject)),
             },
         };
-        let covered = self.covered(&request);
+        // The command line is read once per decision: parsing it is most of what one costs.
+        let line = match request.kind {
+            ApprovalKind::Exec | ApprovalKind::ProcessInput => shell::analyze(&request.subject),
+            _ => Analysis::Unprovable(String::new()),
+        };
+        let covered = self.covered(&request, &line);
         // Outside the sandbox with nobody at the screen (bubblewrap cannot start): no policy
         // lets that through on its own. The user is asked if the run may ask, else refused.
         let unwatched_outside = request.outside_sandbox && !request.interactive;
@@ -563,7 +568,7 @@ impl Approvals {
                 ))
             }
             ApprovalPolicy::ReadOnly if request.kind == ApprovalKind::Exec => {
-                return match self.read_only_command(&request) {
+                return match self.read_only_command(&request, &line) {
                     Ok(()) => Verdict::ReadOnly,
                     Err(why) => Verdict::Denied(format!(
                         "Denied: {what} ({why}). The approval policy is read-only; ask the user to change it in Settings."
@@ -584,7 +589,7 @@ impl Approvals {
             _ if covered.is_ok()
                 && request.kind == ApprovalKind::Exec
                 && !request.outside_sandbox
-                && self.read_only_command(&request).is_ok() =>
+                && self.read_only_command(&request, &line).is_ok() =>
             {
                 return Verdict::ReadOnly
             }
@@ -608,7 +613,7 @@ impl Approvals {
             (false, Some(timeout)) => Some(timeout),
             (false, None) => return Self::nobody_to_ask(emitter, &what),
         };
-        let (parts, unprovable) = self.card_parts(&request);
+        let (parts, unprovable) = self.card_parts(&request, &line);
         let id = uuid::Uuid::new_v4().to_string();
         let (tx, rx) = oneshot::channel();
         {

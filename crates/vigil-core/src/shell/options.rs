@@ -75,21 +75,25 @@ pub(super) fn files(c: &SimpleCommand) -> Result<Files<'_>, String> {
     let mut paths = Vec::new();
     let mut values = 0;
     let mut options_end = false;
+    // A `--` read as a value: in case it was not, every word after it is a file too.
+    let mut maybe_ended = false;
     for w in args {
         let w = w.as_str();
         let value = values > 0;
-        if value {
-            // A value in its own word: a file to check, whatever its option takes; and
-            // read below as an option if it looks like one, in case it is not a value.
+        values -= usize::from(value);
+        // A value in its own word: a file to check, whatever its option takes; and read
+        // below as an option if it looks like one, in case it is not a value.
+        let checked = value || maybe_ended;
+        if checked {
             paths.push(w);
-            values -= 1;
         }
         if options_end || w == "-" || !w.starts_with('-') {
-            if !value {
+            if !checked {
                 paths.push(w);
             }
         } else if w == "--" {
-            options_end = true;
+            maybe_ended |= value;
+            options_end |= !value;
         } else if !spec.closed && w.contains(['/', '~']) {
             return Err(format!(
                 "`{w}` may carry a path the program is not known to keep inside"
@@ -165,12 +169,17 @@ fn short_options<'a>(spec: &Spec, word: &'a str, out: &mut Vec<&'a str>) -> Resu
             .split_whitespace()
             .any(|r| r.len() == 2 && r.starts_with('-') && r.ends_with(letter))
     };
-    // Open: a refused letter anywhere, as the walk may stop at a letter it does not know.
-    if let Some(letter) = cluster.chars().find(|l| refused(*l)) {
+    // Open: a refused letter anywhere, as the walk stops at the first letter it does not
+    // know. Closed: letter by letter, as the rest after one that takes a value is the value
+    // (`date -Iseconds` is not `-s`).
+    if let Some(letter) = cluster.chars().find(|l| !spec.closed && refused(*l)) {
         return Err(format!("`-{letter}` {REFUSED}"));
     }
     let mut values = 0;
     for (i, letter) in cluster.char_indices() {
+        if refused(letter) {
+            return Err(format!("`-{letter}` {REFUSED}"));
+        }
         let rest = &cluster[i + letter.len_utf8()..];
         let value = if spec.flags.contains(letter) {
             Value::No
@@ -272,6 +281,9 @@ mod tests {
         ok("grep -e -lin x", &["-lin", "x"]);
         ok("tree -LP 2 '*.rs' sub", &["2", "*.rs", "sub"]);
         ok("cat -- -n", &["-n"]);
+        ok("grep -e -- -n x", &["--", "-n", "x"]);
+        ok("date -u -Iseconds", &[]);
+        ok("sort -to notes.txt", &["notes.txt"]);
         ok(
             "git log --oneline -n 5 -Oorder",
             &["5", "order", "rder", "der", "er", "r"],
@@ -286,6 +298,7 @@ mod tests {
             "sort --c=sh",
             "sort -mox",
             "grep -Rn x",
+            "grep -e -- -R x",
             "grep --no-such-option x",
             "grep --count=3 x",
             "ls -Z9",
@@ -293,6 +306,11 @@ mod tests {
             "git log --text",
             "git log --format=%h/%s",
             "git -c a=b log",
+            "git -c core.pager=sh log",
+            "git --exec-path=. log",
+            "git --config-env=core.pager=E log",
+            "git -p log",
+            "git --paginate log",
             "find . -fprintf x y",
             "find . -newerXY x",
             "find . -frobnicate",

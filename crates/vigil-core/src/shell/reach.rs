@@ -20,7 +20,7 @@ pub struct Reach {
 
 impl Reach {
     pub fn new(cwd: &Path, workspace: &Path) -> Self {
-        let real = |p: &Path| resolve(Path::new("/"), p, Path::new("/"));
+        let real = |p: &Path| resolve(Path::new("/"), &std::path::absolute(p).ok()?, Path::new("/"));
         let inside = real(workspace)
             .zip(real(cwd))
             .filter(|(root, cwd)| cwd.starts_with(root));
@@ -60,31 +60,17 @@ fn inside(root: &Path, cwd: &Path, word: &str) -> Option<PathBuf> {
 /// `path` from the real folder `base` as the kernel resolves it: links followed for the part
 /// that exists, the rest taken as written. `None` when a `..` follows a name that does not
 /// exist (what it will mean is unknown), when a `..` steps out of `root` from inside it, or
-/// when a link leads to nothing (what it names may appear).
+/// when a link leads to nothing (what it names may appear) or in a loop.
+///
+/// One `lstat` a component, and `realpath` only at a link: this runs for every word of
+/// every line the gate decides.
 pub(super) fn resolve(base: &Path, path: &Path, root: &Path) -> Option<PathBuf> {
-    let joined = base.join(path);
-    if !path.components().any(|c| c == Component::ParentDir) {
-        // No `..`: the longest part that exists, with its links resolved, and the rest.
-        let mut existing = joined.as_path();
-        let mut rest = Vec::new();
-        loop {
-            if let Ok(real) = existing.canonicalize() {
-                return Some(rest.iter().rev().fold(real, |acc: PathBuf, part| acc.join(part)));
-            }
-            if existing.symlink_metadata().is_ok_and(|m| m.is_symlink()) {
-                return None;
-            }
-            match existing.file_name() {
-                Some(name) if name != "." => rest.push(name.to_owned()),
-                Some(_) => {}
-                None => return Some(joined),
-            }
-            existing = existing.parent()?;
-        }
-    }
-    let mut real = PathBuf::from("/");
+    let mut real = match path.is_absolute() {
+        true => PathBuf::from("/"),
+        false => base.to_path_buf(),
+    };
     let mut exists = true;
-    for part in joined.components() {
+    for part in path.components() {
         match part {
             Component::ParentDir if !exists => return None,
             Component::ParentDir => {
@@ -97,9 +83,9 @@ pub(super) fn resolve(base: &Path, path: &Path, root: &Path) -> Option<PathBuf> 
             Component::Normal(name) => {
                 real.push(name);
                 if exists {
-                    match real.canonicalize() {
-                        Ok(r) => real = r,
-                        Err(_) if real.symlink_metadata().is_ok_and(|m| m.is_symlink()) => return None,
+                    match real.symlink_metadata() {
+                        Ok(m) if m.is_symlink() => real = real.canonicalize().ok()?,
+                        Ok(_) => {}
                         Err(_) => exists = false,
                     }
                 }

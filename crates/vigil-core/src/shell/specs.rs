@@ -5,7 +5,13 @@
 //!
 //! Must never: list as harmless an option that writes, runs, or reads a file given in its
 //! value without marking that value a file (`=FILE`, `path`). An option left out only costs
-//! a question; a wrong entry is a hole.
+//! a question; a wrong entry is a hole. None of these programs reads `@file` response files;
+//! one added that does (`gcc`, `javac`) must read its `@` operands as lists of names.
+//!
+//! git: any option before the subcommand (`-c`, `-C`, `--exec-path`, `--config-env`,
+//! `--git-dir`, `-p`) leaves the list, as does every subcommand but those that only read;
+//! `--upload-pack` belongs to none of them. What git runs from its configuration (hooks,
+//! pagers, `diff.external`) no option shows: the read-only sandbox contains it.
 
 /// How one program's options are read (see [`super::options`]).
 pub(super) struct Spec {

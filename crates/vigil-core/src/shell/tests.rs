@@ -264,6 +264,69 @@ async fn read_only_runs_only_the_read_only_list_inside_the_workspace() {
     }
 }
 
+/// What an agent reads with every day: each still runs unasked, in the read-only sandbox,
+/// under the second wall's option specs, glob expansion and path checks.
+const EVERYDAY: &[&str] = &[
+    "ls -la",
+    "ls -lah src",
+    "ls --color=never -1",
+    "ls -d */",
+    "cat README.md | head -n 20",
+    "head -20 src/main.rs",
+    "tail -n 50 notes.txt",
+    "tail -n +2 notes.txt",
+    "wc -l src/*.rs",
+    "grep -rn todo .",
+    "grep -rn --include='*.rs' fn src",
+    "grep -c todo *.txt",
+    "grep -E 'a|b' -i notes.txt",
+    "rg -n -i todo src",
+    "rg --files -g '*.rs'",
+    "find . -type f -name '*.rs' -not -path './target/*'",
+    "find src -maxdepth 1 -newer notes.txt -print",
+    "du -sh *",
+    "du -h --max-depth=1 .",
+    "sort -u notes.txt | head -5",
+    "sort -t: -k2,2n notes.txt",
+    "cut -d: -f1 notes.txt",
+    "echo a  b | tr -s ' '",
+    "nl -ba notes.txt",
+    "stat -c '%s %n' notes.txt",
+    "file src/main.rs",
+    "diff -u notes.txt README.md",
+    "cmp notes.txt README.md",
+    "tree -L 2 -I target",
+    "date +%Y-%m-%d",
+    "date -u -Iseconds",
+    "echo done",
+    "pwd",
+    "uname -a",
+    "realpath src/main.rs",
+    "git status --porcelain",
+    "git log --oneline -n 10 -- src/main.rs",
+    "git diff --stat HEAD~1",
+    "git show --stat HEAD",
+    "git blame -L 1,10 src/main.rs",
+    "git rev-parse --show-toplevel",
+    "git ls-files | wc -l",
+];
+
+#[tokio::test]
+async fn everyday_reading_still_runs_unasked() {
+    let (a, _dir, ws) = gate(ApprovalPolicy::ReadOnly, &[]);
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::write(ws.join("src/main.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(ws.join("README.md"), "# x\n").unwrap();
+    let mut refused = Vec::new();
+    for line in EVERYDAY {
+        let v = verdict(&a, line, &ws, &[]).await;
+        if v != Verdict::ReadOnly {
+            refused.push(format!("{line}: {v:?}"));
+        }
+    }
+    assert!(refused.is_empty(), "these were refused: {refused:#?}");
+}
+
 #[test]
 fn always_is_offered_for_one_plain_command_only() {
     use crate::approval::remembered_prefix;
