@@ -155,7 +155,7 @@ pub struct SandboxView {
     pub hidden: Vec<String>,
     /// The list "Restore defaults" puts back.
     pub default_hidden: Vec<String>,
-    /// Folders writable besides the workspace and the command's own folder.
+    /// Folders writable besides the workspace (added by the user in Settings).
     pub writable: Vec<String>,
 }
 

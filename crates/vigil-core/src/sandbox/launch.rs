@@ -11,6 +11,7 @@
 //!   libuv use it for stdio). `io_uring` is refused too: its `IORING_OP_SOCKET` would make
 //!   the same socket without the `socket` system call. The filter is a few instructions
 //!   compiled by `seccompiler`; 32-bit and x32 system calls are refused or filtered alike.
+//! - **each bound folder and file**, opened here once (see [`super::pin`]).
 //! - **the network**, when the run may use it: every sandbox has a network namespace of its
 //!   own (`--unshare-net`: host loopback services and abstract sockets are not in it), and
 //!   `slirp4netns --disable-host-loopback` gives it a route out through user-mode
@@ -123,9 +124,9 @@ pub fn main(args: &[OsString]) -> i32 {
         eprintln!("vigil-sandbox launch: no bwrap to run");
         return 2;
     };
-    match prepare(slirp) {
-        Ok(extra) => {
-            let err = std::process::Command::new(bwrap).args(&extra).args(rest).exec();
+    match prepare(slirp).and_then(|extra| Ok((extra, super::pin::pin(rest)?))) {
+        Ok((extra, rest)) => {
+            let err = std::process::Command::new(bwrap).args(&extra).args(&rest).exec();
             eprintln!("vigil-sandbox launch: bwrap did not start: {err}");
             127
         }
@@ -185,7 +186,7 @@ fn prepare(slirp: Option<OsString>) -> Result<Vec<OsString>, String> {
 }
 
 /// Puts `fd` at `target`, inheritable (bwrap reads it after its `exec`).
-fn place(fd: OwnedFd, target: RawFd) -> Result<(), String> {
+pub(super) fn place(fd: OwnedFd, target: RawFd) -> Result<(), String> {
     if fd.as_raw_fd() == target {
         rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::empty()).map_err(|e| e.to_string())?;
         std::mem::forget(fd);

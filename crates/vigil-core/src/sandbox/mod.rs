@@ -36,6 +36,8 @@ use mounts::{task_file_id, TaskFileId};
 pub mod launch;
 mod mounts;
 #[cfg(target_os = "linux")]
+mod pin;
+#[cfg(target_os = "linux")]
 pub mod zygote;
 
 /// What the user chose for the sandbox (Settings → Approvals), kept with the approval rules.
@@ -416,13 +418,26 @@ fn probe() -> Availability {
         .spawn()
         .and_then(|child| wait_bounded(child, Duration::from_secs(5)));
     match outcome {
-        Ok(out) if out.status.success() => Availability::Ready { bwrap },
+        Ok(out) if out.status.success() && binds_descriptors(&bwrap) => Availability::Ready { bwrap },
+        Ok(out) if out.status.success() => Availability::Unavailable(
+            "this bubblewrap is too old: it has no --bind-fd (Debian 12's 0.8 and 0.10 upstream have it)".into(),
+        ),
         Ok(out) => Availability::Unavailable(format!(
             "bubblewrap cannot start here ({}); user namespaces may be disabled",
             String::from_utf8_lossy(&out.stderr).trim()
         )),
         Err(e) => Availability::Unavailable(format!("bubblewrap cannot start here ({e})")),
     }
+}
+
+/// bwrap binds an open descriptor (`--bind-fd`): every folder is bound that way.
+fn binds_descriptors(bwrap: &Path) -> bool {
+    std::process::Command::new(bwrap)
+        .arg("--help")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("--ro-bind-fd"))
 }
 
 fn wait_bounded(mut child: std::process::Child, limit: Duration) -> std::io::Result<std::process::Output> {

@@ -3,8 +3,9 @@
 //! The bwrap command line of each kind of sandbox (ordinary and read-only): what is bound,
 //! hidden and made read-only, in the order bwrap applies it, and the task file's bind.
 //!
-//! Must never: make the data folder visible, a hidden secret readable, or a folder writable
-//! that is not the workspace or one the user added.
+//! Must never: make the data folder visible, a hidden secret readable, a folder writable
+//! that is not the workspace or one the user added, or a place that runs the user's code
+//! later (autostart, shell start-up files) writable unless the user added it.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -45,6 +46,11 @@ pub(super) fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
         push(&["--bind".as_ref(), w.as_os_str(), w.as_os_str()]);
     }
     push(&["--remount-ro".as_ref(), data.as_os_str()]);
+    // What runs the user's own programs at their next login or shell, inside a writable
+    // folder (a workspace that holds the home): read-only, unless the user added it.
+    for at in protected(layout, &writable).iter().filter(|at| !at.starts_with(&data)) {
+        push(&["--ro-bind".as_ref(), at.as_os_str(), at.as_os_str()]);
+    }
     // HEARTBEAT.md's task block registers routines: no command may create, replace, rename,
     // link over or change it. Bound read-only onto itself (a rename or unlink of a mount
     // point fails with EBUSY, a write with EROFS); when absent, an empty one is made first,
@@ -72,6 +78,46 @@ pub(super) fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
     }
     namespaces(&mut args, layout);
     args
+}
+
+/// Places under `$HOME` that run code for the user later: the desktop's autostart and the
+/// systemd user units (in `.config`), shells' start-up files, `~/.local/bin` (on `PATH`),
+/// git's own configuration (hooks and pagers it names run in every repository).
+const PROTECTED: &[&str] = &[
+    ".config",
+    ".local/share",
+    ".local/bin",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".pam_environment",
+    ".xprofile",
+    ".xsessionrc",
+    ".gitconfig",
+];
+
+/// The protected places that exist inside one of the `writable` folders (strictly: a
+/// workspace that is `~/.config` itself was chosen as such) and inside none the user added
+/// in Settings.
+fn protected(layout: &Layout, writable: &[PathBuf]) -> Vec<PathBuf> {
+    let Some(home) = layout.home.as_deref() else {
+        return Vec::new();
+    };
+    let added: Vec<PathBuf> = layout.settings.writable.iter().map(|p| real(p)).collect();
+    PROTECTED
+        .iter()
+        .map(|rel| home.join(rel))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+        .map(|p| real(&p))
+        .filter(|at| writable.iter().any(|w| at.starts_with(w) && at != w))
+        .filter(|at| !added.iter().any(|a| at.starts_with(a)))
+        .collect()
 }
 
 /// The end of every sandbox's command line. A user namespace of its own and no

@@ -29,3 +29,4 @@ mod tool_calls;
 mod trust;
 mod two_writers;
 mod walls;
+mod walls_folders;

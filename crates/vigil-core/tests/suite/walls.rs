@@ -19,12 +19,12 @@ use super::support::outside_tmp;
 const PROBE: &str = include_str!("../probe/reach.py");
 
 /// What the test planted, and the probe's request naming it.
-struct Planted {
+pub(super) struct Planted {
     _dir: tempfile::TempDir,
-    root: PathBuf,
-    workspace: PathBuf,
-    home: PathBuf,
-    data: PathBuf,
+    pub(super) root: PathBuf,
+    pub(super) workspace: PathBuf,
+    pub(super) home: PathBuf,
+    pub(super) data: PathBuf,
     request: serde_json::Value,
     socket: PathBuf,
     abstract_name: String,
@@ -40,7 +40,7 @@ struct Planted {
     ),
 }
 
-fn plant(base: tempfile::TempDir) -> Planted {
+pub(super) fn plant(base: tempfile::TempDir) -> Planted {
     let root = base.path().canonicalize().unwrap();
     let (workspace, home, data) = (root.join("data/workspace"), root.join("home"), root.join("data"));
     std::fs::create_dir_all(&workspace).unwrap();
@@ -154,7 +154,7 @@ fn outside(p: &Planted) -> BTreeSet<String> {
 }
 
 /// A process registry and the tools over it, with no one listening to its events.
-fn registry_and_tools() -> (RegistryHandle, ToolRegistry) {
+pub(super) fn registry_and_tools() -> (RegistryHandle, ToolRegistry) {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let registry = RegistryHandle::start(
         RegistryConfig::default(),
@@ -166,7 +166,7 @@ fn registry_and_tools() -> (RegistryHandle, ToolRegistry) {
 
 /// What `exec` runs with: the planted workspace, its data folder and fake home, in the
 /// sandbox of a run that is `attended` or not.
-fn context(p: &Planted, settings: SandboxSettings, attended: bool) -> ToolContext {
+pub(super) fn context(p: &Planted, settings: SandboxSettings, attended: bool) -> ToolContext {
     let mut ctx = ToolContext::new(&p.workspace).with_owner("walls");
     ctx.data_dir = Some(p.data.clone());
     ctx.sandbox = Some(TurnSandbox {
@@ -194,7 +194,7 @@ fn set(items: &[String]) -> BTreeSet<String> {
     items.iter().cloned().collect()
 }
 
-fn ready() {
+pub(super) fn ready() {
     assert!(
         matches!(Sandbox::new().availability(), Availability::Ready { .. }),
         "these tests need bubblewrap (`make test` installs it)"

@@ -1,0 +1,114 @@
+//! # sandbox::pin
+//!
+//! Every folder or file bwrap binds is opened here once, in the launcher, and handed to
+//! bwrap as that open descriptor (`--bind-fd` / `--ro-bind-fd`): what Vigil checked and
+//! showed on a card (a real path, every symlink resolved) is what gets bound. Each source
+//! is opened with `O_PATH`, its path read back from the kernel (`/proc/self/fd`) and
+//! compared with the path Vigil gave; a symlink put anywhere on that path since Vigil
+//! resolved it (a command in the workspace swapping a folder for a link to `~`) makes the
+//! two differ, and the sandbox is not started. bwrap binds the descriptor's own object,
+//! checks it once more after the mount, and closes the descriptor before the command runs.
+//!
+//! Must never: bind a path that resolves anywhere but where Vigil said; pass a bwrap
+//! option it does not know the arity of (an unknown one is refused, so a new option added
+//! to the mounts is listed here first).
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+/// The first descriptor number given to a pinned source: above the launcher's own
+/// (10–14) and anything a small process holds.
+const FIRST_PIN_FD: RawFd = 100;
+
+/// How many values each bwrap option Vigil's mounts use takes.
+fn arity(option: &OsStr) -> Option<usize> {
+    Some(match option.to_str()? {
+        "--bind" | "--ro-bind" | "--symlink" => 2,
+        "--dev" | "--proc" | "--tmpfs" | "--remount-ro" | "--chdir" | "--cap-drop" | "--cap-add" => 1,
+        "--unshare-user" | "--unshare-pid" | "--unshare-ipc" | "--unshare-net" | "--die-with-parent"
+        | "--new-session" | "--as-pid-1" => 0,
+        _ => return None,
+    })
+}
+
+/// bwrap's options up to `--`, each `--bind`/`--ro-bind` turned into its `-fd` form on a
+/// descriptor opened here (kept open, inheritable, for bwrap); the rest as they were.
+pub(super) fn pin(rest: &[OsString]) -> Result<Vec<OsString>, String> {
+    let mut out = Vec::with_capacity(rest.len());
+    let mut next_fd = FIRST_PIN_FD;
+    let mut i = 0;
+    while i < rest.len() {
+        let option = &rest[i];
+        if option == "--" {
+            out.extend_from_slice(&rest[i..]);
+            return Ok(out);
+        }
+        let n = arity(option).ok_or_else(|| format!("unknown bwrap option {}", option.to_string_lossy()))?;
+        let values = rest
+            .get(i + 1..i + 1 + n)
+            .ok_or_else(|| format!("{} needs {n} values", option.to_string_lossy()))?;
+        match option.to_str() {
+            Some(kind @ ("--bind" | "--ro-bind")) => {
+                let fd = open_exactly(Path::new(&values[0]))?;
+                super::launch::place(fd, next_fd)?;
+                out.push(format!("{kind}-fd").into());
+                out.push(next_fd.to_string().into());
+                out.push(values[1].clone());
+                next_fd += 1;
+            }
+            _ => {
+                out.push(option.clone());
+                out.extend_from_slice(values);
+            }
+        }
+        i += 1 + n;
+    }
+    Err("no `--` before the command".into())
+}
+
+/// `path` opened as a location (`O_PATH`), refused unless the kernel names what it opened
+/// by that same path: a symlink anywhere on it, or a path Vigil did not resolve, differs.
+fn open_exactly(path: &Path) -> Result<OwnedFd, String> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let opened = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if opened != path {
+        return Err(format!(
+            "{} now leads to {}: it changed after it was checked",
+            path.display(),
+            opened.display()
+        ));
+    }
+    Ok(fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn a_path_through_a_symlink_is_not_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(real.join("target")).unwrap();
+        std::os::unix::fs::symlink(real.join("target"), real.join("link")).unwrap();
+        let err = open_exactly(&real.join("link")).unwrap_err();
+        assert!(err.contains("changed after it was checked"), "{err}");
+        assert!(open_exactly(&real.join("target")).is_ok());
+    }
+
+    #[test]
+    fn an_unknown_option_is_refused_and_the_command_is_kept() {
+        let err = pin(&os(&["--overlay", "/a", "/b", "/c", "--", "true"])).unwrap_err();
+        assert!(err.contains("--overlay"), "{err}");
+        let kept = pin(&os(&["--tmpfs", "/tmp", "--", "--bind", "x"])).unwrap();
+        assert_eq!(kept, os(&["--tmpfs", "/tmp", "--", "--bind", "x"]));
+    }
+}
