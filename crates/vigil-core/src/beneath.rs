@@ -69,6 +69,29 @@ pub fn open(root: &Path, name: &str) -> Result<std::fs::File, BeneathError> {
         .map_err(classify)
 }
 
+/// Opens `abs` (a path with every symlink already resolved, checked by the caller) without
+/// following a symlink anywhere on it: what opens is what lies at that path now, or the open
+/// fails with `ELOOP` (a folder on the way swapped for a link since the check). On a kernel
+/// before 5.6, only the last name is kept from being a link.
+pub fn open_exact(abs: &Path, flags: rustix::fs::OFlags) -> std::io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    // openat2 refuses any flag beside `O_PATH` but the few that mean something with it.
+    let flags = match flags.contains(OFlags::PATH) {
+        true => flags | OFlags::CLOEXEC,
+        false => flags | OFlags::CLOEXEC | OFlags::NOCTTY,
+    };
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::ResolveFlags;
+        let how = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        match rustix::fs::openat2(rustix::fs::CWD, abs, flags, Mode::empty(), how) {
+            Err(rustix::io::Errno::NOSYS) => {}
+            done => return done.map_err(Into::into),
+        }
+    }
+    rustix::fs::open(abs, flags | OFlags::NOFOLLOW, Mode::empty()).map_err(Into::into)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -151,7 +151,8 @@ fn edit_file(path: &ResolvedPath, args: &EditArgs, workspace: &Path) -> Result<S
         content.replacen(old, new, 1)
     };
     keep_task_block(path, workspace, &updated)?;
-    write_atomic(&path.abs, updated.as_bytes()).map_err(|e| io_message("write", path, &e))?;
+    let pinned = path.pinned().map_err(|e| io_message("write", path, &e))?;
+    write_atomic(&pinned.path, updated.as_bytes()).map_err(|e| io_message("write", path, &e))?;
 
     let diff = TextDiff::configure()
         .timeout(DIFF_TIMEOUT)

@@ -1,7 +1,5 @@
 //! File helpers the file tools share: recognising binary files, and turning I/O errors into
 //! sentences the model can act on. Their writes go through [`crate::durable::write_atomic`].
-
-use std::fs;
 use std::io;
 use std::path::Path;
 
@@ -73,7 +71,8 @@ pub const MAX_WHOLE_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The whole of a text file, or a message saying why it cannot be had.
 pub fn read_text(path: &ResolvedPath) -> Result<String, String> {
-    let meta = fs::metadata(&path.abs).map_err(|e| io_message("read", path, &e))?;
+    let mut file = path.open().map_err(|e| io_message("read", path, &e))?;
+    let meta = file.metadata().map_err(|e| io_message("read", path, &e))?;
     if meta.is_dir() {
         return Err(format!("{} is a folder, not a file.", path.display));
     }
@@ -85,7 +84,8 @@ pub fn read_text(path: &ResolvedPath) -> Result<String, String> {
             group_digits(MAX_WHOLE_FILE_BYTES)
         ));
     }
-    let bytes = fs::read(&path.abs).map_err(|e| io_message("read", path, &e))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| io_message("read", path, &e))?;
     let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
     if let Some(why) = nul_in(head) {
         return Err(binary_message(path, meta.len(), head, why));
@@ -126,7 +126,10 @@ pub fn keep_task_block(path: &ResolvedPath, workspace: &Path, new_text: &str) ->
     if !heartbeat {
         return Ok(());
     }
-    let current = fs::read_to_string(&path.abs).unwrap_or_default();
+    let mut current = String::new();
+    if let Ok(mut file) = path.open() {
+        let _ = io::Read::read_to_string(&mut file, &mut current);
+    }
     if crate::routines::store::same_tasks(&current, new_text) {
         return Ok(());
     }

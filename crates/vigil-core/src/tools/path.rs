@@ -3,10 +3,11 @@
 //! This is the one gate every file tool goes through, so the approval policy for paths
 //! outside the workspace can hook in here later without touching the tools.
 //!
-//! The check is made on the real path (symlinks resolved) and the tools then use exactly
-//! that path, so a link inside the workspace cannot lead a write outside it. What it cannot
-//! stop is a folder being swapped for a symlink between the check and the use; the agent is
-//! the only writer in its workspace, so that race is accepted.
+//! The check is made on the real path (symlinks resolved) and the tools then open exactly
+//! that path without following any symlink on it ([`ResolvedPath::open`],
+//! [`ResolvedPath::pinned`]), so neither a link inside the workspace nor a folder swapped
+//! for a link between the check and the open (by one of the agent's own commands) can lead
+//! a read or a write elsewhere: the open fails instead.
 
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -67,6 +68,35 @@ pub struct ResolvedPath {
     pub abs: PathBuf,
     /// Relative to the workspace (`.` for the workspace itself); what to show the model.
     pub display: String,
+}
+
+impl ResolvedPath {
+    /// The file, opened for reading at exactly `abs`: a folder on the way swapped for a
+    /// symlink since the path was checked (by one of the agent's own commands, racing) makes
+    /// the open fail instead of reading where the link leads.
+    pub fn open(&self) -> io::Result<std::fs::File> {
+        crate::beneath::open_exact(&self.abs, rustix::fs::OFlags::RDONLY).map(Into::into)
+    }
+
+    /// The folder that holds it, opened at exactly its checked path and held, and a path to
+    /// the file through that open folder (`/proc/self/fd/N/name`): a write made through it
+    /// lands in that folder even if its path is swapped for a link meanwhile.
+    pub fn pinned(&self) -> io::Result<Pinned> {
+        let (Some(parent), Some(name)) = (self.abs.parent(), self.abs.file_name()) else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no folder holds it"));
+        };
+        let dir = crate::beneath::open_exact(parent, rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY)?;
+        let path = Path::new("/proc/self/fd")
+            .join(std::os::fd::AsRawFd::as_raw_fd(&dir).to_string())
+            .join(name);
+        Ok(Pinned { _dir: dir, path })
+    }
+}
+
+/// A file's path through its open folder; valid while this lives.
+pub struct Pinned {
+    _dir: std::os::fd::OwnedFd,
+    pub path: PathBuf,
 }
 
 /// Resolves `raw` (relative to `workspace`, or absolute) and refuses it unless it lies inside
@@ -309,5 +339,22 @@ mod tests {
             Err(PathError::BrokenLink { .. })
         ));
         assert_eq!(resolve_path(&root, "inside/a.rs").unwrap().display, "src/a.rs");
+    }
+
+    /// A folder swapped for a link to a secret between the path's check and the read: the
+    /// read fails instead of returning what the link leads to.
+    #[test]
+    fn a_folder_swapped_for_a_link_after_the_check_is_not_read_through() {
+        let (_d, root) = ws();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("notes.txt"), "SECRET").unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/notes.txt"), "mine").unwrap();
+        let path = resolve_path(&root, "sub/notes.txt").unwrap();
+        assert_eq!(crate::tools::files::read_text(&path).unwrap(), "mine");
+        std::fs::rename(root.join("sub"), root.join("moved")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("sub")).unwrap();
+        let read = crate::tools::files::read_text(&path);
+        assert!(read.is_err(), "read through the swapped link: {read:?}");
     }
 }

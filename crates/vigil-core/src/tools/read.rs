@@ -117,9 +117,10 @@ impl Tool for ReadTool {
 /// path is not an image file.
 fn read_image(path: &ResolvedPath) -> Option<ToolOutput> {
     let mut head = [0u8; 16];
-    let n = fs::File::open(&path.abs).ok()?.read(&mut head).ok()?;
+    let mut file = path.open().ok()?;
+    let n = file.read(&mut head).ok()?;
     let mime = crate::images::sniff(&head[..n])?;
-    let size = fs::metadata(&path.abs).ok()?.len();
+    let size = file.metadata().ok()?.len();
     let kind = sniff_kind(&head[..n]).unwrap_or("an image");
     if size > vigil_protocol::MAX_ATTACHMENT_BYTES {
         return Some(ToolOutput::error(format!(
@@ -128,8 +129,9 @@ fn read_image(path: &ResolvedPath) -> Option<ToolOutput> {
             group_digits(size)
         )));
     }
-    Some(match fs::read(&path.abs) {
-        Ok(bytes) => ToolOutput::ok(format!(
+    let mut bytes = head[..n].to_vec();
+    Some(match file.read_to_end(&mut bytes) {
+        Ok(_) => ToolOutput::ok(format!(
             "{} is {kind} ({} bytes); here it is.",
             path.display,
             group_digits(size)
@@ -141,11 +143,11 @@ fn read_image(path: &ResolvedPath) -> Option<ToolOutput> {
 
 /// Lines `start ..= start + limit - 1` of the file (or fewer, to stay in budget), numbered.
 fn read_window(path: &ResolvedPath, start: usize, limit: usize, cancel: &CancellationToken) -> Result<String, String> {
-    let meta = fs::metadata(&path.abs).map_err(|e| io_message("read", path, &e))?;
+    let mut file = path.open().map_err(|e| io_message("read", path, &e))?;
+    let meta = file.metadata().map_err(|e| io_message("read", path, &e))?;
     if meta.is_dir() {
-        return list_folder(path);
+        return list_folder(path, &file);
     }
-    let mut file = fs::File::open(&path.abs).map_err(|e| io_message("read", path, &e))?;
     let mut head = Vec::with_capacity(SNIFF_BYTES);
     (&mut file)
         .take(SNIFF_BYTES as u64)
@@ -295,8 +297,11 @@ fn number_line(n: usize, line: &str, whole_bytes: Option<usize>) -> String {
 
 /// The entries of a folder, sorted, folders marked with `/`. Reading a folder is more
 /// likely a guess at its contents than a mistake, so this answers instead of refusing.
-fn list_folder(path: &ResolvedPath) -> Result<String, String> {
-    let entries = fs::read_dir(&path.abs).map_err(|e| io_message("list", path, &e))?;
+fn list_folder(path: &ResolvedPath, opened: &fs::File) -> Result<String, String> {
+    use std::os::fd::AsRawFd;
+    // The folder that was opened (at exactly its checked path), not whatever its path names now.
+    let entries =
+        fs::read_dir(format!("/proc/self/fd/{}", opened.as_raw_fd())).map_err(|e| io_message("list", path, &e))?;
     let mut names: Vec<String> = entries
         .filter_map(|e| e.ok())
         .map(|e| {

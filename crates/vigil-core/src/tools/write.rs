@@ -91,7 +91,9 @@ fn write_file(path: &ResolvedPath, content: &str) -> Result<String, String> {
             )
         })?;
     }
-    let written = write_atomic(&path.abs, content.as_bytes()).map_err(|e| io_message("write", path, &e))?;
+    // Through the folder as opened at its checked path: a swap since cannot move the write.
+    let pinned = path.pinned().map_err(|e| io_message("write", path, &e))?;
+    let written = write_atomic(&pinned.path, content.as_bytes()).map_err(|e| io_message("write", path, &e))?;
     let how = match written {
         Written::Created => "new file",
         Written::Replaced => "replaced the existing file",
@@ -173,5 +175,34 @@ mod tests {
         let out = write(d.path(), json!({"path": "out/x.txt", "content": "x"})).await;
         assert!(out.is_error && out.content.contains("outside the workspace"));
         assert!(!outside.path().join("x.txt").exists());
+    }
+
+    /// A folder swapped for a link to outside between the path's check and the write: the
+    /// write does not follow the link (it fails, or lands in the folder that was checked).
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_swapped_for_a_link_after_the_check_does_not_lead_the_write_out() {
+        let outside = tempfile::tempdir().unwrap();
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        let path = crate::tools::path::resolve_path(d.path(), "sub/x.txt").unwrap();
+        std::fs::rename(d.path().join("sub"), d.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), d.path().join("sub")).unwrap();
+        let result = write_file(&path, "planted");
+        assert!(
+            !outside.path().join("x.txt").exists(),
+            "the write followed the link: {result:?}"
+        );
+        assert!(result.is_err(), "{result:?}");
+
+        // Swapped after the folder was opened: the write lands in the folder that was checked.
+        std::fs::remove_file(d.path().join("sub")).unwrap();
+        std::fs::rename(d.path().join("moved"), d.path().join("sub")).unwrap();
+        let pinned = path.pinned().unwrap();
+        std::fs::rename(d.path().join("sub"), d.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), d.path().join("sub")).unwrap();
+        crate::durable::write_atomic(&pinned.path, b"kept").unwrap();
+        assert!(!outside.path().join("x.txt").exists());
+        assert_eq!(std::fs::read_to_string(d.path().join("moved/x.txt")).unwrap(), "kept");
     }
 }
