@@ -187,6 +187,21 @@ pub async fn set_sandbox_unattended_network(
     Ok(approvals.view())
 }
 
+/// "This routine may use the network" (its jobs, while runs nobody watches may not); saved by
+/// the core at once.
+#[tauri::command]
+pub async fn set_routine_network(
+    state: State<'_, AppState>,
+    id: String,
+    on: bool,
+) -> Result<ApprovalsView, CommandError> {
+    let approvals = state.runtime.approvals();
+    approvals
+        .set_routine_network(&id, on)
+        .map_err(|e| error("storage", e))?;
+    Ok(approvals.view())
+}
+
 /// Replaces the paths every sandbox shows empty. A refused entry is `invalid_path` on
 /// `hidden`, and nothing is saved.
 #[tauri::command]

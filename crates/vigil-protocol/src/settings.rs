@@ -155,6 +155,9 @@ pub struct SandboxView {
     pub hidden: Vec<String>,
     /// The list "Restore defaults" puts back.
     pub default_hidden: Vec<String>,
+    /// Routines (by id) whose jobs may use the network while runs nobody watches may not.
+    #[serde(default)]
+    pub network_routines: Vec<String>,
     /// Folders writable besides the workspace (added by the user in Settings).
     pub writable: Vec<String>,
 }

@@ -11,6 +11,7 @@ const backend = vi.hoisted(() => ({
   view: null as unknown as ApprovalsView,
   calls: [] as [string, unknown][],
   failNext: null as { code: string; message: string; field?: string } | null,
+  routines: [] as { id: string; title: string; execution_mode: string; removed_at: number | null }[],
 }));
 
 vi.mock('../lib/ipc', () => {
@@ -36,6 +37,12 @@ vi.mock('../lib/ipc', () => {
     // Tidies as the core does the one way these tests need: a trailing slash goes.
     setSandboxHidden: (hidden: string[]) =>
       answer('set_sandbox_hidden', hidden, () => (backend.view.sandbox.hidden = hidden.map((h) => h.replace(/\/+$/, '')))),
+    listRoutines: () => Promise.resolve({ routines: structuredClone(backend.routines) }),
+    setRoutineNetwork: (id: string, on: boolean) =>
+      answer('set_routine_network', [id, on], () => {
+        const kept = backend.view.sandbox.network_routines.filter((r) => r !== id);
+        backend.view.sandbox.network_routines = on ? [...kept, id] : kept;
+      }),
     toCommandError: (e: { code: string; message: string }) => e,
     PRIMARY_SESSION: 'main',
   };
@@ -46,6 +53,7 @@ const { default: ApprovalSettings } = await import('./ApprovalSettings.svelte');
 const DEFAULTS = ['~/.ssh', '~/.gnupg', '~/.aws'];
 const READY: SandboxView = {
   available: true,
+  network_routines: [],
   network: true,
   unattended_network: false,
   network_available: true,
@@ -66,6 +74,7 @@ beforeEach(() => {
   backend.view = { policy: 'ask', policy_from_env: false, rules: [], sandbox: structuredClone(READY) };
   backend.calls = [];
   backend.failNext = null;
+  backend.routines = [];
 });
 
 afterEach(() => {
@@ -222,6 +231,27 @@ describe('the network switches in Settings → Approvals', () => {
     await settle();
     expect(unattended.checked).toBe(false);
     expect(q(pane, 'settings-sandbox-error')?.textContent).toBe('The network setting was not changed: disk full');
+  });
+
+  it('lists the routines that run as jobs, each with its own network grant, while runs nobody watches have none', async () => {
+    backend.routines = [
+      { id: 'server_check', title: 'Server check', execution_mode: 'isolated', removed_at: null },
+      { id: 'standup', title: 'Stand-up reminder', execution_mode: 'inline', removed_at: null },
+      { id: 'old_job', title: 'Old job', execution_mode: 'isolated', removed_at: 1 },
+    ];
+    const pane = await show();
+    const items = [...pane.querySelectorAll<HTMLInputElement>('[data-testid="settings-routine-network-item"]')];
+    expect(items.map((i) => i.closest('label')?.textContent?.trim())).toEqual(['Server check']);
+    expect(items[0].checked).toBe(false);
+    items[0].click();
+    await settle();
+    expect(backend.calls).toEqual([['set_routine_network', ['server_check', true]]]);
+    expect(backend.view.sandbox.network_routines).toEqual(['server_check']);
+    expect(items[0].checked).toBe(true);
+    // Every run nobody watches has the network: nothing left to grant one by one.
+    q<HTMLInputElement>(pane, 'settings-sandbox-unattended-network')!.click();
+    await settle();
+    expect(q(pane, 'settings-routine-network')).toBeNull();
   });
 
   it('says when no command can have a network here, whatever the switches say', async () => {

@@ -354,6 +354,11 @@ export function setSandboxUnattendedNetwork(on: boolean): Promise<ApprovalsView>
   return call('set_sandbox_unattended_network', { on });
 }
 
+/** "This routine may use the network" (its jobs, while runs nobody watches may not); saved at once. */
+export function setRoutineNetwork(id: string, on: boolean): Promise<ApprovalsView> {
+  return call('set_routine_network', { id, on });
+}
+
 /**
  * Replaces the paths every sandbox shows empty (`~/…` or full paths, no `..`; an empty list
  * hides nothing). The core tidies them; a refused entry rejects with `invalid_path` on field

@@ -298,7 +298,11 @@ hidden: Array<string>,
  */
 default_hidden: Array<string>, 
 /**
- * Folders writable besides the workspace and the command's own folder.
+ * Routines (by id) whose jobs may use the network while runs nobody watches may not.
+ */
+network_routines: Array<string>, 
+/**
+ * Folders writable besides the workspace (added by the user in Settings).
  */
 writable: Array<string>, };
 

@@ -140,6 +140,8 @@ pub struct TurnExtras {
     /// A background run that comes back within the hour: its stable prefix is cached for an
     /// hour ([`crate::provider::CacheLife::Hour`]).
     pub cache_hour: bool,
+    /// The routine whose job this turn is: its network grant applies to the turn's commands.
+    pub routine: Option<String>,
 }
 
 /// How a turn ended, for the event and the runtime.

@@ -51,6 +51,18 @@ impl Approvals {
         self.update_sandbox(|s| s.unattended_network = on)
     }
 
+    /// "This routine may use the network": its jobs' commands get the network though runs
+    /// nobody watches may not. Saved at once; for a routine that does not exist (any more)
+    /// the grant is kept and does nothing.
+    pub fn set_routine_network(&self, routine: &str, on: bool) -> std::io::Result<()> {
+        self.update_sandbox(|s| {
+            s.network_routines.retain(|r| r != routine);
+            if on {
+                s.network_routines.push(routine.to_string());
+            }
+        })
+    }
+
     /// The paths every sandbox shows empty. Each entry is `~/…` (in the home) or a full
     /// path, without `..`; blank lines are skipped, spaces around an entry trimmed, a
     /// trailing `/` and repeated or `.` parts dropped, and repeats kept once. An empty list
@@ -105,6 +117,7 @@ impl Approvals {
             problem,
             network: settings.network,
             unattended_network: settings.unattended_network,
+            network_routines: settings.network_routines.clone(),
             network_available: network_problem.is_none(),
             network_problem,
             hidden: settings.hidden,

@@ -233,6 +233,7 @@ impl Scheduler {
             cancel: cancel.clone(),
             effects: crate::agent::Effects(effects.clone()),
             cache_hour: back_within_the_hour(&c, &self.config().default_zone),
+            routine_id: c.routine.id.clone(),
         };
         let timeout = Duration::from_secs(c.routine.timeout_seconds.max(1) as u64);
         let job = host.run_job(turn);

@@ -131,6 +131,8 @@ pub struct JobTurn {
     pub effects: crate::agent::Effects,
     /// The routine comes back within the hour: cache the prefix for an hour.
     pub cache_hour: bool,
+    /// The routine's id: the user's network grant for it applies to the job.
+    pub routine_id: String,
 }
 
 /// How a job turn ended.

@@ -292,7 +292,11 @@ impl Runtime {
             started: Default::default(),
             sandbox: Some(crate::sandbox::TurnSandbox {
                 sandbox: self.inner.approvals.sandbox(),
-                settings: self.inner.approvals.sandbox_settings(),
+                settings: self
+                    .inner
+                    .approvals
+                    .sandbox_settings()
+                    .for_routine(extras.routine.as_deref()),
                 data_dir: self.inner.data_dir.clone(),
                 attended: interactive,
                 home: std::env::var_os("HOME").map(PathBuf::from),

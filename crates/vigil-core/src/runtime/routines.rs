@@ -149,6 +149,7 @@ impl Runtime {
             system_section: Some(job.system_section),
             effects: Some(job.effects),
             cache_hour: job.cache_hour,
+            routine: Some(job.routine_id),
             ..TurnExtras::default()
         };
         let before = self

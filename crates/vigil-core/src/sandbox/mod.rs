@@ -59,6 +59,11 @@ pub struct SandboxSettings {
     /// can plant code that later runs outside the sandbox (a cached crate, an npm script).
     #[serde(default)]
     pub writable: Vec<PathBuf>,
+    /// Routines whose jobs may use the network when runs nobody watches may not (the user's
+    /// grant, per routine, in Settings → Approvals; never the agent's: the routine tools
+    /// cannot set it, and it lives in the data folder no command can reach).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_routines: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -106,11 +111,21 @@ impl Default for SandboxSettings {
             unattended_network: false,
             hidden: default_hidden(),
             writable: Vec::new(),
+            network_routines: Vec::new(),
         }
     }
 }
 
 impl SandboxSettings {
+    /// The settings a run of `routine`'s job works under: its network grant, if the user
+    /// gave one, lets its commands use the network though runs nobody watches may not.
+    pub fn for_routine(mut self, routine: Option<&str>) -> Self {
+        if routine.is_some_and(|r| self.network_routines.iter().any(|g| g == r)) {
+            self.unattended_network = true;
+        }
+        self
+    }
+
     /// The hidden list as absolute paths, `~` taken as `home`.
     pub fn hidden_paths(&self, home: Option<&Path>) -> Vec<PathBuf> {
         self.hidden
@@ -492,7 +507,7 @@ pub fn explain_refusal(output: &str, layout: &Layout) -> Option<String> {
         if !layout.network() && layout.attended {
             notes.push("The sandbox has no network: the user switched \"your own turns' commands may use the network\" off in Settings → Approvals.".into());
         } else if !layout.network() {
-            notes.push("The sandbox has no network: runs nobody watches get none unless the user switches \"runs nobody watches may use the network\" on in Settings → Approvals.".into());
+            notes.push("The sandbox has no network: runs nobody watches get none unless the user switches \"runs nobody watches may use the network\" on in Settings → Approvals, or ticks this routine under \"routines that may use the network\" there (for a routine's job).".into());
         } else if Sandbox::network_helper().is_none() {
             notes.push("The sandbox has no network: slirp4netns, which gives it one, is not installed (Debian package `slirp4netns`).".into());
         }

@@ -18,6 +18,7 @@ mod mcp_contain;
 mod prompt_cache;
 mod provider;
 mod reflection;
+mod routine_network;
 mod routines;
 mod run_usage;
 mod runtime;
