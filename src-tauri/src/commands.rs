@@ -233,6 +233,24 @@ pub async fn set_sandbox_writable(
     Ok(approvals.view())
 }
 
+/// Replaces the Unix sockets the user's own turns' commands may connect to. Each must be a
+/// full path to a socket there now, away from Vigil's data folder; a refused one is
+/// `invalid_socket` on `sockets` and nothing is saved.
+#[tauri::command]
+pub async fn set_sandbox_sockets(
+    state: State<'_, AppState>,
+    sockets: Vec<String>,
+) -> Result<ApprovalsView, CommandError> {
+    let approvals = state.runtime.approvals();
+    approvals
+        .set_sandbox_sockets(&sockets)
+        .map_err(|message| CommandError {
+            field: Some("sockets".to_string()),
+            ..error("invalid_socket", message)
+        })?;
+    Ok(approvals.view())
+}
+
 fn invalid_folder(message: String) -> CommandError {
     CommandError {
         field: Some("writable".to_string()),

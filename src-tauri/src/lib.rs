@@ -335,6 +335,7 @@ pub fn run() {
             commands::set_sandbox_writable,
             commands::set_sandbox_unattended_network,
             commands::set_routine_network,
+            commands::set_sandbox_sockets,
             commands::set_sandbox_hidden,
             commands::list_routines,
             commands::add_routine,

@@ -158,6 +158,10 @@ pub struct SandboxView {
     /// Routines (by id) whose jobs may use the network while runs nobody watches may not.
     #[serde(default)]
     pub network_routines: Vec<String>,
+    /// Unix sockets the user's own turns' commands may connect to (never runs nobody
+    /// watches).
+    #[serde(default)]
+    pub sockets: Vec<String>,
     /// Folders writable besides the workspace (added by the user in Settings).
     pub writable: Vec<String>,
 }

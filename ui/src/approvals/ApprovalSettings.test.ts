@@ -37,6 +37,8 @@ vi.mock('../lib/ipc', () => {
     // Tidies as the core does the one way these tests need: a trailing slash goes.
     setSandboxHidden: (hidden: string[]) =>
       answer('set_sandbox_hidden', hidden, () => (backend.view.sandbox.hidden = hidden.map((h) => h.replace(/\/+$/, '')))),
+    setSandboxSockets: (sockets: string[]) =>
+      answer('set_sandbox_sockets', sockets, () => (backend.view.sandbox.sockets = [...sockets])),
     listRoutines: () => Promise.resolve({ routines: structuredClone(backend.routines) }),
     setRoutineNetwork: (id: string, on: boolean) =>
       answer('set_routine_network', [id, on], () => {
@@ -54,6 +56,7 @@ const DEFAULTS = ['~/.ssh', '~/.gnupg', '~/.aws'];
 const READY: SandboxView = {
   available: true,
   network_routines: [],
+  sockets: [],
   network: true,
   unattended_network: false,
   network_available: true,
@@ -252,6 +255,29 @@ describe('the network switches in Settings → Approvals', () => {
     q<HTMLInputElement>(pane, 'settings-sandbox-unattended-network')!.click();
     await settle();
     expect(q(pane, 'settings-routine-network')).toBeNull();
+  });
+
+  it('grants a socket by its full path, with the warning it deserves, and takes it back', async () => {
+    const pane = await show();
+    expect(q(pane, 'settings-sandbox-sockets-empty')?.textContent).toMatch(/no command reaches a socket/);
+    expect(q(pane, 'settings-sandbox-sockets')?.textContent).toMatch(/docker.sock a command can start a container/);
+    const input = q<HTMLInputElement>(pane, 'settings-sandbox-socket-input')!;
+    input.value = 'docker.sock';
+    input.dispatchEvent(new Event('input'));
+    q<HTMLFormElement>(pane, 'settings-sandbox-sockets')!.requestSubmit();
+    await settle();
+    expect(backend.calls).toEqual([]);
+    expect(q(pane, 'settings-sandbox-socket-error')?.textContent).toMatch(/not a full path/);
+    input.value = '/run/docker.sock';
+    input.dispatchEvent(new Event('input'));
+    q<HTMLFormElement>(pane, 'settings-sandbox-sockets')!.requestSubmit();
+    await settle();
+    expect(backend.calls).toEqual([['set_sandbox_sockets', ['/run/docker.sock']]]);
+    const row = q(pane, 'settings-sandbox-socket')!;
+    expect(row.dataset.socket).toBe('/run/docker.sock');
+    row.querySelector('button')!.click();
+    await settle();
+    expect(backend.view.sandbox.sockets).toEqual([]);
   });
 
   it('says when no command can have a network here, whatever the switches say', async () => {

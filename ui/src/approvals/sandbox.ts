@@ -42,6 +42,9 @@ export function networkStatus(sandbox: SandboxView): string | null {
 export const CACHES_NOTE =
   'Package caches such as ~/.cargo or ~/.npm are not writable by default: a command could plant code there that later runs outside the sandbox, in your next build or install.';
 
+export const SOCKETS_NOTE =
+  'A socket is a door into the program behind it: with docker.sock a command can start a container that mounts your whole disk, with a bus socket it can run programs outside the sandbox. Only your own turns get these; runs nobody watches never do.';
+
 export const NETWORK_NOTE = 'When off, commands in the sandbox cannot connect anywhere, not even to servers on this computer.';
 
 /** The warning beside the switch for runs nobody watches. */

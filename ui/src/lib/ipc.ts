@@ -354,6 +354,12 @@ export function setSandboxUnattendedNetwork(on: boolean): Promise<ApprovalsView>
   return call('set_sandbox_unattended_network', { on });
 }
 
+/** Replaces the Unix sockets the user's own turns' commands may use; a refused one rejects
+ *  with `invalid_socket` on field `sockets`, and nothing is saved. */
+export function setSandboxSockets(sockets: string[]): Promise<ApprovalsView> {
+  return call('set_sandbox_sockets', { sockets });
+}
+
 /** "This routine may use the network" (its jobs, while runs nobody watches may not); saved at once. */
 export function setRoutineNetwork(id: string, on: boolean): Promise<ApprovalsView> {
   return call('set_routine_network', { id, on });

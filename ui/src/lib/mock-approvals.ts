@@ -96,7 +96,7 @@ export function createMockGate(variant: string, emit: Emit) {
   let seq = 0;
 
   // `?mock=no-sandbox` shows what a machine without bubblewrap (nor slirp4netns) looks like.
-  const networks = { network: true, unattended_network: false, network_routines: [] as string[], hidden: [...DEFAULT_HIDDEN], default_hidden: [...DEFAULT_HIDDEN] };
+  const networks = { network: true, unattended_network: false, network_routines: [] as string[], sockets: [] as string[], hidden: [...DEFAULT_HIDDEN], default_hidden: [...DEFAULT_HIDDEN] };
   let sandbox: ApprovalsView['sandbox'] =
     variant === 'no-sandbox'
       ? {
@@ -193,6 +193,11 @@ export function createMockGate(variant: string, emit: Emit) {
     return view();
   }
 
+  function setSockets(sockets: string[]): ApprovalsView {
+    sandbox = { ...sandbox, sockets: [...new Set(sockets.map((s) => s.trim()).filter((s) => s !== ''))] };
+    return view();
+  }
+
   function setRoutineNetwork(id: string, on: boolean): ApprovalsView {
     const kept = sandbox.network_routines.filter((r) => r !== id);
     sandbox = { ...sandbox, network_routines: on ? [...kept, id] : kept };
@@ -237,5 +242,5 @@ export function createMockGate(variant: string, emit: Emit) {
     return view();
   }
 
-  return { view, check, answer, cancelSession, setPolicy, forget, setNetwork, setUnattendedNetwork, setRoutineNetwork, setHidden, setWritable };
+  return { view, check, answer, cancelSession, setPolicy, forget, setNetwork, setUnattendedNetwork, setRoutineNetwork, setSockets, setHidden, setWritable };
 }

@@ -548,6 +548,7 @@ export function createMockBackend(variant: string): Backend {
     set_sandbox_writable: (args) => gate.setWritable(args.folders as string[]),
     set_sandbox_unattended_network: (args) => gate.setUnattendedNetwork(args.on as boolean),
     set_sandbox_hidden: (args) => gate.setHidden(args.hidden as string[]),
+    set_sandbox_sockets: (args) => gate.setSockets(args.sockets as string[]),
     set_routine_network: (args) => gate.setRoutineNetwork(args.id as string, args.on as boolean),
     list_processes: () => processes.list(),
     process_output: (args) => processes.output(args.processId as string),

@@ -302,6 +302,11 @@ default_hidden: Array<string>,
  */
 network_routines: Array<string>, 
 /**
+ * Unix sockets the user's own turns' commands may connect to (never runs nobody
+ * watches).
+ */
+sockets: Array<string>, 
+/**
  * Folders writable besides the workspace (added by the user in Settings).
  */
 writable: Array<string>, };

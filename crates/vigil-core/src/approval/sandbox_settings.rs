@@ -103,6 +103,33 @@ impl Approvals {
         self.update_sandbox(|s| s.writable = checked).map_err(|e| e.to_string())
     }
 
+    /// The Unix sockets the user's own turns' commands may connect to: each a full path to
+    /// a socket there now, outside Vigil's data folder. Saved at once; nothing is saved on an
+    /// error. Runs nobody watches never get them.
+    pub fn set_sandbox_sockets(&self, sockets: &[String]) -> Result<(), String> {
+        use std::os::unix::fs::FileTypeExt;
+        let data_dir = self.inner.path.parent().unwrap_or(Path::new("/"));
+        let data = data_dir.canonicalize().unwrap_or_else(|_| data_dir.to_path_buf());
+        let mut checked = Vec::new();
+        for typed in sockets.iter().map(|f| f.trim()).filter(|f| !f.is_empty()) {
+            let p = Path::new(typed);
+            let is_socket = std::fs::metadata(p).is_ok_and(|m| m.file_type().is_socket());
+            if !p.is_absolute() || !is_socket {
+                return Err(format!("{typed} is not a full path to a Unix socket that is there now"));
+            }
+            let real = p.canonicalize().map_err(|e| e.to_string())?;
+            if real.starts_with(&data) {
+                return Err(format!(
+                    "{typed} lies in Vigil's own data folder, which commands must not reach"
+                ));
+            }
+            if !checked.contains(&real) {
+                checked.push(real);
+            }
+        }
+        self.update_sandbox(|s| s.sockets = checked).map_err(|e| e.to_string())
+    }
+
     pub(super) fn sandbox_view(&self) -> vigil_protocol::SandboxView {
         let settings = self.sandbox_settings();
         let problem = match self.sandbox().availability() {
@@ -123,6 +150,7 @@ impl Approvals {
             hidden: settings.hidden,
             default_hidden: crate::sandbox::DEFAULT_HIDDEN.iter().map(|h| h.to_string()).collect(),
             writable: settings.writable.iter().map(|p| p.display().to_string()).collect(),
+            sockets: settings.sockets.iter().map(|p| p.display().to_string()).collect(),
         }
     }
 }

@@ -50,7 +50,7 @@ const RELAY_ALIVE: RawFd = 5;
 const SLIRP_DNS: &str = "10.0.2.3";
 
 /// The BPF program bwrap installs: `socket(AF_UNIX)` and io_uring refused with `EPERM`.
-pub fn filter() -> Result<Vec<u8>, String> {
+pub fn filter(allow_unix: bool) -> Result<Vec<u8>, String> {
     use seccompiler::{
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
     };
@@ -67,7 +67,9 @@ pub fn filter() -> Result<Vec<u8>, String> {
         Ok(vec![SeccompRule::new(vec![cond]).map_err(|e| e.to_string())?])
     };
     let mut rules = std::collections::BTreeMap::new();
-    rules.insert(libc::SYS_socket, unix()?);
+    if !allow_unix {
+        rules.insert(libc::SYS_socket, unix()?);
+    }
     for call in [
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
@@ -80,7 +82,9 @@ pub fn filter() -> Result<Vec<u8>, String> {
     #[cfg(target_arch = "x86_64")]
     {
         const X32: i64 = 0x4000_0000;
-        rules.insert(X32 | libc::SYS_socket, unix()?);
+        if !allow_unix {
+            rules.insert(X32 | libc::SYS_socket, unix()?);
+        }
         for call in [
             libc::SYS_io_uring_setup,
             libc::SYS_io_uring_enter,
@@ -109,9 +113,11 @@ pub fn filter() -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// `launch [--net <slirp4netns>] -- <bwrap> <args…>`: sets up the descriptors and becomes
+/// `launch [--unix] [--net <slirp4netns>] -- <bwrap> <args…>`: sets up the descriptors and becomes
 /// bwrap. Returns only on failure (the exit code).
 pub fn main(args: &[OsString]) -> i32 {
+    let allow_unix = args.first().is_some_and(|a| a == "--unix");
+    let args = if allow_unix { &args[1..] } else { args };
     let slirp = match args.first().is_some_and(|a| a == "--net") {
         true => args.get(1).cloned(),
         false => None,
@@ -124,7 +130,7 @@ pub fn main(args: &[OsString]) -> i32 {
         eprintln!("vigil-sandbox launch: no bwrap to run");
         return 2;
     };
-    match prepare(slirp).and_then(|extra| Ok((extra, super::pin::pin(rest)?))) {
+    match prepare(slirp, allow_unix).and_then(|extra| Ok((extra, super::pin::pin(rest)?))) {
         Ok((extra, rest)) => {
             let err = std::process::Command::new(bwrap).args(&extra).args(&rest).exec();
             eprintln!("vigil-sandbox launch: bwrap did not start: {err}");
@@ -138,10 +144,10 @@ pub fn main(args: &[OsString]) -> i32 {
 }
 
 /// The descriptors in place (inherited by bwrap), and bwrap's options naming them.
-fn prepare(slirp: Option<OsString>) -> Result<Vec<OsString>, String> {
+fn prepare(slirp: Option<OsString>, allow_unix: bool) -> Result<Vec<OsString>, String> {
     let io = |what: &'static str| move |e: std::io::Error| format!("{what}: {e}");
     let mut extra: Vec<OsString> = Vec::new();
-    let bpf = filter()?;
+    let bpf = filter(allow_unix)?;
     let (r, w) = std::io::pipe().map_err(io("no pipe for the filter"))?;
     // A few hundred bytes: far below a pipe's buffer, so this write never blocks.
     (&w).write_all(&bpf).map_err(io("the filter"))?;
@@ -324,7 +330,7 @@ mod tests {
 
     #[test]
     fn the_filter_compiles_to_whole_instructions() {
-        let bpf = filter().unwrap();
+        let bpf = filter(false).unwrap();
         assert!(!bpf.is_empty() && bpf.len() % 8 == 0, "{} bytes", bpf.len());
     }
 }

@@ -64,6 +64,11 @@ pub struct SandboxSettings {
     /// cannot set it, and it lives in the data folder no command can reach).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network_routines: Vec<String>,
+    /// Unix sockets the user's own turns' commands may connect to (docker's, say): such a
+    /// sandbox may make Unix sockets, sees an empty `/run`, and finds every other socket the
+    /// host listens on covered. Never for runs nobody watches, nor the read-only sandbox.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sockets: Vec<PathBuf>,
 }
 
 fn yes() -> bool {
@@ -112,6 +117,7 @@ impl Default for SandboxSettings {
             hidden: default_hidden(),
             writable: Vec::new(),
             network_routines: Vec::new(),
+            sockets: Vec::new(),
         }
     }
 }
@@ -243,7 +249,7 @@ impl Sandbox {
                 "the sandbox's helper (vigil-sandbox, beside Vigil's program) is missing; reinstall Vigil".into(),
             );
         };
-        let mut args = launcher(&helper, layout.network());
+        let mut args = launcher(&helper, layout.network(), !layout.sockets().is_empty());
         args.extend(arguments(&bwrap, layout));
         Ok(Wrapped {
             #[cfg(target_os = "linux")]
@@ -296,7 +302,7 @@ impl Sandbox {
             cwd: layout.workspace.clone(),
             ..layout.clone()
         };
-        let mut args = launcher(helper, shared.network());
+        let mut args = launcher(helper, shared.network(), !shared.sockets().is_empty());
         args.extend(arguments(bwrap, &shared));
         args.pop(); // "--": the zygote adds what it runs
         let mut key = args.clone();
@@ -370,6 +376,24 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The Unix sockets granted to this sandbox, resolved, that are sockets now: the user's
+    /// grants in their own turns' ordinary sandbox; none elsewhere.
+    pub fn sockets(&self) -> Vec<PathBuf> {
+        use std::os::unix::fs::FileTypeExt;
+        if !self.attended || self.read_only {
+            return Vec::new();
+        }
+        let mut found: Vec<PathBuf> = self
+            .settings
+            .sockets
+            .iter()
+            .map(|p| real(p))
+            .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.file_type().is_socket()))
+            .collect();
+        found.dedup();
+        found
+    }
+
     /// Whether this run's commands get a network (never the host's loopback or sockets).
     pub fn network(&self) -> bool {
         if self.read_only {
@@ -382,10 +406,14 @@ impl Layout {
     }
 }
 
-/// `vigil-sandbox launch [--net <slirp4netns>] --`: what goes before bwrap's command line
-/// (see [`launch`]). With no slirp4netns installed a run that may use the network gets none.
-fn launcher(helper: &Path, network: bool) -> Vec<OsString> {
+/// `vigil-sandbox launch [--unix] [--net <slirp4netns>] --`: what goes before bwrap's
+/// command line (see [`launch`]). With no slirp4netns installed a run that may use the
+/// network gets none. `--unix` lets the sandbox make Unix sockets (for granted ones).
+fn launcher(helper: &Path, network: bool, unix: bool) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec![helper.into(), "launch".into()];
+    if unix {
+        args.push("--unix".into());
+    }
     #[cfg(target_os = "linux")]
     if let Some(slirp) = network.then(launch::find_slirp).flatten() {
         args.extend(["--net".into(), slirp.into()]);
@@ -582,7 +610,7 @@ mod tests {
         // without the network allowed it starts no slirp4netns.
         assert!(!args.iter().any(|a| a == "--share-net"), "{args:?}");
         let plain: Vec<OsString> = vec!["/h".into(), "launch".into(), "--".into()];
-        assert_eq!(launcher(Path::new("/h"), false), plain);
+        assert_eq!(launcher(Path::new("/h"), false, false), plain);
         assert_eq!(args.last().unwrap(), "--");
     }
 

@@ -28,6 +28,18 @@ pub(super) fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
     push(&["--proc".as_ref(), "/proc".as_ref()]);
     push(&["--tmpfs".as_ref(), "/tmp".as_ref()]);
     push(&["--tmpfs".as_ref(), "/var/tmp".as_ref()]);
+    // Granted sockets: this sandbox may make Unix sockets, so every other one the host
+    // listens on goes first: `/run` empty, the rest covered by an empty file.
+    let granted = layout.sockets();
+    if !granted.is_empty() {
+        push(&["--tmpfs".as_ref(), "/run".as_ref()]);
+        if std::fs::symlink_metadata("/var/run").is_ok_and(|m| m.is_dir()) {
+            push(&["--tmpfs".as_ref(), "/var/run".as_ref()]);
+        }
+        for socket in host_sockets().iter().filter(|s| !granted.contains(s)) {
+            push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), socket.as_os_str()]);
+        }
+    }
     let writable = bound_folders(layout);
     let inside_data = |p: &Path| p.starts_with(&data) && !(workspace.starts_with(&data) && p.starts_with(&workspace));
     for w in writable
@@ -71,13 +83,45 @@ pub(super) fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
         }
         if meta.is_dir() || at.is_dir() {
             push(&["--tmpfs".as_ref(), at.as_os_str()]);
+            // A socket granted inside a hidden folder (Docker Desktop's, in ~/.docker) is
+            // bound before the empty folder is made read-only.
+            for socket in granted.iter().filter(|s| s.starts_with(&at)) {
+                push(&["--bind".as_ref(), socket.as_os_str(), socket.as_os_str()]);
+            }
             push(&["--remount-ro".as_ref(), at.as_os_str()]);
         } else {
             push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), at.as_os_str()]);
         }
     }
+    for socket in &granted {
+        push(&["--bind".as_ref(), socket.as_os_str(), socket.as_os_str()]);
+    }
     namespaces(&mut args, layout);
     args
+}
+
+/// The path sockets the host listens on (`/proc/net/unix`), outside `/run` and the
+/// temporary folders (replaced whole in the sandbox), that are there to cover.
+fn host_sockets() -> Vec<PathBuf> {
+    let Ok(table) = std::fs::read_to_string("/proc/net/unix") else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = table
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.split_whitespace().nth(7))
+        .filter(|p| p.starts_with('/'))
+        .map(PathBuf::from)
+        .filter(|p| {
+            !["/run", "/var/run", "/tmp", "/var/tmp"]
+                .iter()
+                .any(|t| p.starts_with(t))
+        })
+        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// Places under `$HOME` that run code for the user later: the desktop's autostart and the

@@ -7,8 +7,9 @@ it?), `secrets` (paths: can it be read or listed?), `sockets` (extra path socket
 every socket file under /run, /var/run and /tmp), `abstract` (abstract socket names,
 besides every one /proc/net/unix lists), `tcp` ([host, port] pairs). Prints `W path`,
 `R path`, `S path`, `A name`, `T host:port` for each that worked, and `P socketpair` when a
-socket pair can be made (it must, inside too). A write leaves its mark (`.vigil-probe` in a
-folder, a `# vigil-probe` line at a file's end) for the test to find on the host.
+socket pair can be made (it must, inside too). A write leaves its mark (`.<mark>` in a
+folder, a `# <mark>` line at a file's end; `mark` from the JSON, one per test, so tests
+running side by side never count each other's marks) for the test to find on the host.
 """
 import json
 import os
@@ -16,6 +17,7 @@ import socket
 import sys
 
 want = json.loads(sys.argv[1])
+mark = want.get("mark", "vigil-probe")
 
 
 def writable(path):
@@ -23,11 +25,11 @@ def writable(path):
     # (the sandbox's own /tmp) does not count as one.
     try:
         if os.path.isdir(path):
-            with open(os.path.join(path, ".vigil-probe"), "w") as f:
+            with open(os.path.join(path, "." + mark), "w") as f:
                 f.write("written")
         else:
             with open(path, "a") as f:
-                f.write("\n# vigil-probe\n")
+                f.write("\n# %s\n" % mark)
         return True
     except OSError:
         return False

@@ -31,3 +31,4 @@ mod trust;
 mod two_writers;
 mod walls;
 mod walls_folders;
+mod walls_sockets;

@@ -25,13 +25,13 @@ pub(super) struct Planted {
     pub(super) workspace: PathBuf,
     pub(super) home: PathBuf,
     pub(super) data: PathBuf,
-    request: serde_json::Value,
-    socket: PathBuf,
-    abstract_name: String,
-    port: u16,
+    pub(super) request: serde_json::Value,
+    pub(super) socket: PathBuf,
+    pub(super) abstract_name: String,
+    pub(super) port: u16,
     /// This machine's address on its network (not loopback), when it has one: reachable
     /// through the network when a run may use it.
-    lan: Option<(String, u16)>,
+    pub(super) lan: Option<(String, u16)>,
     _listeners: (
         UnixListener,
         UnixListener,
@@ -78,6 +78,7 @@ pub(super) fn plant(base: tempfile::TempDir) -> Planted {
         tcp_targets.push(json!([ip, p]));
     }
     let request = json!({
+        "mark": mark(&root),
         "writable": [s(home.clone()), s(home.join(".config/autostart")), s(home.join(".bashrc")),
                      s(workspace.clone()), s(data.clone()), s(root.clone()), "/etc", "/usr"],
         "secrets": [s(home.join(".ssh")), s(home.join(".ssh/id_ed25519")), s(home.join(".aws/credentials")),
@@ -102,6 +103,12 @@ pub(super) fn plant(base: tempfile::TempDir) -> Planted {
     }
 }
 
+/// The probe's mark for this test's writes: its own, since tests run side by side and the
+/// probe run outside the sandbox (as root, in CI) writes `/etc` and `/usr` too.
+fn mark(root: &Path) -> String {
+    format!("vigil-probe-{}", root.file_name().unwrap().to_string_lossy())
+}
+
 /// The address this machine's default route leaves from (a UDP "connect" sends nothing).
 fn lan_address() -> Option<String> {
     let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
@@ -113,7 +120,7 @@ fn lan_address() -> Option<String> {
 /// What the probe reached: its own report for reads and connections, and for writes the
 /// marks it left on the host (removed again), so a write into a private copy of a folder
 /// does not count and one the probe failed to notice does.
-fn facts(output: &str, p: &Planted) -> BTreeSet<String> {
+pub(super) fn facts(output: &str, p: &Planted) -> BTreeSet<String> {
     assert!(output.contains("done"), "the probe did not finish: {output}");
     let mut found: BTreeSet<String> = output
         .lines()
@@ -128,14 +135,16 @@ fn facts(output: &str, p: &Planted) -> BTreeSet<String> {
         .filter_map(|v| v.as_str())
     {
         let path = Path::new(path);
-        let mark = path.join(".vigil-probe");
-        if path.is_dir() && mark.exists() {
-            std::fs::remove_file(&mark).unwrap();
+        let name = mark(&p.root);
+        let left = path.join(format!(".{name}"));
+        if path.is_dir() && left.exists() {
+            std::fs::remove_file(&left).unwrap();
             found.insert(format!("W {}", path.display()));
         } else if path.is_file() {
             let text = std::fs::read_to_string(path).unwrap_or_default();
-            if text.contains("# vigil-probe") {
-                std::fs::write(path, text.replace("\n# vigil-probe\n", "")).unwrap();
+            let line = format!("\n# {name}\n");
+            if text.contains(&line) {
+                std::fs::write(path, text.replace(&line, "")).unwrap();
                 found.insert(format!("W {}", path.display()));
             }
         }
@@ -180,7 +189,7 @@ pub(super) fn context(p: &Planted, settings: SandboxSettings, attended: bool) ->
 }
 
 /// The probe run by `exec` in the sandbox of a run that is `attended` or not.
-async fn inside(p: &Planted, settings: SandboxSettings, attended: bool) -> BTreeSet<String> {
+pub(super) async fn inside(p: &Planted, settings: SandboxSettings, attended: bool) -> BTreeSet<String> {
     let (_registry, tools) = registry_and_tools();
     let ctx = context(p, settings, attended);
     let command = format!("python3 reach.py '{}'", p.request);
@@ -190,7 +199,7 @@ async fn inside(p: &Planted, settings: SandboxSettings, attended: bool) -> BTree
     facts(&out.content, p)
 }
 
-fn set(items: &[String]) -> BTreeSet<String> {
+pub(super) fn set(items: &[String]) -> BTreeSet<String> {
     items.iter().cloned().collect()
 }
 
