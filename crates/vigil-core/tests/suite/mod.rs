@@ -1,6 +1,7 @@
 mod agent;
 mod alone;
 mod continuation;
+mod corpus;
 mod crash;
 mod exec;
 mod exec_runtime;
