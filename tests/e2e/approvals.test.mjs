@@ -81,6 +81,8 @@ describe('with bubblewrap', () => {
   let driver;
   // Outside the data folder, which no writable folder may hold or lie in.
   const extra = fs.mkdtempSync(path.join(os.tmpdir(), 'vigil-e2e-writable-'));
+  // Where a link in the workspace leads: the card names this real folder, not the link.
+  const elsewhere = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'vigil-e2e-elsewhere-')));
 
   before(async () => {
     await h.startFakeProvider({
@@ -88,6 +90,7 @@ describe('with bubblewrap', () => {
         { kind: 'tool_calls', calls: [{ id: 'call_compound', name: 'exec', arguments: { command: COMPOUND } }] },
         { kind: 'tool_calls', calls: [{ id: 'call_env', name: 'exec', arguments: { command: COMPOUND, env: { FOO: '1' } } }] },
         { kind: 'tool_calls', calls: [{ id: 'call_shell', name: 'exec', arguments: { command: SHELL } }] },
+        { kind: 'tool_calls', calls: [{ id: 'call_link', name: 'exec', arguments: { command: 'touch made-here', workdir: 'elsewhere-link' } }] },
         { kind: 'text', text: 'Understood, nothing was run.' },
       ],
       fallback: { kind: 'text', text: 'HEARTBEAT_OK' },
@@ -100,9 +103,15 @@ describe('with bubblewrap', () => {
     await quit(driver);
     await h.stop();
     fs.rmSync(extra, { recursive: true, force: true });
+    fs.rmSync(elsewhere, { recursive: true, force: true });
   });
 
   test('the card shows the parts of a compound line, its env and cwd; a shell gets no "always"', async () => {
+    // What a denied `rm -rf build` would take, and a link out of the workspace.
+    const workspace = path.join(h.dataDir, 'workspace');
+    fs.mkdirSync(path.join(workspace, 'build'), { recursive: true });
+    fs.writeFileSync(path.join(workspace, 'build', 'keep'), 'kept');
+    fs.symlinkSync(elsewhere, path.join(workspace, 'elsewhere-link'));
     await send(driver, 'tidy the build folder');
 
     const compound = await cardFor(driver, COMPOUND);
@@ -142,14 +151,23 @@ describe('with bubblewrap', () => {
     );
     await deny(driver, shell);
 
+    // Run in a link to a folder outside: the card shows where it really runs.
+    const linked = await cardFor(driver, 'touch made-here');
+    assert.equal(linked.cwd, `in ${elsewhere}`, 'the real folder, not the link in the workspace');
+    await deny(driver, linked);
+
     await waitFor('the reply', async () => (await driver.executeScript('return document.body.innerText')).includes('Understood, nothing was run.'), 15000);
     // Denied: nothing ran.
     const last = h.fakeRequests().filter((r) => r.path === '/v1/messages').at(-1);
     const results = last.body.messages
       .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
       .filter((b) => b.type === 'tool_result');
-    assert.equal(results.length, 3);
+    assert.equal(results.length, 4);
     for (const r of results) assert.match(JSON.stringify(r.content), /denied/i);
+    // Denied: nothing ran. The build folder is whole, nothing was made, no process started.
+    assert.equal(fs.readFileSync(path.join(workspace, 'build', 'keep'), 'utf8'), 'kept');
+    assert.equal(fs.existsSync(path.join(elsewhere, 'made-here')), false);
+    assert.deepEqual(await invoke(driver, 'list_processes'), { ok: true, value: [] });
   });
 
   test('Settings → Approvals shows the sandbox ready and saves the network switch in the core', async () => {

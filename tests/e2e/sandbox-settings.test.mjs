@@ -7,6 +7,7 @@
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { Harness, quit, screenshot, By, waitFor } from './harness.mjs';
 
@@ -147,6 +148,31 @@ describe('the sandbox settings', () => {
     const defaults = (await invoke(driver, 'get_approvals')).value.sandbox.default_hidden;
     await waitFor('the defaults saved', () => JSON.stringify(saved().hidden) === JSON.stringify(defaults), 5000);
     assert.equal(await box.getAttribute('value'), defaults.join('\n'));
+  });
+
+  test('a socket granted by its path is saved by the core, listed with its warning, and taken back', async () => {
+    const socketPath = path.join(h.dataDir, '..', `vigil-e2e-${process.pid}.sock`);
+    const server = net.createServer().listen(socketPath);
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const refused = await invoke(driver, 'set_sandbox_sockets', { sockets: [path.join(h.dataDir, 'approvals.json')] });
+      assert.equal(refused.ok, false, 'a file that is no socket');
+      assert.deepEqual([refused.error.code, refused.error.field], ['invalid_socket', 'sockets']);
+
+      await scrollTo(driver, 'settings-sandbox-sockets');
+      await driver.findElement(testid('settings-sandbox-socket-input')).sendKeys(socketPath);
+      await driver.findElement(testid('settings-sandbox-socket-add')).click();
+      const real = fs.realpathSync(socketPath);
+      await waitFor('the grant saved', () => JSON.stringify(saved().sockets ?? []) === JSON.stringify([real]), 5000);
+      const row = await waitFor('the row', async () => (await driver.findElements(testid('settings-sandbox-socket')))[0], 5000);
+      assert.equal(await row.getAttribute('data-socket'), real);
+      assert.match(await driver.findElement(testid('settings-sandbox-sockets')).getText(), /runs nobody watches never do/);
+      await screenshot(driver, 'sandbox-settings-sockets.png');
+      await row.findElement(By.css('button')).click();
+      await waitFor('the grant taken back', () => (saved().sockets ?? []).length === 0, 5000);
+    } finally {
+      server.close();
+    }
   });
 });
 

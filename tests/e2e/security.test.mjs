@@ -121,7 +121,8 @@ test('the app and its WebKit processes listen on no socket', () => {
     .flatMap((env) => env.split('\0'))
     .filter((v) => v.startsWith('WEBKIT_INSPECTOR_SERVER='))
     .map((v) => v.slice('WEBKIT_INSPECTOR_SERVER='.length));
-  const listening = execFileSync('ss', ['-H', '-l', '-t', '-u', '-n', '-p']).toString().split('\n');
+  // TCP, UDP and Unix sockets alike (a listening Unix socket is a door too).
+  const listening = execFileSync('ss', ['-H', '-l', '-t', '-u', '-x', '-n', '-p']).toString().split('\n');
   const ours = listening
     .filter((l) => pids.some((p) => l.includes(`pid=${p},`)))
     .filter((l) => !inspector.some((addr) => l.includes(` ${addr} `)));

@@ -20,7 +20,7 @@ export function sandboxStatus(sandbox: SandboxView): SandboxStatus {
       ready: true,
       headline: 'Ready: commands run in a bubblewrap sandbox.',
       meaning:
-        'The workspace and the command’s own folder are writable, the rest of the system is read-only, and Vigil’s own files are hidden.',
+        'The workspace and the folders you add below are writable, the rest of the system is read-only; your secrets, this computer’s sockets and Vigil’s own files are out of reach.',
     };
   }
   const problem = sandbox.problem?.trim() || 'bubblewrap cannot start here';
