@@ -49,6 +49,9 @@ test('an approved background command runs live in the panel, takes input, and it
   const id = await waitFor('a running process', async () => attr('[data-testid="process-item"][data-state="running"]', 'data-process-id'), 10000);
   await css(`[data-testid="process-item"][data-process-id="${id}"]`).click();
   await waitFor('live output in the terminal', async () => (await terminalText(id)).includes('tick 3'), 10000);
+  // Each fact once: the row names the command; the terminal's bar adds only the pid and Kill.
+  const bar = await driver.executeScript('return document.querySelector(\'[data-testid="process-terminal-bar"]\').innerText');
+  assert.match(bar.trim(), /^pid \d+\s+Kill$/, bar);
   await screenshot(driver, 'processes.png');
 
   // Type into the terminal: the process reads the line.

@@ -25,7 +25,9 @@ pub trait ExecEvents: Send + Sync + 'static {
     fn exited(&self, _process_id: &str, _owner: &str, _exit: &ExitStatus, _tail: &str) {}
 
     /// A backgrounded process ended: `text` is `Exec completed|failed (<id8>, code N) :: <tail>`,
-    /// or `Exec timed out (<id8>, after N s) :: <tail>` when its timeout killed it.
+    /// `Exec timed out (<id8>, after N s) :: <tail>` when its timeout killed it, or `Exec
+    /// killed by the user (<id8>, signal SIGTERM) :: <tail>` when the user killed it from the
+    /// panel (a kill its owner asked for has no notice: the owner knows).
     /// Called exactly once per such process. The runtime enqueues it as a system event for
     /// `owner`, requests a heartbeat wake with reason `exec:<process_id>:exit`, and raises a
     /// native notification.
@@ -95,15 +97,21 @@ impl ExecEvents for ChannelExecEvents {
     }
 }
 
+/// How the notice of a process the user killed from the panel starts.
+pub const KILLED_BY_USER: &str = "Exec killed by the user";
+
 /// `Exec completed (<id8>, code 0) :: <tail>` or `Exec failed (<id8>, signal SIGTERM) :: …`
 /// (seed 000 `maybeNotifyOnExit`): completed only for exit code 0; `tail` is already cut to
 /// its length and is collapsed to one line here; with no output the ` :: …` part is left out.
 /// A command its `timeout` killed reads `Exec timed out (<id8>, after 1800 s) :: …`: the
 /// signal it died of says nothing the agent can act on, the limit does (start it again with
-/// a longer one, or with `timeout: 0`).
+/// a longer one, or with `timeout: 0`). One the user killed reads `Exec killed by the user
+/// (<id8>, signal SIGTERM) :: …` ("failed" would invite the agent to start it again; the
+/// notice is the agent's, so "the user", not "you").
 pub fn exit_notice_text(process_id: &str, exit: &ExitStatus, timeout: Option<Duration>, tail: &str) -> String {
     let id8: String = process_id.chars().take(8).collect();
     let head = match timeout.filter(|_| exit.timed_out) {
+        _ if exit.killed_by_user => format!("{KILLED_BY_USER} ({id8}, {})", exit.label()),
         Some(t) => format!("Exec timed out ({id8}, after {} s)", t.as_secs_f64()),
         None if exit.success() => format!("Exec completed ({id8}, {})", exit.label()),
         None => format!("Exec failed ({id8}, {})", exit.label()),
@@ -141,7 +149,7 @@ mod tests {
         let killed = ExitStatus {
             code: None,
             signal: Some("SIGTERM".into()),
-            timed_out: false,
+            ..ExitStatus::default()
         };
         assert_eq!(
             exit_notice_text("12345678", &killed, Some(Duration::from_secs(1800)), "a\n  b"),
@@ -158,6 +166,32 @@ mod tests {
         assert_eq!(
             exit_notice_text("12345678", &timed_out, Some(Duration::from_millis(500)), ""),
             "Exec timed out (12345678, after 0.5 s)"
+        );
+        // Killed from the panel: who did it, then how it ended (the seed's label), even when a
+        // trap made it exit with a code.
+        let by_user = ExitStatus {
+            signal: Some("SIGTERM".into()),
+            killed_by_user: true,
+            ..ExitStatus::default()
+        };
+        assert_eq!(
+            exit_notice_text(
+                "12345678",
+                &by_user,
+                Some(Duration::from_secs(1800)),
+                "listening on :8080\n"
+            ),
+            "Exec killed by the user (12345678, signal SIGTERM) :: listening on :8080"
+        );
+        let trapped = ExitStatus {
+            code: Some(0),
+            killed_by_user: true,
+            ..ExitStatus::default()
+        };
+        assert!(!trapped.success());
+        assert_eq!(
+            exit_notice_text("12345678", &trapped, None, ""),
+            "Exec killed by the user (12345678, code 0)"
         );
     }
 }

@@ -35,7 +35,7 @@ mod strip;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use events::{exit_notice_text, ChannelExecEvents, ExecEvent, ExecEvents, NoExecEvents};
+pub use events::{exit_notice_text, ChannelExecEvents, ExecEvent, ExecEvents, NoExecEvents, KILLED_BY_USER};
 pub use output::{slice_lines, LineSlice};
 pub use registry::RegistryHandle;
 
@@ -179,12 +179,14 @@ pub struct ExitStatus {
     pub signal: Option<String>,
     /// It was killed because its timeout expired.
     pub timed_out: bool,
+    /// The user killed it from the Processes panel, not its owner: news to the owner.
+    pub killed_by_user: bool,
 }
 
 impl ExitStatus {
-    /// Exit code 0, no signal, no timeout.
+    /// Exit code 0, no signal, no timeout, no kill by the user.
     pub fn success(&self) -> bool {
-        self.code == Some(0) && self.signal.is_none() && !self.timed_out
+        self.code == Some(0) && self.signal.is_none() && !self.timed_out && !self.killed_by_user
     }
 
     /// `code 2` or `signal SIGKILL`, as in an exit notice.

@@ -77,11 +77,10 @@ pub(super) enum Msg {
         eof: bool,
         reply: Reply<()>,
     },
-    /// `quiet`: no exit notice (the owner asked for the kill, so it knows).
     Kill {
         owner: Option<String>,
         id: String,
-        quiet: bool,
+        by: Killer,
         reply: Option<Reply<Outcome>>,
     },
     Clear {
@@ -116,6 +115,15 @@ pub(super) enum Msg {
     Drained {
         id: Arc<str>,
     },
+}
+
+/// Who asked for a kill, which decides who hears of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Killer {
+    /// The owner (its agent's `process kill`, a cancelled turn): it knows, so no exit notice.
+    Owner,
+    /// The user, from the Processes panel: news to the owner, whose exit notice says so.
+    User,
 }
 
 /// A cheap, clonable handle to the process registry. When every handle is dropped, or the
@@ -286,7 +294,21 @@ impl RegistryHandle {
         self.ask(|reply| Msg::Kill {
             owner: Some(owner.into()),
             id: id.into(),
-            quiet: true,
+            by: Killer::Owner,
+            reply: Some(reply),
+        })
+        .await
+    }
+
+    /// The Processes panel's Kill, of any owner's process: as [`RegistryHandle::kill`], but
+    /// the user asked, so a backgrounded process's owner gets its exit notice (`Exec killed
+    /// by the user (…)`, see [`super::exit_notice_text`]) and a foreground one's result says
+    /// who killed it.
+    pub async fn kill_by_user(&self, id: &str) -> Result<Outcome, ExecError> {
+        self.ask(|reply| Msg::Kill {
+            owner: None,
+            id: id.into(),
+            by: Killer::User,
             reply: Some(reply),
         })
         .await
@@ -297,7 +319,7 @@ impl RegistryHandle {
         let _ = self.tx.send(Msg::Kill {
             owner: Some(owner.into()),
             id: id.into(),
-            quiet: true,
+            by: Killer::Owner,
             reply: None,
         });
     }

@@ -390,19 +390,19 @@ mod in_zygote {
             Ended::Code(code) => ExitStatus {
                 code: Some(code),
                 signal: None,
-                timed_out: false,
+                ..ExitStatus::default()
             },
             Ended::Signal(n) => ExitStatus {
                 code: None,
                 signal: Some(signal_name(n)),
-                timed_out: false,
+                ..ExitStatus::default()
             },
             Ended::Lost(why) => {
                 tracing::warn!("a sandboxed command's exit was lost: {why}");
                 ExitStatus {
                     code: None,
                     signal: Some(signal_name(rustix::process::Signal::KILL.as_raw())),
-                    timed_out: false,
+                    ..ExitStatus::default()
                 }
             }
         }
@@ -480,7 +480,7 @@ fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
         ExitStatus {
             code: status.code(),
             signal: status.signal().map(signal_name),
-            timed_out: false,
+            ..ExitStatus::default()
         }
     }
     #[cfg(not(unix))]
@@ -488,7 +488,7 @@ fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
         ExitStatus {
             code: status.code(),
             signal: None,
-            timed_out: false,
+            ..ExitStatus::default()
         }
     }
 }

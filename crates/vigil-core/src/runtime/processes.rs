@@ -11,7 +11,10 @@ use vigil_protocol::{ErrorKind, Event, NotificationKind, ProcessSummary, Source,
 
 use super::process_table::{stopped_notice, ProcessTable, Recording, Running};
 use super::Runtime;
-use crate::exec::{ChannelExecEvents, ExecEvent, ProcessInfo, RegistryConfig, RegistryHandle, SpawnRequest, TermSize};
+use crate::exec::{
+    ChannelExecEvents, ExecError, ExecEvent, ProcessInfo, RegistryConfig, RegistryHandle, SpawnRequest, TermSize,
+    KILLED_BY_USER,
+};
 use crate::heartbeat;
 use crate::session::meta::type_from_id;
 use crate::session::SessionType;
@@ -215,7 +218,7 @@ impl Runtime {
     /// continues with the notice (see `continuation`), and tells the user itself. The
     /// heartbeat's own commands go back to the heartbeat (an `exec-event` wake). Commands the
     /// user started from the panel, and any when their owner cannot hear it, are announced
-    /// directly.
+    /// directly — unless the user killed it: nobody needs telling what they just did.
     fn on_exit_notice(&self, owner: &str, process_id: &str, text: &str) {
         let heartbeat = heartbeat::session_id(heartbeat::AGENT);
         if owner == heartbeat {
@@ -229,6 +232,9 @@ impl Runtime {
             return self.continue_after_exit(owner, text);
         } else if owner != USER_OWNER {
             self.enqueue_system_event(owner, text, SystemEventKind::ExecFinished);
+        }
+        if text.starts_with(KILLED_BY_USER) {
+            return;
         }
         let failed = !text.starts_with("Exec completed");
         let title = if failed {
@@ -258,7 +264,8 @@ impl Runtime {
         self.activity_changed();
     }
 
-    /// The panel's ops: start, type, kill, resize.
+    /// The panel's ops: start, type, kill (the user's: see [`RegistryHandle::kill_by_user`]),
+    /// resize.
     pub(super) fn process_op(&self, op: ProcessOp) {
         let Some(registry) = self.processes().cloned() else {
             return self.report(ErrorKind::InvalidOp, "Processes are not running yet.");
@@ -292,9 +299,11 @@ impl Runtime {
                         .map_err(|e| e.to_string()),
                     None => Err(format!("No process {id}.")),
                 },
-                ProcessOp::Kill { id } => match owner_of(id.clone()).await {
-                    Some(owner) => registry.kill(&owner, &id).await.map(|_| ()).map_err(|e| e.to_string()),
-                    None => Err(format!("No process {id}.")),
+                // The user's kill, not the owner's: an agent's command is news to its agent.
+                ProcessOp::Kill { id } => match registry.kill_by_user(&id).await {
+                    Ok(_) => Ok(()),
+                    Err(ExecError::NotFound { .. }) => Err(format!("No process {id}.")),
+                    Err(e) => Err(e.to_string()),
                 },
                 ProcessOp::Resize { id, cols, rows } => registry
                     .resize(&id, TermSize { cols, rows })

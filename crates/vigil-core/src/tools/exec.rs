@@ -399,7 +399,12 @@ fn finished_output(outcome: &Outcome, timeout: Option<Duration>, sandbox: Option
         text.push_str(&format!("\n\n(Ran without a terminal: {why}.)"));
     }
     let killed = outcome.info.state == ProcessState::Killed;
-    let footer = if exit.timed_out {
+    let footer = if exit.killed_by_user {
+        Some(format!(
+            "(The user killed this command from the Processes panel; it ended with {})",
+            exit.label()
+        ))
+    } else if exit.timed_out {
         let secs = timeout.map_or(0.0, |t| t.as_secs_f64());
         Some(format!(
             "(Command timed out after {secs} s and was killed, with everything it started)"

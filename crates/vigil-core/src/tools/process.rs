@@ -350,6 +350,7 @@ impl ProcessTool {
 
 fn status(info: &ProcessInfo) -> String {
     match (&info.exit, &info.error) {
+        (Some(exit), _) if exit.killed_by_user => format!("killed by the user, {}", exit.label()),
         (Some(exit), _) if exit.timed_out => format!("timed out, {}", exit.label()),
         (Some(exit), _) => exit.label(),
         (None, Some(e)) => format!("failed to start: {e}"),
@@ -362,7 +363,10 @@ fn state_sentence(info: &ProcessInfo) -> String {
     match info.state {
         ProcessState::Running => "Process still running.".into(),
         ProcessState::Exited => format!("Process exited with {}.", status(info)),
-        ProcessState::Killed => format!("Process was killed ({}).", status(info)),
+        ProcessState::Killed => match &info.exit {
+            Some(exit) if exit.killed_by_user => format!("Process was killed by the user ({}).", exit.label()),
+            _ => format!("Process was killed ({}).", status(info)),
+        },
         ProcessState::FailedToStart => format!("Process {}.", status(info)),
     }
 }

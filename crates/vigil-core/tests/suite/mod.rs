@@ -14,6 +14,7 @@ mod hostile;
 mod image_bombs;
 mod images;
 mod inhibit;
+mod kills;
 mod mcp;
 mod mcp_contain;
 mod prompt_cache;

@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{new_id, Actor, Proc};
 use crate::exec::output::{CappedBytes, CappedText};
-use crate::exec::registry::{Msg, Reply};
+use crate::exec::registry::{Killer, Msg, Reply};
 use crate::exec::spawn::{self, WriteJob};
 use crate::exec::{ExecError, LogView, Polled, ProcessInfo, ProcessState, SpawnRequest, Yielded};
 
@@ -85,14 +85,12 @@ impl Actor {
                 eof,
                 reply,
             } => self.write(&owner, &id, data, eof, reply),
-            Msg::Kill {
-                owner,
-                id,
-                quiet,
-                reply,
-            } => match self.get(owner.as_deref(), &id) {
+            Msg::Kill { owner, id, by, reply } => match self.get(owner.as_deref(), &id) {
                 Ok(p) if p.info.is_running() => {
-                    p.quiet |= quiet;
+                    match by {
+                        Killer::Owner => p.quiet = true,
+                        Killer::User => p.killed_by_user = true,
+                    }
                     p.finish_waiters.extend(reply);
                     self.kill_group(&id, false);
                 }
@@ -231,6 +229,7 @@ impl Actor {
             timed_out: false,
             timeout: req.timeout,
             quiet: false,
+            killed_by_user: false,
             notified: false,
             lingering: false,
             finish_waiters: Vec::new(),

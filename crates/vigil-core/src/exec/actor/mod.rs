@@ -69,6 +69,8 @@ struct Proc {
     timeout: Option<std::time::Duration>,
     /// No exit notice (the owner killed it, or the app is quitting).
     quiet: bool,
+    /// The user killed it from the panel: its exit status and notice say so.
+    killed_by_user: bool,
     notified: bool,
     /// Finished without its output ending: something in its group may still run.
     lingering: bool,
@@ -329,6 +331,7 @@ impl Actor {
         }
         let mut exit = p.reaped.take().unwrap_or_default();
         exit.timed_out = p.timed_out;
+        exit.killed_by_user = p.killed_by_user;
         p.info.state = if p.kill_requested {
             ProcessState::Killed
         } else {
