@@ -17,7 +17,7 @@ FUZZ_TARGETS := sse transcript heartbeat_tasks schedule
 FUZZ_SECONDS ?= 15
 APP_BIN := target/debug/vigil
 
-.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench bench-app test-load crash fuzz fuzz-long bundle bundle-test test-app
+.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench bench-app test-load crash fuzz fuzz-long bundle bundle-test test-app sandbox-compare
 
 ## Install what is missing, build the UI and the app, open the Vigil window.
 run: deps-run ui app
@@ -111,6 +111,20 @@ bench:
 bench-app: deps-test ui
 	cargo build --release -p vigil -p vigil-empty-window -p vigil-core --bin vigil --bin vigil-empty-window --bin vigil-sandbox --features vigil/custom-protocol,vigil-empty-window/custom-protocol
 	xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- node scripts/bench-app.mjs
+
+## Issue 30's comparison (not in `make test`): the walls' reachability probe in Vigil's three
+## sandboxes, in `codex sandbox` and in `srt`, printed side by side. The peers are installed
+## here only, at the versions locked in bench/sandbox-compare/, into the target folder; srt
+## needs socat and ripgrep on Linux.
+sandbox-compare:
+	@scripts/apt-install-missing.sh bubblewrap slirp4netns python3 socat ripgrep
+	@d=$${CARGO_TARGET_DIR:-target}/sandbox-compare; mkdir -p $$d; \
+	  if [ ! -d $$d/node_modules ] || ! cmp -s bench/sandbox-compare/package-lock.json $$d/package-lock.json; then \
+	    cp bench/sandbox-compare/package.json bench/sandbox-compare/package-lock.json $$d/ && \
+	    (cd $$d && npm ci --no-audit --no-fund); fi
+	d=$$(realpath $${CARGO_TARGET_DIR:-target}/sandbox-compare); \
+	  VIGIL_COMPARE_CODEX=$$d/node_modules/.bin/codex VIGIL_COMPARE_SRT=$$d/node_modules/.bin/srt \
+	  cargo test -p vigil-core --test all sandbox_compare -- --ignored --nocapture
 
 test-e2e:
 	cargo build -p vigil-fake-llm

@@ -25,6 +25,7 @@ mod routines;
 mod run_usage;
 mod runtime;
 mod sandbox;
+mod sandbox_compare;
 mod sessions;
 mod steering;
 mod support;

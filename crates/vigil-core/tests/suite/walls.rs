@@ -128,6 +128,14 @@ pub(super) fn facts(output: &str, p: &Planted) -> BTreeSet<String> {
         .filter(|l| ["R ", "S ", "A ", "T ", "P "].iter().any(|p| l.starts_with(p)))
         .map(str::to_string)
         .collect();
+    found.extend(writes_left(p));
+    found
+}
+
+/// The writes the probe's marks show on the host (`W path`), each mark removed again: also
+/// after a run that did not finish, so the next run starts clean.
+pub(super) fn writes_left(p: &Planted) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
     for path in p.request["writable"]
         .as_array()
         .unwrap()
@@ -153,7 +161,7 @@ pub(super) fn facts(output: &str, p: &Planted) -> BTreeSet<String> {
 }
 
 /// The probe run as a plain child of the test, outside any sandbox.
-fn outside(p: &Planted) -> BTreeSet<String> {
+pub(super) fn outside(p: &Planted) -> BTreeSet<String> {
     let out = std::process::Command::new("python3")
         .arg(p.workspace.join("reach.py"))
         .arg(p.request.to_string())
