@@ -28,6 +28,12 @@ pub struct Script {
     /// Answers every chat request once `steps` are used up; `None` means [`Step::echo`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<Step>,
+    /// The model's context window, in tokens. When set, a chat request longer than this
+    /// (counted as the usage estimate counts: about 4 characters a token, an image 1,600)
+    /// gets the protocol's real "too long" error, as a real service refuses it before the
+    /// model runs: no step is used up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
 }
 
 /// Why a script could not be loaded. Both are fixed by correcting the file.
@@ -63,6 +69,12 @@ impl Script {
     /// Accept only these models (and list them on `GET /v1/models`).
     pub fn with_models<S: Into<String>>(mut self, models: impl IntoIterator<Item = S>) -> Self {
         self.models = Some(models.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Refuse requests longer than `tokens` with the protocol's context-overflow error.
+    pub fn with_context_window(mut self, tokens: u64) -> Self {
+        self.context_window = Some(tokens);
         self
     }
 

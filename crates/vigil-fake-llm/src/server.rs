@@ -151,6 +151,10 @@ impl Shared {
         (state.script.api_key.clone(), state.script.models.clone())
     }
 
+    fn context_window(&self) -> Option<u64> {
+        self.lock().script.context_window
+    }
+
     /// The next step, advancing the cursor; the fallback once steps run out.
     fn next_step(&self) -> Step {
         let mut state = self.lock();
@@ -235,6 +239,16 @@ fn chat(shared: &Shared, protocol: Protocol, path: &str, headers: &HeaderMap, bo
             Protocol::OpenAi => openai::model_not_found_body(model),
         };
         return json_response(StatusCode::NOT_FOUND, &body);
+    }
+    if let Some(window) = shared.context_window() {
+        let tokens = reply::request_tokens(&request);
+        if tokens > window {
+            let body = match protocol {
+                Protocol::Anthropic => anthropic::too_long_body(tokens, window),
+                Protocol::OpenAi => openai::too_long_body(tokens, window),
+            };
+            return json_response(StatusCode::BAD_REQUEST, &body);
+        }
     }
     // Gates come before the cursor moves: a rejected request does not use up a step.
     let step = shared.next_step();
