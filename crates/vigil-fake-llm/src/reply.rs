@@ -158,6 +158,21 @@ fn estimate_tokens(chars: usize) -> u64 {
     (chars as u64).div_ceil(4).max(1)
 }
 
+/// The system prompt of a request in either protocol: Anthropic's `system` (a string or
+/// blocks), OpenAI's `system` / `developer` messages.
+pub(crate) fn system_text(request: &Value) -> String {
+    let mut out = match request.get("system") {
+        Some(system) => content_text(system),
+        None => String::new(),
+    };
+    for m in request.get("messages").and_then(Value::as_array).into_iter().flatten() {
+        if matches!(m.get("role").and_then(Value::as_str), Some("system" | "developer")) {
+            out.push_str(&m.get("content").map(content_text).unwrap_or_default());
+        }
+    }
+    out
+}
+
 /// Cut `text` into pieces of at most `n` characters.
 pub(crate) fn chunk_chars(text: &str, n: usize) -> Vec<&str> {
     let n = n.max(1);

@@ -125,6 +125,28 @@ async fn a_request_over_the_context_window_gets_each_protocols_overflow_error_an
 }
 
 #[tokio::test]
+async fn a_side_request_gets_its_own_reply_and_the_steps_go_on_in_order() {
+    let script = Script::steps(vec![Step::text("one"), Step::text("two")])
+        .with_side_reply("compress conversations", Step::text("a summary"));
+    let server = FakeLlm::start(script).await.unwrap();
+    let mut side = anthropic_body("summarise this");
+    side["system"] = json!([{"type": "text", "text": "You compress conversations."}]);
+    let mut side_openai = openai_body("summarise this");
+    side_openai["messages"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, json!({"role": "system", "content": "You compress conversations."}));
+    let a = events(post_anthropic(&server, &anthropic_body("x")).await).await;
+    let b = events(post_anthropic(&server, &side).await).await;
+    let c = events(post_openai(&server, &side_openai).await).await;
+    let d = events(post_openai(&server, &openai_body("x")).await).await;
+    assert_eq!(
+        [text_of(&a), text_of(&b), text_of(&c), text_of(&d)],
+        ["one", "a summary", "a summary", "two"]
+    );
+}
+
+#[tokio::test]
 async fn models_lists_configured_models_behind_the_key() {
     let server = FakeLlm::start(Script::default().with_api_key("sk-test").with_models(["m1", "m2"]))
         .await
