@@ -1,5 +1,6 @@
 mod agent;
 mod alone;
+mod context_overflow;
 mod continuation;
 mod crash;
 mod exec;
