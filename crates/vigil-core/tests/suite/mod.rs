@@ -23,6 +23,7 @@ mod routines;
 mod run_usage;
 mod runtime;
 mod sandbox;
+mod sandbox_policy;
 mod sessions;
 mod steering;
 mod support;
