@@ -45,6 +45,11 @@ fn the_data_folder_is_hidden_after_the_binds_and_the_workspace_inside_it_is_boun
     let plain: Vec<OsString> = vec!["/h".into(), "launch".into(), "--".into()];
     assert_eq!(launcher(Path::new("/h"), false), plain);
     assert_eq!(args.last().unwrap(), "--");
+    // A user namespace of its own with no capability in it, whoever runs Vigil: as root,
+    // bwrap keeps every capability unless told, and a command could unmount the cover over
+    // the data folder.
+    let namespaces = ["--unshare-user", "--cap-drop", "ALL"];
+    assert!(args.windows(3).any(|w| w == namespaces), "{args:?}");
 }
 
 /// The helper keeps capabilities while it starts commands: one that a command could

@@ -110,11 +110,20 @@ async fn a_sandboxed_command_writes_the_workspace_and_nothing_else() {
 
 /// Commands that try to take the sandbox apart from inside: unmount the empty folder over
 /// the data folder, make the root writable again, mount over it, build a namespace of their
-/// own with capabilities in it. On a machine where Vigil runs as root (CI here) bwrap keeps
-/// every capability unless told otherwise, and the first of these read the key.
+/// own with capabilities in it. Each must fail for lack of permission, not because the
+/// program is missing; as root (CI here) that is the sandbox's doing: bwrap keeps every
+/// capability in its namespace unless told `--cap-drop ALL`, and the first of these read
+/// the key. In a standing sandbox and in a bwrap of its own.
 #[tokio::test]
 async fn a_sandboxed_command_cannot_undo_the_sandbox() {
     bwrap_ready();
+    cannot_undo_in(false).await;
+    cannot_undo_in(true).await;
+}
+
+/// The attempts, with a bwrap per command when `own_bwrap` (a writable folder under /tmp,
+/// which each command's private /tmp of a standing sandbox would cover).
+async fn cannot_undo_in(own_bwrap: bool) {
     let dir = outside_tmp();
     let data = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(data.join("secrets")).unwrap();
@@ -122,6 +131,14 @@ async fn a_sandboxed_command_cannot_undo_the_sandbox() {
     let home = std::env::var("HOME").unwrap();
     let probe = format!("{home}/vigil-escape-probe-{}", std::process::id());
     let (rt, mut rx, fake) = full_auto(&data).await;
+    let under_tmp = tempfile::tempdir().unwrap();
+    if own_bwrap {
+        let folder = under_tmp.path().display().to_string();
+        rt.approvals().set_sandbox_writable(&[folder]).unwrap();
+    }
+    let parent = run(&rt, &mut rx, &fake, "cat /proc/$PPID/comm").await;
+    let expected = if own_bwrap { "bwrap" } else { ".vigil-sandbox" };
+    assert!(parent.starts_with(expected), "{parent}");
     let d = data.display();
     let tries = [
         format!("umount {d}; cat {d}/secrets/key"),
@@ -132,18 +149,32 @@ async fn a_sandboxed_command_cannot_undo_the_sandbox() {
         format!("mount -t tmpfs none {home} && touch {probe}"),
         format!("unshare -rm sh -c 'umount {d}; cat {d}/secrets/key; mount -o remount,rw /; touch {probe}'"),
         format!("unshare -rm sh -c 'mount --bind / /mnt && cat /mnt{d}/secrets/key'"),
-        "grep -E '^Cap(Prm|Eff|Amb|Bnd):' /proc/self/status".into(),
     ];
     for attempt in &tries {
         let out = run(&rt, &mut rx, &fake, attempt).await;
         assert!(!out.contains("sk-hidden-key"), "{attempt} read the key: {out}");
         assert!(!Path::new(&probe).exists(), "{attempt} wrote {probe}: {out}");
-        if attempt.starts_with("grep") {
-            for line in out.lines().filter(|l| l.starts_with("Cap")) {
-                assert!(line.ends_with("0000000000000000"), "capabilities left: {out}");
-            }
-            assert_eq!(out.lines().filter(|l| l.starts_with("Cap")).count(), 4, "{out}");
-        }
+        // The first step (the mount, unmount or namespace) was refused, as a permission.
+        let first = out.lines().next().unwrap_or_default().to_lowercase();
+        assert!(
+            ["must be superuser", "permission denied", "operation not permitted"]
+                .iter()
+                .any(|p| first.contains(p)),
+            "{attempt} did not fail for lack of permission: {out}"
+        );
+        assert!(!out.contains("not found"), "{attempt}: {out}");
+    }
+    let caps = run(
+        &rt,
+        &mut rx,
+        &fake,
+        "grep -E '^Cap(Prm|Eff|Amb|Bnd):' /proc/self/status",
+    )
+    .await;
+    let lines: Vec<&str> = caps.lines().filter(|l| l.starts_with("Cap")).collect();
+    assert_eq!(lines.len(), 4, "{caps}");
+    for line in lines {
+        assert!(line.ends_with("0000000000000000"), "capabilities left: {caps}");
     }
     rt.shutdown().await;
 }

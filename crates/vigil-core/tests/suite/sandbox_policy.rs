@@ -200,8 +200,10 @@ async fn leaving_the_sandbox_is_asked_for_each_command() {
 }
 
 /// Commands the user starts from the Processes panel are the user's own: not sandboxed.
+/// Only where a sandbox could start does the write outside prove it.
 #[tokio::test]
 async fn the_users_own_commands_are_not_sandboxed() {
+    bwrap_ready();
     let dir = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     let marker = outside.path().join("panel-wrote");
