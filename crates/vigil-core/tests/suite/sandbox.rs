@@ -422,6 +422,98 @@ async fn an_idle_standing_sandbox_leaves_and_the_next_command_starts_another() {
     rt.shutdown().await;
 }
 
+/// The README's "the helper leaves after 5 minutes with nothing running", as Vigil starts
+/// it, without waiting five minutes: the standing sandbox's helper of a runtime with the
+/// default sandbox is told 300 000 ms (it takes its idle limit as its argument, and the test
+/// above shows it leaves after the limit it is given).
+#[tokio::test]
+async fn by_default_a_standing_sandbox_is_told_to_leave_after_five_idle_minutes() {
+    bwrap_ready();
+    let dir = outside_tmp();
+    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    let first = run(&rt, &mut rx, &fake, "echo one from $(cat /proc/$PPID/comm)").await;
+    assert!(first.contains("one from .vigil-sandbox"), "{first}");
+    let data = dir.path().canonicalize().unwrap().display().to_string();
+    let helpers = helper_args(&data);
+    assert_eq!(helpers, [vec!["/tmp/.vigil-sandbox".to_string(), "300000".into()]]);
+    rt.shutdown().await;
+}
+
+/// The command lines of the helpers of the standing sandboxes of the data folder `data`:
+/// children of a bwrap whose command line names it, running `/tmp/.vigil-sandbox`.
+fn helper_args(data: &str) -> Vec<Vec<String>> {
+    let cmdline = |pid: &str| std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let parent = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:").map(|p| p.trim().to_string()))
+            .unwrap_or_default()
+    };
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .filter(|pid| {
+            cmdline(pid).starts_with(b"/tmp/.vigil-sandbox\0")
+                && String::from_utf8_lossy(&cmdline(&parent(pid))).contains(data)
+        })
+        .map(|pid| {
+            cmdline(&pid)
+                .split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .collect()
+}
+
+/// A folder added in Settings → Approvals is writable from inside the sandbox: a command
+/// writes a file there and it is on the disk afterwards, in the standing sandbox and in a
+/// bwrap of its own (a folder under /tmp added too, which a standing sandbox cannot bind).
+#[tokio::test]
+async fn a_folder_added_in_settings_is_writable_inside_the_sandbox() {
+    bwrap_ready();
+    let dir = outside_tmp();
+    let added = outside_tmp();
+    let under_tmp = tempfile::tempdir().unwrap();
+    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    let added = added.path().canonicalize().unwrap();
+    let under_tmp = under_tmp.path().canonicalize().unwrap();
+    let write = |folder: &Path, name: &str| format!("echo {name} > {}/{name}.txt", folder.display());
+
+    rt.approvals()
+        .set_sandbox_writable(&[added.display().to_string()])
+        .unwrap();
+    let standing = format!("{} && cat /proc/$PPID/comm", write(&added, "standing"));
+    let out = run(&rt, &mut rx, &fake, &standing).await;
+    assert!(out.contains(".vigil-sandbox"), "started by the standing sandbox: {out}");
+    assert_eq!(
+        std::fs::read_to_string(added.join("standing.txt")).unwrap(),
+        "standing\n",
+        "{out}"
+    );
+
+    rt.approvals()
+        .set_sandbox_writable(&[added.display().to_string(), under_tmp.display().to_string()])
+        .unwrap();
+    let own = format!(
+        "{} && {} && cat /proc/$PPID/comm",
+        write(&added, "own"),
+        write(&under_tmp, "own")
+    );
+    let out = run(&rt, &mut rx, &fake, &own).await;
+    assert!(out.contains("bwrap"), "started by a bwrap of its own: {out}");
+    for folder in [&added, &under_tmp] {
+        assert_eq!(
+            std::fs::read_to_string(folder.join("own.txt")).unwrap(),
+            "own\n",
+            "{out}"
+        );
+    }
+    rt.shutdown().await;
+}
+
 /// A standing sandbox that stops answering (stopped, stuck) costs one command a bounded
 /// wait, then commands of that layout start with a bwrap each: nothing hangs, nothing is
 /// lost, and the stopped helper is taken down.
