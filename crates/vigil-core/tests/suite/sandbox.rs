@@ -434,14 +434,14 @@ async fn by_default_a_standing_sandbox_is_told_to_leave_after_five_idle_minutes(
     let first = run(&rt, &mut rx, &fake, "echo one from $(cat /proc/$PPID/comm)").await;
     assert!(first.contains("one from .vigil-sandbox"), "{first}");
     let data = dir.path().canonicalize().unwrap().display().to_string();
-    let helpers = helper_args(&data);
-    assert_eq!(helpers, [vec!["/tmp/.vigil-sandbox".to_string(), "300000".into()]]);
+    let args: Vec<Vec<String>> = helpers(&data).into_iter().map(|(_, args)| args).collect();
+    assert_eq!(args, [vec!["/tmp/.vigil-sandbox".to_string(), "300000".into()]]);
     rt.shutdown().await;
 }
 
-/// The command lines of the helpers of the standing sandboxes of the data folder `data`:
-/// children of a bwrap whose command line names it, running `/tmp/.vigil-sandbox`.
-fn helper_args(data: &str) -> Vec<Vec<String>> {
+/// The pids and command lines of the helpers of the standing sandboxes of the data folder
+/// `data`: children of a bwrap whose command line names it, running `/tmp/.vigil-sandbox`.
+fn helpers(data: &str) -> Vec<(String, Vec<String>)> {
     let cmdline = |pid: &str| std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let parent = |pid: &str| {
         std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -459,11 +459,12 @@ fn helper_args(data: &str) -> Vec<Vec<String>> {
                 && String::from_utf8_lossy(&cmdline(&parent(pid))).contains(data)
         })
         .map(|pid| {
-            cmdline(&pid)
+            let args = cmdline(&pid)
                 .split(|b| *b == 0)
                 .filter(|a| !a.is_empty())
                 .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
+                .collect();
+            (pid, args)
         })
         .collect()
 }
@@ -524,26 +525,8 @@ async fn a_stopped_standing_sandbox_is_replaced_by_a_bwrap_per_command() {
     let (rt, mut rx, fake) = full_auto(dir.path()).await;
     let first = run(&rt, &mut rx, &fake, "echo one from $(cat /proc/$PPID/comm)").await;
     assert!(first.contains("one from .vigil-sandbox"), "{first}");
-    // The helper: the child of this test's sandbox's bwrap (its command line names the data
-    // folder) that runs /tmp/.vigil-sandbox.
     let data = dir.path().canonicalize().unwrap().display().to_string();
-    let cmdline = |pid: &str| std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let parent = |pid: &str| {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("PPid:").map(|p| p.trim().to_string()))
-            .unwrap_or_default()
-    };
-    let helper = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().map(String::from))
-        .find(|pid| {
-            cmdline(pid).starts_with(b"/tmp/.vigil-sandbox\0")
-                && String::from_utf8_lossy(&cmdline(&parent(pid))).contains(&data)
-        })
-        .expect("the helper runs");
+    let (helper, _) = helpers(&data).pop().expect("the helper runs");
     std::process::Command::new("kill")
         .args(["-STOP", &helper])
         .status()
