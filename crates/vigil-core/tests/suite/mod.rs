@@ -2,6 +2,7 @@ mod agent;
 mod alone;
 mod context_overflow;
 mod continuation;
+mod continuation_delivery;
 mod crash;
 mod exec;
 mod exec_runtime;
