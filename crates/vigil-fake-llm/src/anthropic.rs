@@ -34,6 +34,15 @@ pub(crate) fn auth_error_body() -> Value {
     error_body("authentication_error", "invalid x-api-key")
 }
 
+/// The body of a 400 for a prompt longer than the context window, worded as the real API
+/// words it.
+pub(crate) fn too_long_body(tokens: u64, window: u64) -> Value {
+    error_body(
+        "invalid_request_error",
+        &format!("prompt is too long: {tokens} tokens > {window} maximum"),
+    )
+}
+
 /// The body of a 404 for a model the script does not offer.
 pub(crate) fn model_not_found_body(model: &str) -> Value {
     error_body("not_found_error", &format!("model: {model}"))

@@ -37,8 +37,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 pub use script::{
-    EchoStep, ErrorStep, Faults, RawChunk, RawStep, Script, ScriptError, Step, StopReason, StreamOptions, TextStep,
-    ToolCall, ToolCallsStep, Usage,
+    EchoStep, ErrorStep, Faults, RawChunk, RawStep, Script, ScriptError, SideReply, Step, StopReason, StreamOptions,
+    TextStep, ToolCall, ToolCallsStep, Usage,
 };
 pub use server::RecordedRequest;
 

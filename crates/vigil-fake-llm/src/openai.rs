@@ -24,6 +24,14 @@ pub(crate) fn error_body(message: &str, error_type: &str, code: Option<&str>) ->
     json!({"error": {"message": message, "type": error_type, "param": null, "code": code}})
 }
 
+/// The body of a 400 for messages longer than the context window, as OpenAI sends it.
+pub(crate) fn too_long_body(tokens: u64, window: u64) -> Value {
+    let message = format!(
+        "This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages."
+    );
+    json!({"error": {"message": message, "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+}
+
 /// Scripts name errors with Anthropic's types; this is what OpenAI sends for the same
 /// failure: its `type`, and its default `code`.
 pub(crate) fn map_error_type(anthropic_type: &str) -> (&str, Option<&'static str>) {

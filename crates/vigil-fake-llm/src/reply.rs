@@ -120,10 +120,57 @@ pub(crate) fn resolve(step: &Step, request: &Value, n: u64) -> Action {
     })
 }
 
+/// What an image costs: about what Anthropic bills for one scaled to its 1568 px limit.
+const IMAGE_TOKENS: u64 = 1_600;
+
+/// The tokens of a request as a context window counts them: its JSON at about four
+/// characters a token, except that an image costs [`IMAGE_TOKENS`] whatever the length of its
+/// base64 (Anthropic's `image` source, OpenAI's `data:` URL).
+pub(crate) fn request_tokens(request: &Value) -> u64 {
+    let mut text = request.clone();
+    let images = blank_images(&mut text);
+    estimate_tokens(text.to_string().chars().count()) + images * IMAGE_TOKENS
+}
+
+/// Empties the data of every image in `v`; returns how many there were.
+fn blank_images(v: &mut Value) -> u64 {
+    match v {
+        Value::Object(map) => {
+            let image = match map.get("type").and_then(Value::as_str) {
+                Some("image") => map.get_mut("source").and_then(|s| s.get_mut("data")),
+                Some("image_url") => map.get_mut("image_url").and_then(|u| u.get_mut("url")),
+                _ => None,
+            };
+            if let Some(data) = image {
+                *data = Value::String(String::new());
+                return 1;
+            }
+            map.values_mut().map(blank_images).sum()
+        }
+        Value::Array(items) => items.iter_mut().map(blank_images).sum(),
+        _ => 0,
+    }
+}
+
 /// Roughly four characters a token, like the usual rule of thumb; never zero so clients that
 /// treat zero usage as "missing" still see a count.
 fn estimate_tokens(chars: usize) -> u64 {
     (chars as u64).div_ceil(4).max(1)
+}
+
+/// The system prompt of a request in either protocol: Anthropic's `system` (a string or
+/// blocks), OpenAI's `system` / `developer` messages.
+pub(crate) fn system_text(request: &Value) -> String {
+    let mut out = match request.get("system") {
+        Some(system) => content_text(system),
+        None => String::new(),
+    };
+    for m in request.get("messages").and_then(Value::as_array).into_iter().flatten() {
+        if matches!(m.get("role").and_then(Value::as_str), Some("system" | "developer")) {
+            out.push_str(&m.get("content").map(content_text).unwrap_or_default());
+        }
+    }
+    out
 }
 
 /// Cut `text` into pieces of at most `n` characters.
@@ -244,6 +291,29 @@ mod tests {
         assert_eq!(last_user_text(&req), "hello");
         let req = json!({"messages": [{"role": "user", "content": "<context>t</context>\n\nhi there"}]});
         assert_eq!(last_user_text(&req), "hi there");
+    }
+
+    #[test]
+    fn an_image_costs_the_same_whatever_its_base64_in_both_protocols() {
+        let small = "A".repeat(100);
+        let big = "A".repeat(400_000);
+        let anthropic = |data: &str| {
+            json!({"messages": [{"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+            ]}]})
+        };
+        let openai = |data: &str| {
+            json!({"messages": [{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{data}")}}
+            ]}]})
+        };
+        for request in [anthropic, openai] {
+            let (a, b) = (request_tokens(&request(&small)), request_tokens(&request(&big)));
+            assert_eq!(a, b);
+            assert!((IMAGE_TOKENS..IMAGE_TOKENS + 50).contains(&a), "{a}");
+        }
+        let text = json!({"messages": [{"role": "user", "content": "x".repeat(4_000)}]});
+        assert!((1_000..1_050).contains(&request_tokens(&text)));
     }
 
     #[test]

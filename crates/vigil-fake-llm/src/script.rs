@@ -28,6 +28,18 @@ pub struct Script {
     /// Answers every chat request once `steps` are used up; `None` means [`Step::echo`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<Step>,
+    /// Answers for a client's side requests (a summariser, a title writer), told apart by
+    /// their system prompt: a request whose system prompt contains a reply's text gets its
+    /// step, and uses up none of `steps`, so the scripted conversation goes on in order
+    /// however many side requests come between.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub side_replies: Vec<SideReply>,
+    /// The model's context window, in tokens. When set, a chat request longer than this
+    /// (counted as the usage estimate counts: about 4 characters a token, an image 1,600)
+    /// gets the protocol's real "too long" error, as a real service refuses it before the
+    /// model runs: no step is used up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
 }
 
 /// Why a script could not be loaded. Both are fixed by correcting the file.
@@ -66,6 +78,22 @@ impl Script {
         self
     }
 
+    /// Answer requests whose system prompt contains `system_contains` with `step`, apart
+    /// from the steps.
+    pub fn with_side_reply(mut self, system_contains: impl Into<String>, step: Step) -> Self {
+        self.side_replies.push(SideReply {
+            system_contains: system_contains.into(),
+            step,
+        });
+        self
+    }
+
+    /// Refuse requests longer than `tokens` with the protocol's context-overflow error.
+    pub fn with_context_window(mut self, tokens: u64) -> Self {
+        self.context_window = Some(tokens);
+        self
+    }
+
     /// Answer with `step` once the steps are used up, instead of echoing.
     pub fn with_fallback(mut self, step: Step) -> Self {
         self.fallback = Some(step);
@@ -88,6 +116,13 @@ impl Script {
             source,
         })
     }
+}
+
+/// `{"system_contains": "...", "step": {...}}`: see [`Script::side_replies`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideReply {
+    pub system_contains: String,
+    pub step: Step,
 }
 
 /// One scripted answer, rendered in the protocol of the request that consumes it.

@@ -151,9 +151,25 @@ impl Shared {
         (state.script.api_key.clone(), state.script.models.clone())
     }
 
-    /// The next step, advancing the cursor; the fallback once steps run out.
-    fn next_step(&self) -> Step {
+    fn context_window(&self) -> Option<u64> {
+        self.lock().script.context_window
+    }
+
+    /// The next step, advancing the cursor; the fallback once steps run out. A side request
+    /// (see [`Script::side_replies`]) gets its own step and leaves the cursor where it is.
+    fn next_step(&self, request: &Value) -> Step {
         let mut state = self.lock();
+        if !state.script.side_replies.is_empty() {
+            let system = reply::system_text(request);
+            if let Some(side) = state
+                .script
+                .side_replies
+                .iter()
+                .find(|r| system.contains(&r.system_contains))
+            {
+                return side.step.clone();
+            }
+        }
         let cursor = state.cursor;
         match state.script.steps.get(cursor).cloned() {
             Some(step) => {
@@ -236,8 +252,18 @@ fn chat(shared: &Shared, protocol: Protocol, path: &str, headers: &HeaderMap, bo
         };
         return json_response(StatusCode::NOT_FOUND, &body);
     }
+    if let Some(window) = shared.context_window() {
+        let tokens = reply::request_tokens(&request);
+        if tokens > window {
+            let body = match protocol {
+                Protocol::Anthropic => anthropic::too_long_body(tokens, window),
+                Protocol::OpenAi => openai::too_long_body(tokens, window),
+            };
+            return json_response(StatusCode::BAD_REQUEST, &body);
+        }
+    }
     // Gates come before the cursor moves: a rejected request does not use up a step.
-    let step = shared.next_step();
+    let step = shared.next_step(&request);
     let n = shared.next_id();
     match reply::resolve(&step, &request, n) {
         Action::Error(e) => error_response(protocol, &e),

@@ -30,7 +30,7 @@ pub fn estimate_message(m: &Message) -> u64 {
 
 /// What an image costs at most once downscaled to 1568 px on its long side (Anthropic bills
 /// about width × height / 750 and scales anything bigger down to ~1,600 tokens).
-const IMAGE_TOKENS: u64 = 1_600;
+pub(super) const IMAGE_TOKENS: u64 = 1_600;
 
 /// Rough tokens of the system prompt and what the provider is sent for this transcript
 /// ([`request_view`]), counted without copying it.
@@ -75,7 +75,13 @@ fn is_cut_point(transcript: &[Message], i: usize) -> bool {
     }
     match m.role {
         Role::User => !m.content.iter().any(|b| matches!(b, ContentBlock::ToolResult { .. })),
-        Role::Assistant => transcript[i - 1].role == Role::ToolResult,
+        // After a tool result in the order the request sees: a summary made between two
+        // rounds of one turn is appended between them, and is not what precedes the call.
+        Role::Assistant => transcript[..i]
+            .iter()
+            .rev()
+            .find(|p| !matches!(p.kind, MessageKind::Summary { .. }))
+            .is_some_and(|p| p.role == Role::ToolResult),
         Role::ToolResult => false,
     }
 }
@@ -85,12 +91,14 @@ fn is_cut_point(transcript: &[Message], i: usize) -> bool {
 /// summarised without breaking a tool-call pair.
 pub fn choose_cut(transcript: &[Message], keep_tokens: u64) -> Option<usize> {
     let view = view_indices(transcript);
-    // Never cut at the view's first element: there would be nothing to summarise.
+    // Never cut where the view already starts (the first message, or the one the latest
+    // summary starts at): there would be nothing new to summarise, and a summary of the
+    // summary would cost a model call and make nothing smaller.
+    let start = latest_summary(transcript).map_or(0, |(_, start)| start);
     let candidates: Vec<usize> = view
         .iter()
         .copied()
-        .skip(1)
-        .filter(|&i| is_cut_point(transcript, i))
+        .filter(|&i| i > start && is_cut_point(transcript, i))
         .collect();
     let tail_tokens = |cut: usize| -> u64 {
         view.iter()
@@ -248,6 +256,21 @@ mod tests {
     }
 
     #[test]
+    fn a_round_after_a_summary_made_inside_the_turn_can_still_be_cut_before() {
+        // A summary appended between two rounds (the turn compacted before its next
+        // request): the next round's call follows a tool result in the request's order.
+        let mut t = conversation(); // .., 5 call b, 6 result b
+        t.truncate(7);
+        let mut s = user("S1");
+        s.kind = MessageKind::Summary { replaces_before: 4 };
+        t.push(s); // 7
+        t.push(assistant(vec![call("c")])); // 8
+        t.push(result("c")); // 9
+        assert_eq!(view_indices(&t), vec![7, 4, 5, 6, 8, 9]);
+        assert_eq!(choose_cut(&t, 0), Some(8));
+    }
+
+    #[test]
     fn the_view_starts_with_the_latest_summary_and_skips_replaced_lines() {
         let mut t = conversation();
         let mut s = user("S1");
@@ -261,5 +284,15 @@ mod tests {
         assert_eq!(view_indices(&t), vec![10, 7, 9]);
         // The next cut is chosen among what the view holds, never the summary itself.
         assert_eq!(choose_cut(&t, 0), Some(9));
+        // Nor where the view already starts: that would summarise the summary alone.
+        assert_eq!(choose_cut(&t, 10_000), Some(9));
+        t.truncate(9);
+        t.push(assistant(vec![call("c")])); // 9
+        assert_eq!(view_indices(&t), vec![8, 4, 5, 6, 7, 9]);
+        assert_eq!(choose_cut(&t, 10_000), Some(7));
+        let mut s3 = user("S3");
+        s3.kind = MessageKind::Summary { replaces_before: 7 };
+        t.push(s3); // 10
+        assert_eq!(choose_cut(&t, 0), None, "only the summary's own start is left");
     }
 }

@@ -14,7 +14,10 @@
 //! (see [`calls`]). A turn makes at most `max_tool_rounds` model requests; the calls of the
 //! last allowed response are answered "not run" instead of run ([`policy`]), so a tool
 //! runs only when a request will carry its result to the model, and the transcript's chain
-//! of tool uses and results stays whole.
+//! of tool uses and results stays whole. A request the model's context window cannot hold
+//! is made smaller and sent again as long as it can be — older messages summarised, then
+//! the largest tool results cut — and otherwise ends the turn with an error that says so
+//! ([`overflow`]).
 //!
 //! Must never: lose a message the user sent, or show the UI a reply that is not saved.
 
@@ -23,6 +26,7 @@ mod compact;
 mod context;
 mod effects;
 mod images;
+mod overflow;
 mod policy;
 mod saving;
 
@@ -41,6 +45,7 @@ use crate::workspace::Workspace;
 pub use compact::{estimate_view, request_view, SUMMARY_HEADING};
 pub use context::{background_updates, BACKGROUND_UPDATES_HEADING};
 pub use effects::{EffectWatch, Effects};
+use overflow::Overflow;
 pub use policy::AgentConfig;
 use policy::Policy;
 use saving::Saving;
@@ -265,7 +270,7 @@ impl Turn<'_> {
             }
         };
         let mut policy = Policy::new(&self.config);
-        let mut compacted_after_error = false;
+        let mut overflow = Overflow::default();
         loop {
             if let Some(detail) = policy.before_round() {
                 if let Err(finish) = self.settle(&mut saving).await {
@@ -276,7 +281,7 @@ impl Turn<'_> {
                     detail: Some(detail),
                 };
             }
-            let completion = match self.request(&client, &mut compacted_after_error, &mut saving).await {
+            let completion = match self.request(&client, &mut overflow, &mut saving).await {
                 Ok(c) => c,
                 Err(finish) => return finish,
             };
@@ -370,12 +375,13 @@ impl Turn<'_> {
         true
     }
 
-    /// One model request over the repaired, compacted history. Whatever the outcome, the
-    /// user's message is saved (or the turn failed) when it returns.
+    /// One model request over the repaired, compacted history, made smaller and sent again
+    /// while the model's window cannot hold it and it can be (see [`overflow`]). Whatever the
+    /// outcome, the user's message is saved (or the turn failed) when it returns.
     async fn request(
         &self,
         client: &ModelClient,
-        compacted_after_error: &mut bool,
+        overflow: &mut Overflow,
         saving: &mut Option<Saving>,
     ) -> Result<Completion, Finish> {
         let mut system = context::system_prompt(
@@ -409,6 +415,7 @@ impl Turn<'_> {
             for note in notes {
                 tracing::warn!(session = self.session_id, "repaired history: {note}");
             }
+            let view = overflow.apply(view);
             let request = ChatRequest {
                 system: system.clone(),
                 images: images::request_images(self.store, self.session_id, &view).await,
@@ -450,11 +457,14 @@ impl Turn<'_> {
                 return Err(Finish::because(StopReason::Error));
             };
             match streamed {
-                Ok(done) => return Ok(done),
-                Err(f) if matches!(f.error, ProviderError::ContextTooLong { .. }) && !*compacted_after_error => {
-                    // One compaction and one retry; a second overflow goes to the user.
-                    *compacted_after_error = true;
-                    transcript = self.compact(client, &system, transcript, true).await?;
+                Ok(done) => {
+                    overflow.tries = 0;
+                    return Ok(done);
+                }
+                Err(f) if matches!(f.error, ProviderError::ContextTooLong { .. }) => {
+                    transcript = self
+                        .recover(client, &system, transcript, &request.messages, overflow, f)
+                        .await?;
                 }
                 Err(failure) => {
                     let stop = failure.partial.stop_reason;

@@ -200,29 +200,46 @@ async fn a_spent_budget_skips_background_runs_with_one_notification_until_raised
     r.shutdown.cancel();
 }
 
-#[tokio::test(start_paused = true)]
-async fn the_idle_gate_doubles_the_interval_after_quiet_runs_and_a_user_message_resets_it() {
+/// The hours after the start of each interval run in 24 simulated hours with no user
+/// message, rounded to a hundredth of an hour, and the rig, still running.
+async fn a_quiet_day(idle_after_hours: u32) -> (Vec<f64>, Rig) {
     let r = rig(HeartbeatSettings {
-        idle_after_hours: 8,
+        idle_after_hours,
         ..Default::default()
     });
     tokio::time::sleep(Duration::from_secs(24 * 3600)).await;
-    let hours: Vec<f64> = r
+    let hours = r
         .host
         .turns
         .lock()
         .unwrap()
         .iter()
-        .map(|t| (*t - r.t0).as_secs_f64() / 3600.0)
+        .map(|t| ((*t - r.t0).as_secs_f64() / 3600.0 * 100.0).round() / 100.0)
         .collect();
+    (hours, r)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_idle_gate_doubles_the_interval_after_quiet_runs_and_a_user_message_resets_it() {
+    // The gate off (0): every 30 minutes, the whole day.
+    let (without, off) = a_quiet_day(0).await;
+    let every_half_hour: Vec<f64> = (1..=47).map(|n| n as f64 * 0.5).collect();
+    assert_eq!(
+        without, every_half_hour,
+        "interval runs without the gate (hours after start)"
+    );
+    assert_eq!(off.heartbeat.interval_factor(), 1);
+    off.shutdown.cancel();
+
+    let (hours, r) = a_quiet_day(8).await;
     // Every 30 minutes for the first 8 hours; then 1 h, 2 h, and 4 h apart (8×, the cap).
     let mut expected: Vec<f64> = (1..=16).map(|n| n as f64 * 0.5).collect();
     expected.extend([9.0, 11.0, 15.0, 19.0, 23.0]);
-    let rounded: Vec<f64> = hours.iter().map(|h| (h * 100.0).round() / 100.0).collect();
-    assert_eq!(rounded, expected, "interval runs (hours after start)");
+    assert_eq!(hours, expected, "interval runs (hours after start)");
     println!(
-        "Numbers: 24 simulated hours, a non-empty checklist, no user message: {} model requests (47 without the idle gate)",
-        hours.len()
+        "Numbers: 24 simulated hours, a non-empty checklist, no user message: {} model requests ({} without the idle gate)",
+        hours.len(),
+        without.len()
     );
     assert_eq!(r.heartbeat.interval_factor(), MAX_IDLE_FACTOR);
 

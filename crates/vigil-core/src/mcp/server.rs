@@ -459,4 +459,63 @@ mod tests {
         let waits: Vec<u64> = (1..=7).map(|n| backoff(&t, n).as_secs()).collect();
         assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30]);
     }
+
+    /// The README's "restarted after a crash (after 1 s, then 2, 4 …); after five failures in
+    /// a row it waits for Restart", with the timings Vigil uses, on paused time: a server
+    /// whose program is missing fails at every start.
+    #[tokio::test(start_paused = true)]
+    async fn after_five_failures_in_a_row_it_waits_for_restart_and_restart_counts_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let config =
+            super::super::config::parse_entry(&serde_json::json!({"command": "/nonexistent/vigil-mcp-server"}));
+        let stop = CancellationToken::new();
+        let server = Server::new("gone", config, stop.clone());
+        // Every state the server goes through, with the seconds since the start.
+        let seen: Arc<std::sync::Mutex<Vec<(u64, String)>>> = Arc::default();
+        let t0 = tokio::time::Instant::now();
+        let changed = {
+            let (seen, server) = (seen.clone(), server.clone());
+            Arc::new(move || {
+                let state = match server.status() {
+                    Status::Starting => "starting".to_string(),
+                    Status::Failed { error, retry_at: None } => format!("waits: {error}"),
+                    Status::Failed { .. } => "retries".to_string(),
+                    Status::Running(_) => "running".to_string(),
+                    Status::Disabled | Status::Stopped => "stopped".to_string(),
+                };
+                seen.lock().unwrap().push((t0.elapsed().as_secs(), state));
+            })
+        };
+        let deps = Deps {
+            secrets: Secrets::new(dir.path()),
+            clock: Arc::new(crate::clock::ManualClock::new(0)),
+            changed,
+            timings: Timings::default(),
+        };
+        let task = tokio::spawn(supervise(server.clone(), deps));
+        let starts = |seen: &[(u64, String)]| -> Vec<u64> {
+            seen.iter().filter(|(_, s)| s == "starting").map(|(t, _)| *t).collect()
+        };
+
+        // An hour later: five starts, 1, 2, 4 and 8 s apart, then none.
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        let log = seen.lock().unwrap().clone();
+        assert_eq!(starts(&log), [0, 1, 3, 7, 15], "{log:?}");
+        let (at, last) = log.last().unwrap();
+        assert_eq!(*at, 15, "{log:?}");
+        assert!(
+            last.starts_with("waits: could not start `/nonexistent/vigil-mcp-server`")
+                && last.ends_with("; gave up after 5 tries in a row"),
+            "{last}"
+        );
+
+        // Restart: it starts at once and counts its failures afresh (five more tries).
+        server.request_restart();
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        let log = seen.lock().unwrap().clone();
+        assert_eq!(starts(&log), [0, 1, 3, 7, 15, 3600, 3601, 3603, 3607, 3615], "{log:?}");
+        assert!(log.last().unwrap().1.ends_with("gave up after 5 tries in a row"));
+        stop.cancel();
+        task.await.unwrap();
+    }
 }

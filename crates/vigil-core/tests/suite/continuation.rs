@@ -14,7 +14,11 @@ use super::support::*;
 
 /// A runtime against `script` with commands allowed, background work started, and the
 /// heartbeat on or off.
-async fn started(dir: &std::path::Path, script: Script, heartbeat: bool) -> (vigil_core::Runtime, Events, FakeLlm) {
+pub(super) async fn started(
+    dir: &std::path::Path,
+    script: Script,
+    heartbeat: bool,
+) -> (vigil_core::Runtime, Events, FakeLlm) {
     let fake = FakeLlm::start(script).await.unwrap();
     let (rt, rx) = runtime(dir, Some((&fake, ProviderKind::Anthropic)));
     rt.approvals().set_policy(ApprovalPolicy::FullAuto);
@@ -27,12 +31,12 @@ async fn started(dir: &std::path::Path, script: Script, heartbeat: bool) -> (vig
     (rt, rx, fake)
 }
 
-fn background(id: &str, command: &str) -> Step {
+pub(super) fn background(id: &str, command: &str) -> Step {
     Step::tool_call(id, "exec", json!({"command": command, "background": true}))
 }
 
 /// A new conversation titled `title`; returns its id.
-async fn conversation(rt: &vigil_core::Runtime, rx: &mut Events, title: &str) -> String {
+pub(super) async fn conversation(rt: &vigil_core::Runtime, rx: &mut Events, title: &str) -> String {
     rt.submit(Op::CreateSession {
         title: Some(title.into()),
     });
@@ -43,7 +47,7 @@ async fn conversation(rt: &vigil_core::Runtime, rx: &mut Events, title: &str) ->
     .await
 }
 
-fn say(session: &str, text: &str) -> Op {
+pub(super) fn say(session: &str, text: &str) -> Op {
     Op::UserMessage {
         text: text.into(),
         session_id: Some(session.into()),
@@ -52,7 +56,7 @@ fn say(session: &str, text: &str) -> Op {
 }
 
 /// Envelopes until `session`'s next turn that Vigil started on its own has finished.
-async fn until_continuation_finished(rx: &mut Events, session: &str) -> Vec<EventEnvelope> {
+pub(super) async fn until_continuation_finished(rx: &mut Events, session: &str) -> Vec<EventEnvelope> {
     let mut seen = Vec::new();
     loop {
         let env = tokio::time::timeout(Duration::from_secs(20), rx.recv())
@@ -70,7 +74,7 @@ async fn until_continuation_finished(rx: &mut Events, session: &str) -> Vec<Even
 }
 
 /// Everything sent within `d`.
-async fn drain_for(rx: &mut Events, d: Duration) -> Vec<EventEnvelope> {
+pub(super) async fn drain_for(rx: &mut Events, d: Duration) -> Vec<EventEnvelope> {
     let mut seen = Vec::new();
     let deadline = tokio::time::Instant::now() + d;
     while let Ok(Some(env)) = tokio::time::timeout_at(deadline, rx.recv()).await {
@@ -80,7 +84,7 @@ async fn drain_for(rx: &mut Events, d: Duration) -> Vec<EventEnvelope> {
 }
 
 /// The text of every message a request sent.
-fn sent(request: &vigil_fake_llm::RecordedRequest) -> String {
+pub(super) fn sent(request: &vigil_fake_llm::RecordedRequest) -> String {
     request.body["messages"].to_string()
 }
 

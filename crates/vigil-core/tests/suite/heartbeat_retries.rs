@@ -11,11 +11,14 @@ use vigil_core::clock::ManualClock;
 use vigil_core::protocol::{Event, EventEnvelope, HeartbeatSkip, HeartbeatStatus, Op, ProviderKind, WakeReason};
 use vigil_core::wake::{WakeConfig, WakeOutcome};
 use vigil_core::Runtime;
-use vigil_fake_llm::{FakeLlm, Script, Step};
+use vigil_fake_llm::{FakeLlm, Faults, Script, Step};
 
 use super::support::*;
 
 const HB_SESSION: &str = "heartbeat_session_main";
+
+/// How long the heartbeat's reply is held back where its run is timed.
+const HEARTBEAT_REPLY_MS: u64 = 400;
 
 /// A runtime against `script` whose client does not retry by itself (the heartbeat's own
 /// retries are under test), with a checklist in `HEARTBEAT.md`.
@@ -185,7 +188,14 @@ async fn the_health_check_counts_wakes_by_reason_times_runs_and_says_when_they_p
     let slow = Step::text("one two three four five six seven eight nine ten")
         .with_chunk_chars(2)
         .with_delay_ms(100);
-    let script = Script::steps(vec![slow]).with_fallback(Step::text("HEARTBEAT_OK"));
+    // The heartbeat's own reply goes silent for a while mid-stream: its run takes at
+    // least that long, and the health check must say so.
+    let stall = Faults {
+        stall_after_events: Some(1),
+        stall_ms: Some(HEARTBEAT_REPLY_MS),
+        ..Faults::default()
+    };
+    let script = Script::steps(vec![slow]).with_fallback(Step::text("HEARTBEAT_OK").with_faults(stall));
     let (rt, mut rx, _fake, _dir) = rig(script).await;
     assert!(rt.start_background_with(WakeConfig {
         coalesce: Duration::from_millis(10),
@@ -228,7 +238,15 @@ async fn the_health_check_counts_wakes_by_reason_times_runs_and_says_when_they_p
     assert_eq!(health.heartbeat.requests_waiting, 0);
     assert!(health.alerts.is_empty(), "{:?}", health.alerts);
     assert_eq!(health.heartbeat.run_count, 1);
-    assert_eq!(health.heartbeat.run_ms_total, health.heartbeat.run_ms_last);
-    assert!(health.heartbeat.run_ms_max >= health.heartbeat.run_ms_last);
+    let hb = &health.heartbeat;
+    assert!(
+        hb.run_ms_last >= HEARTBEAT_REPLY_MS,
+        "the run took at least the {HEARTBEAT_REPLY_MS} ms its reply was held back: {hb:?}"
+    );
+    assert_eq!(
+        (hb.run_ms_total, hb.run_ms_max),
+        (hb.run_ms_last, hb.run_ms_last),
+        "one run"
+    );
     rt.shutdown().await;
 }

@@ -17,7 +17,7 @@ use super::support::*;
 
 const START_MS: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 
-async fn rig(script: Script) -> (Runtime, Events, ManualClock, FakeLlm, tempfile::TempDir) {
+pub(super) async fn rig(script: Script) -> (Runtime, Events, ManualClock, FakeLlm, tempfile::TempDir) {
     let fake = FakeLlm::start(script).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -37,7 +37,7 @@ async fn slow_rig(text: &str, delay_ms: u64) -> (Runtime, Events, ManualClock, F
 }
 
 /// An isolated routine due every hour, first at `START_MS` + 1 h.
-async fn add_hourly_job(rt: &Runtime, title: &str) {
+pub(super) async fn add_hourly_job(rt: &Runtime, title: &str) {
     rt.add_routine(RoutineDraft {
         title: Some(title.into()),
         schedule: Some("1h".into()),
@@ -49,7 +49,7 @@ async fn add_hourly_job(rt: &Runtime, title: &str) {
 }
 
 /// Events until `done` says stop (10 s at most).
-async fn until(rx: &mut Events, mut done: impl FnMut(&[EventEnvelope]) -> bool) -> Vec<EventEnvelope> {
+pub(super) async fn until(rx: &mut Events, mut done: impl FnMut(&[EventEnvelope]) -> bool) -> Vec<EventEnvelope> {
     let mut out = Vec::new();
     while !done(&out) {
         let e = tokio::time::timeout(Duration::from_secs(10), rx.recv())
@@ -377,87 +377,6 @@ async fn the_agent_removes_a_routine_softly_and_the_user_can_restore_it_or_delet
     });
     until(&mut rx, answered(1, None)).await;
     assert_eq!(removed(&rt), [("stretch".into(), false)]);
-}
-
-/// How often this thread went to sleep and was woken: the runtime of a `#[tokio::test]`
-/// runs on it, so every turn of a loop that waits on anything counts.
-fn thread_wakes() -> u64 {
-    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("voluntary_ctxt_switches:"))
-        .unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-/// A loop that waits 0 ms per turn wakes ~900 times a second here (tokio's timer rounds up to
-/// the millisecond); the rest of the runtime, still starting on a loaded machine, far less.
-const SPIN: u64 = 100;
-
-/// [`thread_wakes`] over one second, after the runtime's start has settled.
-async fn wakes_in_a_second() -> u64 {
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = thread_wakes();
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    thread_wakes() - before
-}
-
-#[tokio::test]
-async fn while_paused_a_routine_past_due_does_not_spin_the_loop_and_runs_on_resume() {
-    let (rt, mut rx, clock, fake, _dir) = rig(Script::steps(vec![]).with_fallback(Step::text("Tidied."))).await;
-    rt.start_background();
-    rt.set_paused(true);
-    add_hourly_job(&rt, "Tidy downloads").await;
-    clock.advance(Duration::from_secs(2 * 3600));
-    // The loop looks, and finds it past due and paused.
-    rt.scheduler().poke();
-    let wakes = wakes_in_a_second().await;
-    assert!(
-        wakes < SPIN,
-        "the runtime's thread woke {wakes} times in 1 s while paused"
-    );
-    assert_eq!(fake.request_count(), 0, "nothing runs while paused");
-    rt.set_paused(false);
-    until(&mut rx, |seen| {
-        seen.iter().any(|e| {
-            matches!(e.event, Event::TurnFinished { .. })
-                && e.session_id
-                    .as_deref()
-                    .is_some_and(|s| s.starts_with("job_tidy_downloads"))
-        })
-    })
-    .await;
-    rt.shutdown().await;
-}
-
-#[tokio::test]
-async fn a_routine_past_due_that_cannot_run_does_not_spin_the_loop() {
-    let (rt, _rx, clock, fake, _dir) = rig(Script::steps(vec![]).with_fallback(Step::text("Tidied."))).await;
-    rt.start_background();
-    add_hourly_job(&rt, "Tidy downloads").await;
-    // A zone misspelt by hand: the routine stays pending with its due time, and cannot run.
-    let file = rt.workspace().join("HEARTBEAT.md");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let zone = text
-        .lines()
-        .find(|l| l.contains("\"timezone\": \""))
-        .unwrap()
-        .to_string();
-    std::fs::write(&file, text.replace(&zone, "      \"timezone\": \"Europe/Berln\",")).unwrap();
-    clock.advance(Duration::from_secs(2 * 3600));
-    // The loop looks, and finds it past due.
-    rt.scheduler().poke();
-    let wakes = wakes_in_a_second().await;
-    assert!(wakes < SPIN, "the runtime's thread woke {wakes} times in 1 s");
-    assert_eq!(fake.request_count(), 0, "nothing could run");
-    let view = rt.routines();
-    let tidy = view.routines.iter().find(|r| r.id == "tidy_downloads").unwrap();
-    assert!(
-        tidy.error_message.as_deref().is_some_and(|e| e.contains("Berln")),
-        "{:?}",
-        tidy.error_message
-    );
-    rt.shutdown().await;
 }
 
 #[tokio::test]

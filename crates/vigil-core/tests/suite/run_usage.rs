@@ -107,14 +107,23 @@ async fn a_job_and_an_inline_routine_record_the_tokens_of_the_run_they_rode_in()
     rt.shutdown().await;
 }
 
+/// What a job cut off by its timeout left: the record of its one run, the routine after it
+/// (its state, the run it waits on), and what the model was told of its command.
+struct CutOff {
+    runs: Vec<RoutineRun>,
+    state: RoutineState,
+    unknown: Option<String>,
+    told: String,
+}
+
 /// A job that runs `command` under `policy`, then takes longer than its 1 s timeout to
-/// answer: the record of its one run, and the routine after it.
-async fn cut_off_after(policy: ApprovalPolicy, command: &str) -> (Vec<RoutineRun>, RoutineState, Option<String>) {
+/// answer.
+async fn cut_off_after(policy: ApprovalPolicy, command: &str) -> CutOff {
     let script = Script::steps(vec![
         Step::tool_call("c1", "exec", serde_json::json!({ "command": command })),
         Step::text("Deployed.").with_delay_ms(5_000),
     ]);
-    let (rt, clock, _fake, _dir) = rig(script).await;
+    let (rt, clock, fake, _dir) = rig(script).await;
     rt.approvals().set_policy(policy);
     // The processes (and with them `exec`) come with the background work.
     rt.start_background();
@@ -126,24 +135,52 @@ async fn cut_off_after(policy: ApprovalPolicy, command: &str) -> (Vec<RoutineRun
     let view = rt.routines().routines.into_iter().find(|r| r.id == id).unwrap();
     let runs = rt.routine_history(&id);
     rt.shutdown().await;
-    (runs, view.state, view.unknown_run)
+    // The second request carries the command's result (its answer never came in time).
+    let told = fake
+        .requests()
+        .get(1)
+        .map(|r| r.body["messages"].to_string())
+        .unwrap_or_default();
+    CutOff {
+        runs,
+        state: view.state,
+        unknown: view.unknown_run,
+        told,
+    }
 }
 
 #[tokio::test]
 async fn a_job_cut_off_after_the_gate_denied_its_command_is_retried_not_unknown() {
-    let (runs, state, unknown) = cut_off_after(ApprovalPolicy::Ask, "make deploy").await;
-    let seen: Vec<_> = runs.iter().map(|r| (r.outcome, r.side_effect.clone())).collect();
-    assert_eq!(seen, [(RunOutcome::TimedOut, None)], "{runs:?}");
-    assert_eq!((state, unknown), (RoutineState::Pending, None));
+    // `allowlist` refuses a command no rule covers at once, without asking: the gate has
+    // denied it before the job's timeout cuts the run off.
+    let denied = cut_off_after(ApprovalPolicy::Allowlist, "make deploy").await;
+    assert!(
+        denied.told.contains("make deploy") && denied.told.contains("allowlist"),
+        "the model was told of the refusal: {}",
+        denied.told
+    );
+    let seen: Vec<_> = denied.runs.iter().map(|r| (r.outcome, r.side_effect.clone())).collect();
+    assert_eq!(
+        seen,
+        [(RunOutcome::TimedOut, None)],
+        "no side effect recorded: {:?}",
+        denied.runs
+    );
+    assert_eq!((denied.state, denied.unknown), (RoutineState::Pending, None));
 
     // The same job whose command the gate let through: its evidence was written, so the
     // cut-off run is unknown and waits for the user.
-    let (runs, _, unknown) = cut_off_after(ApprovalPolicy::FullAuto, "echo deploying").await;
-    let seen: Vec<_> = runs.iter().map(|r| (r.outcome, r.side_effect.clone())).collect();
+    let allowed = cut_off_after(ApprovalPolicy::FullAuto, "echo deploying").await;
+    let seen: Vec<_> = allowed
+        .runs
+        .iter()
+        .map(|r| (r.outcome, r.side_effect.clone()))
+        .collect();
     assert_eq!(
         seen,
         [(RunOutcome::Unknown, Some("exec: echo deploying".to_string()))],
-        "{runs:?}"
+        "{:?}",
+        allowed.runs
     );
-    assert_eq!(unknown.as_deref(), Some(runs[0].run_id.as_str()));
+    assert_eq!(allowed.unknown.as_deref(), Some(allowed.runs[0].run_id.as_str()));
 }

@@ -2,8 +2,8 @@
 //! (full-auto, so nothing is asked and only the sandbox stands in the way) write the
 //! workspace and nothing else, cannot see Vigil's data folder, lose the network when the
 //! user switches it off, and still behave as terminals: size, input, killing the whole
-//! group, exit notices. Unattended runs never leave it on their own; without bubblewrap they
-//! ask the user (or, in an interval heartbeat, run nothing).
+//! group, exit notices; commands start in a standing sandbox, which leaves when idle. Who may
+//! leave the sandbox is `sandbox_policy`'s.
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -11,14 +11,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
-use vigil_core::protocol::{ApprovalDecision, ApprovalPolicy, Event, Op, ProviderKind};
+use vigil_core::protocol::{ApprovalPolicy, Event, ProviderKind};
 use vigil_core::sandbox::{Availability, Sandbox};
 use vigil_fake_llm::{FakeLlm, Script, Step};
 
 use super::support::*;
 
 /// A full-auto runtime with its background work started, and the fake it talks to.
-async fn full_auto(dir: &Path) -> (vigil_core::Runtime, Events, FakeLlm) {
+pub(super) async fn full_auto(dir: &Path) -> (vigil_core::Runtime, Events, FakeLlm) {
     let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();
     let (rt, rx) = runtime(dir, Some((&fake, ProviderKind::Anthropic)));
     rt.approvals().set_policy(ApprovalPolicy::FullAuto);
@@ -27,7 +27,7 @@ async fn full_auto(dir: &Path) -> (vigil_core::Runtime, Events, FakeLlm) {
 }
 
 /// Runs `command` through `exec` in one user turn; returns the tool's result text.
-async fn run(rt: &vigil_core::Runtime, rx: &mut Events, fake: &FakeLlm, command: &str) -> String {
+pub(super) async fn run(rt: &vigil_core::Runtime, rx: &mut Events, fake: &FakeLlm, command: &str) -> String {
     fake.set_script(Script::steps(vec![
         Step::tool_call("c1", "exec", json!({ "command": command })),
         Step::text("done"),
@@ -36,7 +36,7 @@ async fn run(rt: &vigil_core::Runtime, rx: &mut Events, fake: &FakeLlm, command:
     results(&until_finished(rx).await).remove(0)
 }
 
-fn results(events: &[Event]) -> Vec<String> {
+pub(super) fn results(events: &[Event]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -46,7 +46,7 @@ fn results(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
-fn bwrap_ready() {
+pub(super) fn bwrap_ready() {
     assert!(
         matches!(Sandbox::new().availability(), Availability::Ready { .. }),
         "these tests need bubblewrap (`make test` installs it): {:?}",
@@ -110,11 +110,20 @@ async fn a_sandboxed_command_writes_the_workspace_and_nothing_else() {
 
 /// Commands that try to take the sandbox apart from inside: unmount the empty folder over
 /// the data folder, make the root writable again, mount over it, build a namespace of their
-/// own with capabilities in it. On a machine where Vigil runs as root (CI here) bwrap keeps
-/// every capability unless told otherwise, and the first of these read the key.
+/// own with capabilities in it. Each must fail for lack of permission, not because the
+/// program is missing; as root (CI here) that is the sandbox's doing: bwrap keeps every
+/// capability in its namespace unless told `--cap-drop ALL`, and the first of these read
+/// the key. In a standing sandbox and in a bwrap of its own.
 #[tokio::test]
 async fn a_sandboxed_command_cannot_undo_the_sandbox() {
     bwrap_ready();
+    cannot_undo_in(false).await;
+    cannot_undo_in(true).await;
+}
+
+/// The attempts, with a bwrap per command when `own_bwrap` (a writable folder under /tmp,
+/// which each command's private /tmp of a standing sandbox would cover).
+async fn cannot_undo_in(own_bwrap: bool) {
     let dir = outside_tmp();
     let data = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(data.join("secrets")).unwrap();
@@ -122,6 +131,14 @@ async fn a_sandboxed_command_cannot_undo_the_sandbox() {
     let home = std::env::var("HOME").unwrap();
     let probe = format!("{home}/vigil-escape-probe-{}", std::process::id());
     let (rt, mut rx, fake) = full_auto(&data).await;
+    let under_tmp = tempfile::tempdir().unwrap();
+    if own_bwrap {
+        let folder = under_tmp.path().display().to_string();
+        rt.approvals().set_sandbox_writable(&[folder]).unwrap();
+    }
+    let parent = run(&rt, &mut rx, &fake, "cat /proc/$PPID/comm").await;
+    let expected = if own_bwrap { "bwrap" } else { ".vigil-sandbox" };
+    assert!(parent.starts_with(expected), "{parent}");
     let d = data.display();
     let tries = [
         format!("umount {d}; cat {d}/secrets/key"),
@@ -132,18 +149,32 @@ async fn a_sandboxed_command_cannot_undo_the_sandbox() {
         format!("mount -t tmpfs none {home} && touch {probe}"),
         format!("unshare -rm sh -c 'umount {d}; cat {d}/secrets/key; mount -o remount,rw /; touch {probe}'"),
         format!("unshare -rm sh -c 'mount --bind / /mnt && cat /mnt{d}/secrets/key'"),
-        "grep -E '^Cap(Prm|Eff|Amb|Bnd):' /proc/self/status".into(),
     ];
     for attempt in &tries {
         let out = run(&rt, &mut rx, &fake, attempt).await;
         assert!(!out.contains("sk-hidden-key"), "{attempt} read the key: {out}");
         assert!(!Path::new(&probe).exists(), "{attempt} wrote {probe}: {out}");
-        if attempt.starts_with("grep") {
-            for line in out.lines().filter(|l| l.starts_with("Cap")) {
-                assert!(line.ends_with("0000000000000000"), "capabilities left: {out}");
-            }
-            assert_eq!(out.lines().filter(|l| l.starts_with("Cap")).count(), 4, "{out}");
-        }
+        // The first step (the mount, unmount or namespace) was refused, as a permission.
+        let first = out.lines().next().unwrap_or_default().to_lowercase();
+        assert!(
+            ["must be superuser", "permission denied", "operation not permitted"]
+                .iter()
+                .any(|p| first.contains(p)),
+            "{attempt} did not fail for lack of permission: {out}"
+        );
+        assert!(!out.contains("not found"), "{attempt}: {out}");
+    }
+    let caps = run(
+        &rt,
+        &mut rx,
+        &fake,
+        "grep -E '^Cap(Prm|Eff|Amb|Bnd):' /proc/self/status",
+    )
+    .await;
+    let lines: Vec<&str> = caps.lines().filter(|l| l.starts_with("Cap")).collect();
+    assert_eq!(lines.len(), 4, "{caps}");
+    for line in lines {
+        assert!(line.ends_with("0000000000000000"), "capabilities left: {caps}");
     }
     rt.shutdown().await;
 }
@@ -391,6 +422,99 @@ async fn an_idle_standing_sandbox_leaves_and_the_next_command_starts_another() {
     rt.shutdown().await;
 }
 
+/// The README's "the helper leaves after 5 minutes with nothing running", as Vigil starts
+/// it, without waiting five minutes: the standing sandbox's helper of a runtime with the
+/// default sandbox is told 300 000 ms (it takes its idle limit as its argument, and the test
+/// above shows it leaves after the limit it is given).
+#[tokio::test]
+async fn by_default_a_standing_sandbox_is_told_to_leave_after_five_idle_minutes() {
+    bwrap_ready();
+    let dir = outside_tmp();
+    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    let first = run(&rt, &mut rx, &fake, "echo one from $(cat /proc/$PPID/comm)").await;
+    assert!(first.contains("one from .vigil-sandbox"), "{first}");
+    let data = dir.path().canonicalize().unwrap().display().to_string();
+    let args: Vec<Vec<String>> = helpers(&data).into_iter().map(|(_, args)| args).collect();
+    assert_eq!(args, [vec!["/tmp/.vigil-sandbox".to_string(), "300000".into()]]);
+    rt.shutdown().await;
+}
+
+/// The pids and command lines of the helpers of the standing sandboxes of the data folder
+/// `data`: children of a bwrap whose command line names it, running `/tmp/.vigil-sandbox`.
+fn helpers(data: &str) -> Vec<(String, Vec<String>)> {
+    let cmdline = |pid: &str| std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let parent = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:").map(|p| p.trim().to_string()))
+            .unwrap_or_default()
+    };
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .filter(|pid| {
+            cmdline(pid).starts_with(b"/tmp/.vigil-sandbox\0")
+                && String::from_utf8_lossy(&cmdline(&parent(pid))).contains(data)
+        })
+        .map(|pid| {
+            let args = cmdline(&pid)
+                .split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            (pid, args)
+        })
+        .collect()
+}
+
+/// A folder added in Settings → Approvals is writable from inside the sandbox: a command
+/// writes a file there and it is on the disk afterwards, in the standing sandbox and in a
+/// bwrap of its own (a folder under /tmp added too, which a standing sandbox cannot bind).
+#[tokio::test]
+async fn a_folder_added_in_settings_is_writable_inside_the_sandbox() {
+    bwrap_ready();
+    let dir = outside_tmp();
+    let added = outside_tmp();
+    let under_tmp = tempfile::tempdir().unwrap();
+    let (rt, mut rx, fake) = full_auto(dir.path()).await;
+    let added = added.path().canonicalize().unwrap();
+    let under_tmp = under_tmp.path().canonicalize().unwrap();
+    let write = |folder: &Path, name: &str| format!("echo {name} > {}/{name}.txt", folder.display());
+
+    rt.approvals()
+        .set_sandbox_writable(&[added.display().to_string()])
+        .unwrap();
+    let standing = format!("{} && cat /proc/$PPID/comm", write(&added, "standing"));
+    let out = run(&rt, &mut rx, &fake, &standing).await;
+    assert!(out.contains(".vigil-sandbox"), "started by the standing sandbox: {out}");
+    assert_eq!(
+        std::fs::read_to_string(added.join("standing.txt")).unwrap(),
+        "standing\n",
+        "{out}"
+    );
+
+    rt.approvals()
+        .set_sandbox_writable(&[added.display().to_string(), under_tmp.display().to_string()])
+        .unwrap();
+    let own = format!(
+        "{} && {} && cat /proc/$PPID/comm",
+        write(&added, "own"),
+        write(&under_tmp, "own")
+    );
+    let out = run(&rt, &mut rx, &fake, &own).await;
+    assert!(out.contains("bwrap"), "started by a bwrap of its own: {out}");
+    for folder in [&added, &under_tmp] {
+        assert_eq!(
+            std::fs::read_to_string(folder.join("own.txt")).unwrap(),
+            "own\n",
+            "{out}"
+        );
+    }
+    rt.shutdown().await;
+}
+
 /// A standing sandbox that stops answering (stopped, stuck) costs one command a bounded
 /// wait, then commands of that layout start with a bwrap each: nothing hangs, nothing is
 /// lost, and the stopped helper is taken down.
@@ -401,26 +525,8 @@ async fn a_stopped_standing_sandbox_is_replaced_by_a_bwrap_per_command() {
     let (rt, mut rx, fake) = full_auto(dir.path()).await;
     let first = run(&rt, &mut rx, &fake, "echo one from $(cat /proc/$PPID/comm)").await;
     assert!(first.contains("one from .vigil-sandbox"), "{first}");
-    // The helper: the child of this test's sandbox's bwrap (its command line names the data
-    // folder) that runs /tmp/.vigil-sandbox.
     let data = dir.path().canonicalize().unwrap().display().to_string();
-    let cmdline = |pid: &str| std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let parent = |pid: &str| {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("PPid:").map(|p| p.trim().to_string()))
-            .unwrap_or_default()
-    };
-    let helper = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().map(String::from))
-        .find(|pid| {
-            cmdline(pid).starts_with(b"/tmp/.vigil-sandbox\0")
-                && String::from_utf8_lossy(&cmdline(&parent(pid))).contains(&data)
-        })
-        .expect("the helper runs");
+    let (helper, _) = helpers(&data).pop().expect("the helper runs");
     std::process::Command::new("kill")
         .args(["-STOP", &helper])
         .status()
@@ -441,7 +547,7 @@ async fn a_stopped_standing_sandbox_is_replaced_by_a_bwrap_per_command() {
 }
 
 /// The next `n` tool results.
-async fn tool_results(rx: &mut Events, n: usize) -> Vec<String> {
+pub(super) async fn tool_results(rx: &mut Events, n: usize) -> Vec<String> {
     let mut seen = Vec::new();
     next_matching(rx, |e| {
         if let Event::ToolCallFinished { content, .. } = e {
@@ -479,266 +585,4 @@ fn processes(test: impl Fn(&[&[u8]]) -> bool) -> usize {
             !c.is_empty() && test(&args)
         })
         .count()
-}
-
-/// A heartbeat under full-auto is sandboxed too, and never leaves it; with no bubblewrap it
-/// runs no command at all rather than one unsandboxed.
-#[tokio::test]
-async fn unattended_commands_run_sandboxed_or_not_at_all() {
-    bwrap_ready();
-    let dir = tempfile::tempdir().unwrap();
-    let outside = outside_tmp();
-    let marker = outside.path().join("heartbeat-wrote");
-    let (rt, mut rx, fake) = full_auto(dir.path()).await;
-    std::fs::write(rt.workspace().join("HEARTBEAT.md"), "- write the marker\n").unwrap();
-    let touch = format!("touch {}", marker.display());
-    let heartbeat = |steps: Vec<Step>| {
-        fake.set_script(Script::steps(steps));
-        rt.request_wake(vigil_core::protocol::WakeReason::Interval);
-    };
-    heartbeat(vec![
-        Step::tool_call("h1", "exec", json!({ "command": touch })),
-        Step::tool_call("h2", "exec", json!({ "command": touch, "sandbox": false })),
-        Step::text("HEARTBEAT_OK"),
-    ]);
-    let seen = tool_results(&mut rx, 2).await;
-    assert!(seen[0].contains("Read-only file system"), "{}", seen[0]);
-    assert!(seen[1].contains("always run in the sandbox"), "{}", seen[1]);
-    assert!(!marker.exists());
-    next_matching(&mut rx, |e| matches!(e, Event::Heartbeat { .. }).then_some(())).await;
-
-    rt.approvals()
-        .set_sandbox(Sandbox::unavailable("bubblewrap (bwrap) is not installed"));
-    heartbeat(vec![
-        Step::tool_call("h3", "exec", json!({ "command": touch })),
-        Step::text("HEARTBEAT_OK"),
-    ]);
-    // An interval poll may not ask: even under full-auto it is refused, and the user is told.
-    let mut told = None;
-    let seen = next_matching(&mut rx, |e| match e {
-        Event::Notification { body, .. } if body.contains("outside the sandbox") => {
-            told = Some(body.clone());
-            None
-        }
-        Event::ToolCallFinished { content, .. } => Some(content.clone()),
-        _ => None,
-    })
-    .await;
-    assert!(
-        seen.contains("nobody to ask")
-            && seen.contains("sandbox is not available")
-            && seen.contains("bubblewrap (bwrap) is not installed"),
-        "{seen}"
-    );
-    assert!(told.is_some(), "the user is told by a notification");
-    assert!(!marker.exists(), "ran unsandboxed");
-    let view = rt.approvals().view().sandbox;
-    assert!(!view.available && view.problem.unwrap().contains("not installed"));
-    rt.shutdown().await;
-}
-
-/// Without bubblewrap, under `ask`, a run that may ask (a continuation) asks before a
-/// command runs outside the sandbox; allowed, it runs; never silently. (Full-auto refuses it:
-/// see `full_auto_never_leaves_the_sandbox`.)
-#[tokio::test]
-async fn without_bubblewrap_an_unattended_command_asks_before_it_runs_outside() {
-    let dir = outside_tmp();
-    let marker = dir.path().join("workspace/continued-outside");
-    let (rt, mut rx, fake) = full_auto(dir.path()).await;
-    rt.approvals().set_policy(ApprovalPolicy::Ask);
-    rt.approvals()
-        .set_sandbox(Sandbox::unavailable("bubblewrap (bwrap) is not installed"));
-    fake.set_script(Script::steps(vec![
-        // The user's turn (attended) starts a background command outside, as the user allows.
-        Step::tool_call(
-            "b1",
-            "exec",
-            json!({"command": "sleep 0.2; echo first-done", "background": true}),
-        ),
-        Step::text("Started."),
-        // Its continuation nobody watches: asks before running outside the sandbox.
-        Step::tool_call("b2", "exec", json!({"command": format!("touch {}", marker.display())})),
-        Step::text("Done."),
-    ]));
-    rt.submit(user("start it, then touch the marker"));
-    let first = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested {
-            approval_id,
-            expires_at,
-            ..
-        } => {
-            assert!(expires_at.is_none(), "the user's own turn waits for them");
-            Some(approval_id.clone())
-        }
-        _ => None,
-    })
-    .await;
-    rt.submit(Op::Approval {
-        id: first,
-        decision: ApprovalDecision::Approve,
-    });
-    until_finished(&mut rx).await;
-    let (id, outside) = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested {
-            approval_id: id,
-            outside_sandbox,
-            expires_at,
-            ..
-        } => {
-            assert!(expires_at.is_some(), "asked while nobody watches");
-            Some((id.clone(), *outside_sandbox))
-        }
-        Event::ToolCallFinished { content, .. } if content.contains("continued-outside") => {
-            panic!("ran without asking: {content}")
-        }
-        _ => None,
-    })
-    .await;
-    assert!(outside, "the card says it runs outside the sandbox");
-    assert!(!marker.exists());
-    rt.submit(Op::Approval {
-        id,
-        decision: ApprovalDecision::Approve,
-    });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !marker.exists() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the allowed command did not run"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    rt.shutdown().await;
-}
-
-/// Leaving the sandbox is an approval the user gives for one command: asked each time
-/// ("always" is not offered), under `ask`; denied, nothing runs; approved, it runs outside.
-#[tokio::test]
-async fn leaving_the_sandbox_is_asked_for_each_command() {
-    bwrap_ready();
-    let dir = tempfile::tempdir().unwrap();
-    let outside = outside_tmp();
-    let marker = outside.path().join("outside-wrote");
-    let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();
-    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
-    rt.approvals().set_policy(ApprovalPolicy::Ask);
-    assert!(rt.start_background());
-    let touch = format!("touch {}", marker.display());
-    for decision in [ApprovalDecision::Deny, ApprovalDecision::Always] {
-        fake.set_script(Script::steps(vec![
-            Step::tool_call("o1", "exec", json!({ "command": touch, "sandbox": false })),
-            Step::text("done"),
-        ]));
-        rt.submit(user("write outside"));
-        let id = next_matching(&mut rx, |e| match e {
-            Event::ApprovalRequested {
-                approval_id: id,
-                outside_sandbox,
-                prefix,
-                ..
-            } => {
-                assert!(*outside_sandbox);
-                assert_eq!(prefix, "", "no \"always\" for leaving the sandbox");
-                Some(id.clone())
-            }
-            _ => None,
-        })
-        .await;
-        rt.submit(Op::Approval { id, decision });
-        until_finished(&mut rx).await;
-        assert_eq!(marker.exists(), decision != ApprovalDecision::Deny, "{decision:?}");
-    }
-    // "Always" counted once: nothing was remembered.
-    assert!(rt.approvals().rules().is_empty());
-
-    // Without bubblewrap, a user turn asks before every command, even a read-only one.
-    rt.approvals().set_sandbox(Sandbox::unavailable("no user namespaces"));
-    fake.set_script(Script::steps(vec![
-        Step::tool_call("l1", "exec", json!({ "command": "ls" })),
-        Step::text("done"),
-    ]));
-    rt.submit(user("list"));
-    let outside_sandbox = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { outside_sandbox, .. } => Some(*outside_sandbox),
-        _ => None,
-    })
-    .await;
-    assert!(outside_sandbox);
-    rt.shutdown().await;
-}
-
-/// Commands the user starts from the Processes panel are the user's own: not sandboxed.
-#[tokio::test]
-async fn the_users_own_commands_are_not_sandboxed() {
-    let dir = tempfile::tempdir().unwrap();
-    let outside = tempfile::tempdir().unwrap();
-    let marker = outside.path().join("panel-wrote");
-    let (rt, mut rx) = runtime(dir.path(), None);
-    assert!(rt.start_background());
-    rt.submit(Op::StartProcess {
-        command: format!("touch {}", marker.display()),
-        cwd: None,
-    });
-    next_matching(&mut rx, |e| matches!(e, Event::ProcessExited { .. }).then_some(())).await;
-    assert!(marker.exists());
-    rt.shutdown().await;
-}
-
-/// Full-auto never asks and never leaves the box: `sandbox: false` is refused, as is a
-/// command with no sandbox to run in, and `write` outside the workspace and the folders the
-/// user added; a folder the user added is writable. Each refusal proven by a marker.
-#[tokio::test]
-async fn full_auto_never_leaves_the_sandbox() {
-    bwrap_ready();
-    let dir = outside_tmp();
-    let added = outside_tmp();
-    let elsewhere = outside_tmp();
-    let (rt, mut rx, fake) = full_auto(dir.path()).await;
-    let added_path = added.path().canonicalize().unwrap();
-    rt.approvals()
-        .set_sandbox_writable(&[added_path.display().to_string()])
-        .unwrap();
-    let outside_marker = elsewhere.path().join("escaped");
-    let touch = format!("touch {}", outside_marker.display());
-    fake.set_script(Script::steps(vec![
-        Step::tool_call("f1", "exec", json!({ "command": touch, "sandbox": false })),
-        Step::tool_call(
-            "f2",
-            "write",
-            json!({ "path": elsewhere.path().join("written").display().to_string(), "content": "x" }),
-        ),
-        Step::tool_call(
-            "f3",
-            "write",
-            json!({ "path": added_path.join("ok.txt").display().to_string(), "content": "fine" }),
-        ),
-        Step::text("done"),
-    ]));
-    rt.submit(user("escape"));
-    let events = until_finished(&mut rx).await;
-    let seen = results(&events);
-    assert!(
-        !events.iter().any(|e| matches!(e, Event::ApprovalRequested { .. })),
-        "full-auto never asks"
-    );
-    assert!(
-        seen[0].contains("full-auto runs commands only inside the sandbox"),
-        "{}",
-        seen[0]
-    );
-    assert!(
-        seen[1].contains("full-auto changes files only in the workspace"),
-        "{}",
-        seen[1]
-    );
-    assert!(!outside_marker.exists(), "sandbox: false ran outside");
-    assert!(!elsewhere.path().join("written").exists(), "write landed outside");
-    assert_eq!(std::fs::read_to_string(added_path.join("ok.txt")).unwrap(), "fine");
-
-    // No sandbox at all: the user's own turn is refused too, not run unsandboxed.
-    rt.approvals().set_sandbox(Sandbox::unavailable("no user namespaces"));
-    let out = run(&rt, &mut rx, &fake, &touch).await;
-    assert!(out.contains("full-auto runs commands only inside the sandbox"), "{out}");
-    assert!(!outside_marker.exists(), "ran unsandboxed");
-    rt.shutdown().await;
 }

@@ -97,6 +97,56 @@ async fn steps_are_shared_across_protocols_then_fall_back() {
 }
 
 #[tokio::test]
+async fn a_request_over_the_context_window_gets_each_protocols_overflow_error_and_uses_no_step() {
+    let script = Script::steps(vec![Step::text("fits")]).with_context_window(1_000);
+    let server = FakeLlm::start(script).await.unwrap();
+    let long = "word ".repeat(1_000);
+    let response = post_anthropic(&server, &anthropic_body(&long)).await;
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["type"], "invalid_request_error");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("prompt is too long: ") && message.ends_with(" tokens > 1000 maximum"),
+        "{message}"
+    );
+    let response = post_openai(&server, &openai_body(&long)).await;
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "context_length_exceeded");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("This model's maximum context length is 1000 tokens."),
+        "{message}"
+    );
+    // Refused before the model ran: the first step is still there for a request that fits.
+    let events = events(post_openai(&server, &openai_body("short")).await).await;
+    assert_eq!(text_of(&events), "fits");
+}
+
+#[tokio::test]
+async fn a_side_request_gets_its_own_reply_and_the_steps_go_on_in_order() {
+    let script = Script::steps(vec![Step::text("one"), Step::text("two")])
+        .with_side_reply("compress conversations", Step::text("a summary"));
+    let server = FakeLlm::start(script).await.unwrap();
+    let mut side = anthropic_body("summarise this");
+    side["system"] = json!([{"type": "text", "text": "You compress conversations."}]);
+    let mut side_openai = openai_body("summarise this");
+    side_openai["messages"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, json!({"role": "system", "content": "You compress conversations."}));
+    let a = events(post_anthropic(&server, &anthropic_body("x")).await).await;
+    let b = events(post_anthropic(&server, &side).await).await;
+    let c = events(post_openai(&server, &side_openai).await).await;
+    let d = events(post_openai(&server, &openai_body("x")).await).await;
+    assert_eq!(
+        [text_of(&a), text_of(&b), text_of(&c), text_of(&d)],
+        ["one", "a summary", "a summary", "two"]
+    );
+}
+
+#[tokio::test]
 async fn models_lists_configured_models_behind_the_key() {
     let server = FakeLlm::start(Script::default().with_api_key("sk-test").with_models(["m1", "m2"]))
         .await
