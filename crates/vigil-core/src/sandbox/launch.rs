@@ -46,6 +46,11 @@ const RELAY_INFO: RawFd = 3;
 const RELAY_READY: RawFd = 4;
 const RELAY_ALIVE: RawFd = 5;
 
+/// How long slirp4netns keeps forwarding after the sandbox's last process ended: what that
+/// process wrote just before it exited is still in flight (the sandbox's kernel sends it on
+/// through the tap device, which slirp4netns reads).
+const DRAIN_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// The address slirp4netns answers DNS on inside the sandbox.
 const SLIRP_DNS: &str = "10.0.2.3";
 
@@ -290,20 +295,45 @@ pub fn relay(slirp: &std::ffi::OsStr) -> i32 {
             Ok(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
         }
     }
-    let err = std::process::Command::new(slirp)
+    // slirp4netns ends when its exit pipe ends. Not the sandbox's own: when the last process
+    // in the sandbox has ended, what it wrote last may still be on its way out through
+    // slirp4netns (an `echo … > /dev/tcp/…` and exit); ended at once, slirp4netns would drop
+    // it. This relay holds slirp4netns's exit pipe, and closes it a moment after the
+    // sandbox's has ended.
+    let Ok((exit_r, exit_w)) = std::io::pipe() else {
+        return 1;
+    };
+    // Inherited by slirp4netns (the write end stays here, not inherited).
+    if rustix::io::fcntl_setfd(&exit_r, rustix::io::FdFlags::empty()).is_err() {
+        return 1;
+    }
+    let exit_fd = exit_r.as_raw_fd();
+    let slirp_child = std::process::Command::new(slirp)
         .args([
             "--configure".to_string(),
             "--mtu=65520".into(),
             "--disable-host-loopback".into(),
             format!("--userns-path=/proc/{pid}/ns/user"),
             format!("--ready-fd={RELAY_READY}"),
-            format!("--exit-fd={RELAY_ALIVE}"),
+            format!("--exit-fd={exit_fd}"),
             pid.to_string(),
             "tap0".into(),
         ])
-        .exec();
-    let _ = err;
-    1
+        .spawn();
+    let Ok(mut slirp_child) = slirp_child else {
+        return 1;
+    };
+    drop(exit_r);
+    // SAFETY: the ready pipe is slirp4netns's now (bwrap's block ends when it writes or ends).
+    unsafe { libc::close(RELAY_READY) };
+    // SAFETY: the relay's descriptor, as `start_relay` placed it.
+    let mut alive = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(RELAY_ALIVE) };
+    let mut byte = [0u8; 1];
+    while matches!(std::io::Read::read(&mut alive, &mut byte), Ok(n) if n > 0) {}
+    std::thread::sleep(DRAIN_GRACE);
+    drop(exit_w);
+    let _ = slirp_child.wait();
+    0
 }
 
 /// slirp4netns: `VIGIL_SLIRP4NETNS` (a build of one's own; a path that does not exist for a
