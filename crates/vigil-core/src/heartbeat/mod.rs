@@ -15,7 +15,9 @@
 //! - [`reflection`] — the daily reflection: the user's recent words → suggested routines.
 //! - [`budget`] — tokens background work used today, and the daily budget that pauses it.
 //! - [`run_lock`] — the lock a run holds, so two never overlap (across processes too).
-//! - `runner` — one run: preflight, the run lock, the turn, the reply, delivery, retries.
+//! - `runner` — one run: preflight, the run lock, the turn, the reply, retries, the record.
+//! - `turn` — the turn in the heartbeat session, and taking an uneventful one back.
+//! - `deliver` — mailbox, card and notification; the 24-hour duplicate rule.
 //! - [`Heartbeat`] (here) — the clonable handle: settings, status. The interval's timing is
 //!   owned by the one scheduler loop ([`crate::routines::Scheduler::run`]).
 //!
@@ -26,12 +28,14 @@
 
 pub mod budget;
 pub mod config;
+mod deliver;
 pub mod file;
 pub mod prompts;
 pub mod reflection;
 pub mod reply;
 pub mod run_lock;
 mod runner;
+mod turn;
 
 pub(crate) use runner::last_reply;
 

@@ -19,36 +19,17 @@
 //! the retry), then recorded failed.
 
 use vigil_protocol::{
-    ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, NotificationKind, Role, Scope, Source, StopReason,
-    Usage, WakeReason,
+    ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, Role, Scope, Source, StopReason, Usage, WakeReason,
 };
 
+use super::deliver::summarize;
 use super::file::{self, HeartbeatFile};
 use super::prompts::{heartbeat_prompt, system_section, PromptKind};
 use super::reply::{self, ReplyDecision};
-use super::{run_lock, session_id, DueTask, Heartbeat, HeartbeatTurn, AGENT, PROVIDER_RETRIES};
+use super::{run_lock, session_id, DueTask, Heartbeat, AGENT, PROVIDER_RETRIES};
 use crate::agent::TurnExtras;
-use crate::session::{MailboxEvent, PRIMARY_SESSION};
 use crate::system_events;
 use crate::wake::{PendingWake, WakeOutcome};
-
-/// Messages of the heartbeat session a run sees (seed 003 §4.3: "极短").
-pub(super) const HISTORY_LIMIT: usize = 6;
-/// The same text is not delivered twice within this (seed 002 §7.2).
-const DEDUPE_WINDOW_MS: i64 = 24 * 3600 * 1000;
-/// Where the last delivery is remembered: the heartbeat session's metadata, so the 24-hour
-/// rule survives a restart.
-const LAST_DELIVERY_KEY: &str = "heartbeat_last_delivery";
-/// Longest notification body and card summary.
-const SUMMARY_CHARS: usize = 160;
-
-/// Where the heartbeat session stood before a run: what [`Heartbeat::take_back`] returns to.
-pub(super) struct Mark {
-    size: u64,
-    /// Messages before the run: its reply is after them.
-    pub(super) count: usize,
-    pub(super) updated_at: Option<i64>,
-}
 
 /// How a run ended, before it is recorded.
 pub(super) struct Outcome {
@@ -331,150 +312,6 @@ impl Heartbeat {
         }
     }
 
-    /// Where the heartbeat session stands before a run.
-    pub(super) fn mark(&self, session: &str) -> Result<Mark, crate::session::SessionError> {
-        let deps = &self.shared.deps;
-        Ok(Mark {
-            size: deps.store.size(session)?,
-            count: deps.store.load(session).map(|l| l.messages.len()).unwrap_or(0),
-            updated_at: deps.meta.load(session).ok().map(|l| l.meta.updated_at),
-        })
-    }
-
-    /// One turn in the heartbeat session, with its system section, short history and cache
-    /// lifetime added to `extras`. A turn that ran is counted, and its tokens added to today's.
-    pub(super) async fn heartbeat_turn(
-        &self,
-        config: &super::HeartbeatConfig,
-        text: String,
-        extras: TurnExtras,
-        may_ask: bool,
-    ) -> super::TurnResult {
-        let extras = TurnExtras {
-            system_section: Some(self.system_section(config)),
-            history_limit: Some(HISTORY_LIMIT),
-            cache_hour: self.back_within_the_hour(),
-            ..extras
-        };
-        let started = tokio::time::Instant::now();
-        let result = self
-            .shared
-            .host
-            .run_turn(HeartbeatTurn {
-                session_id: session_id(AGENT),
-                run_id: uuid::Uuid::new_v4().to_string(),
-                text,
-                extras,
-                model: config.model.clone(),
-                may_ask,
-            })
-            .await;
-        if !result.locked {
-            if let Some(used) = result.usage {
-                self.record_background_usage(used);
-            }
-            let mut state = self.state();
-            state.stats.runs += 1;
-            state.durations.add(started.elapsed().as_millis() as u64);
-        }
-        result
-    }
-
-    /// Cuts the run's lines off the heartbeat transcript and puts `updated_at` back, so an
-    /// uneventful run leaves no trace (seed 002 §7.1).
-    pub(super) async fn take_back(&self, session: &str, mark: &Mark) {
-        let deps = &self.shared.deps;
-        if let Err(e) = deps.store.truncate_async(session, mark.size).await {
-            tracing::warn!("could not prune the heartbeat transcript: {e}");
-        }
-        let Some(updated_at) = mark.updated_at else { return };
-        let now = deps.meta.load(session).map(|l| l.meta.updated_at);
-        if now.is_ok_and(|t| t != updated_at) {
-            if let Err(e) = deps.meta.update_keeping_time(session, updated_at, |_| ()).await {
-                tracing::warn!("could not restore the heartbeat session's time: {e}");
-            }
-        }
-    }
-
-    fn delivered_recently(&self, session: &str, text: &str, now: i64) -> bool {
-        let Ok(loaded) = self.shared.deps.meta.load(session) else {
-            return false;
-        };
-        let Some(last) = loaded.meta.extra.get(LAST_DELIVERY_KEY) else {
-            return false;
-        };
-        let same = last["text"].as_str() == Some(text);
-        let at = last["at"].as_i64().unwrap_or(i64::MIN);
-        same && now.saturating_sub(at) < DEDUPE_WINDOW_MS
-    }
-
-    /// Mailbox first (the one durable copy), then the card and the notification.
-    pub(super) async fn deliver(
-        &self,
-        session: &str,
-        kind: &PromptKind,
-        text: &str,
-        notify: bool,
-    ) -> Result<(), String> {
-        let deps = &self.shared.deps;
-        let now = deps.clock.now_ms();
-        let summary = summarize(text);
-        let (event_type, title) = match kind {
-            PromptKind::ExecEvent => ("exec_completed", "Vigil: a command finished"),
-            PromptKind::Cron(_) => ("reminder", "Vigil: reminder"),
-            PromptKind::Poll => ("heartbeat_result", "Vigil needs your attention"),
-        };
-        let event = MailboxEvent {
-            event_id: uuid::Uuid::new_v4().to_string(),
-            source: session.to_string(),
-            detail: (summary != text).then(|| text.to_string()),
-            summary: summary.clone(),
-            created_at: now,
-            run_id: None,
-            event_type: event_type.into(),
-            priority: 1,
-            dedupe_key: Some(format!("heartbeat:{}", digest(text))),
-            claim: None,
-        };
-        let meta = deps
-            .meta
-            .deposit(PRIMARY_SESSION, event.clone())
-            .await
-            .map_err(|e| e.to_string())?;
-        let record = serde_json::json!({ "text": text, "at": now });
-        if let Err(e) = deps
-            .meta
-            .update_atomic_async(session, |m| m.extra.insert(LAST_DELIVERY_KEY.into(), record))
-            .await
-        {
-            tracing::warn!("could not remember the heartbeat's delivery: {e}");
-        }
-        let primary = deps.emitter.for_session(PRIMARY_SESSION, Scope::Primary);
-        primary.emit(
-            Source::Heartbeat,
-            Event::BackgroundUpdate {
-                update: event.card(),
-                unread: meta.mailbox.len() as u32,
-            },
-        );
-        if notify {
-            primary.emit(
-                Source::Heartbeat,
-                Event::Notification {
-                    kind: NotificationKind::Heartbeat,
-                    title: title.into(),
-                    body: summary,
-                    event_id: Some(event.event_id),
-                    process_id: None,
-                    approval_id: None,
-                    target_session_id: None,
-                    message_ts: None,
-                },
-            );
-        }
-        Ok(())
-    }
-
     fn error(&self, kind: ErrorKind, message: String) {
         tracing::warn!("{message}");
         self.emitter().emit(Source::Heartbeat, Event::Error { kind, message });
@@ -559,39 +396,9 @@ pub(crate) fn last_reply(messages: Vec<Message>, before: usize) -> String {
         .unwrap_or_default()
 }
 
-/// The first non-blank line, cut to [`SUMMARY_CHARS`].
-fn summarize(text: &str) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    if line.chars().count() <= SUMMARY_CHARS && line.len() == text.trim().len() {
-        return line.to_string();
-    }
-    let mut short: String = line.chars().take(SUMMARY_CHARS - 1).collect();
-    if short.chars().count() < line.chars().count() {
-        short.push('…');
-    }
-    short
-}
-
-/// A short stable digest of a delivered text, for `dedupe_key`.
-fn digest(text: &str) -> String {
-    use sha2::Digest;
-    let hash = sha2::Sha256::digest(text.as_bytes());
-    hex::encode(&hash[..8])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn summaries_are_the_first_line_cut_short() {
-        assert_eq!(summarize("Disk at 93 %."), "Disk at 93 %.");
-        assert_eq!(summarize("\n  Disk at 93 %.\nDetails"), "Disk at 93 %.");
-        let long = "x".repeat(500);
-        let s = summarize(&long);
-        assert_eq!(s.chars().count(), SUMMARY_CHARS);
-        assert!(s.ends_with('…'));
-    }
 
     #[test]
     fn the_reply_is_the_last_assistant_text_of_the_run() {
