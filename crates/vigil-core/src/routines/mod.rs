@@ -8,6 +8,8 @@
 //! - [`store`] — the task block: parse (`ok | corrupted | empty`), atomic locked writes,
 //!   `.heartbeat_snapshot.json`.
 //! - [`scheduler`] — the tick (claim before run), the single timing loop.
+//! - `claim` — the tick's locked write that claims due runs, and `finish`, which ends them.
+//! - `handoff` — claimed runs on to a job each, or to the next heartbeat turn.
 //! - `state` — the state machine: done / next time / retry with back-off, `unknown`,
 //!   stale claims, the due times a routine passes over.
 //! - `catch_up` — missed runs by policy (`once`, `skip`, `all`) and the wake-up summary.
@@ -25,8 +27,10 @@
 
 mod alarm;
 mod catch_up;
+mod claim;
 mod describe;
 pub mod edit;
+mod handoff;
 mod jobs;
 pub mod model;
 pub mod runlog;
@@ -251,7 +255,7 @@ impl DueTasks for Scheduler {
     fn due(&self, _now_ms: i64) -> Vec<DueTask> {
         let mut q = self.shared.inline.lock().unwrap_or_else(|e| e.into_inner());
         let taken = std::mem::take(&mut q.waiting);
-        let tasks = taken.iter().map(scheduler::due_task).collect();
+        let tasks = taken.iter().map(handoff::due_task).collect();
         q.serving.extend(taken);
         tasks
     }
