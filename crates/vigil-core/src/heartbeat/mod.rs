@@ -102,6 +102,9 @@ pub struct HeartbeatTurn {
     /// reminder, Check now). Interval polls deny at once, so a checklist cannot leave a
     /// question every 30 minutes.
     pub may_ask: bool,
+    /// Fired when the run passes its deadline: the turn stops, its open questions expire and
+    /// the commands it started are killed.
+    pub cancel: tokio_util::sync::CancellationToken,
 }
 
 /// How a heartbeat turn ended.
@@ -137,6 +140,8 @@ pub struct DueTask {
     pub id: String,
     pub title: String,
     pub description: String,
+    /// The routine's `timeout_seconds`: the run that carries it ends by then.
+    pub timeout: std::time::Duration,
 }
 
 /// How the heartbeat run that took due tasks ended.
@@ -150,6 +155,8 @@ pub enum DueOutcome {
     Done(String),
     /// The turn failed; the routines' retry rules apply.
     Failed(String),
+    /// The run passed its deadline and was ended; the routines' retry rules apply.
+    TimedOut(String),
     /// The run was skipped for a reason a retry would not fix (quiet hours, disabled, no
     /// provider).
     Skipped(String),
@@ -472,3 +479,7 @@ mod schedule_tests;
 #[cfg(test)]
 #[path = "budget_tests.rs"]
 mod budget_tests;
+
+#[cfg(test)]
+#[path = "deadline_tests.rs"]
+mod deadline_tests;

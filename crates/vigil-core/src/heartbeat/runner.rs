@@ -17,6 +17,12 @@
 //! Retries: a busy conversation or a taken lock is a skip the wake loop retries with back-off; a
 //! provider error is retried up to [`super::PROVIDER_RETRIES`] times (the routines it took wait for
 //! the retry), then recorded failed.
+//!
+//! Deadline: a run ends at `runTimeoutMinutes` (10), or sooner at the shortest `timeout_seconds`
+//! of the routines it carries ([`super::turn::Deadline`]). The turn is cancelled — its open
+//! questions expire, the commands it started are killed — and the run is recorded `timed-out`
+//! (its routines `timed_out`, under their retry rules); it is not tried again, so the wake loop
+//! is free for the next poll at its time.
 
 use vigil_protocol::{
     ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, Role, Scope, Source, StopReason, Usage, WakeReason,
@@ -26,6 +32,7 @@ use super::deliver::summarize;
 use super::file::{self, HeartbeatFile};
 use super::prompts::{heartbeat_prompt, system_section, PromptKind};
 use super::reply::{self, ReplyDecision};
+use super::turn::Deadline;
 use super::{run_lock, session_id, DueTask, Heartbeat, AGENT, PROVIDER_RETRIES};
 use crate::agent::TurnExtras;
 use crate::system_events;
@@ -68,6 +75,14 @@ impl Outcome {
         Self {
             detail: Some(detail),
             ..Self::status(HeartbeatStatus::Failed)
+        }
+    }
+
+    /// Ended at `deadline`; not tried again (the next run comes at its time).
+    pub(super) fn timed_out(deadline: &Deadline) -> Self {
+        Self {
+            detail: Some(deadline.passed()),
+            ..Self::status(HeartbeatStatus::TimedOut)
         }
     }
 }
@@ -251,13 +266,24 @@ impl Heartbeat {
             context_sections: sections,
             ..TurnExtras::default()
         };
-        let result = self.heartbeat_turn(&config, text, extras, !interval).await;
+        let deadline = Deadline::of(&config, &due);
+        let turned = self.heartbeat_turn(&config, text, extras, !interval, &deadline).await;
+        let result = turned.result;
         if result.locked {
             // A turn already runs in the heartbeat's session: nothing ran.
             deps.events.restore(&session_id(AGENT), events);
             return Outcome::skipped(HeartbeatSkip::Lock, result.error);
         }
         *usage = result.usage;
+        if turned.timed_out {
+            // Whatever the turn got to, the events wait for the next run, like a cancelled
+            // turn's; a turn let go may still write, so its lines stay.
+            deps.events.restore(&session_id(AGENT), events);
+            if !turned.let_go {
+                self.take_back(&session, &mark).await;
+            }
+            return Outcome::timed_out(&deadline);
+        }
         if matches!(result.stop_reason, StopReason::Error | StopReason::Cancelled) {
             // The model never saw them through: they wait for the next run or turn.
             deps.events.restore(&session_id(AGENT), events);
@@ -341,6 +367,7 @@ impl Heartbeat {
                 HeartbeatStatus::OkToken | HeartbeatStatus::OkEmpty => stats.suppressed += 1,
                 // A try that will be repeated is not yet a failed run.
                 HeartbeatStatus::Failed if !retrying => stats.failed += 1,
+                HeartbeatStatus::TimedOut => stats.failed += 1,
                 HeartbeatStatus::Failed | HeartbeatStatus::Skipped => {}
             }
             if let Some(skip) = outcome.skip {
@@ -373,6 +400,7 @@ fn due_outcome(outcome: &Outcome) -> super::DueOutcome {
     let detail = || outcome.detail.clone().unwrap_or_default();
     match (outcome.status, outcome.skip) {
         (HeartbeatStatus::Failed, _) => DueOutcome::Failed(detail()),
+        (HeartbeatStatus::TimedOut, _) => DueOutcome::TimedOut(detail()),
         (HeartbeatStatus::Skipped, Some(HeartbeatSkip::Duplicate)) => DueOutcome::Done("duplicate".into()),
         (HeartbeatStatus::Skipped, Some(HeartbeatSkip::RequestsInFlight | HeartbeatSkip::Lock)) => {
             DueOutcome::Failed("the heartbeat was busy".into())

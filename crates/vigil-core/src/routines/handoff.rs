@@ -4,6 +4,7 @@
 //! Must never: let an inline run wait for a heartbeat that is off or will not come.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use vigil_protocol::{ExecutionMode, WakeMode};
 
@@ -95,5 +96,6 @@ pub(super) fn due_task(c: &Claimed) -> DueTask {
         id: c.routine.id.clone(),
         title: c.routine.title.clone(),
         description,
+        timeout: Duration::from_secs(u64::from(c.routine.timeout_seconds.max(1))),
     }
 }

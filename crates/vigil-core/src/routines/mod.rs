@@ -277,6 +277,10 @@ impl DueTasks for Scheduler {
                 outcome: RunOutcome::Failed,
                 error,
             },
+            DueOutcome::TimedOut(error) => RunResult::Failed {
+                outcome: RunOutcome::TimedOut,
+                error,
+            },
             DueOutcome::Skipped(why) => RunResult::Skipped(why),
         };
         let session = crate::heartbeat::session_id(AGENT);

@@ -7,6 +7,7 @@ mod exec_runtime;
 mod faults;
 mod headless;
 mod heartbeat;
+mod heartbeat_deadline;
 mod heartbeat_retries;
 mod heartbeat_routines;
 mod hostile;
