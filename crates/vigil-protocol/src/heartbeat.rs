@@ -187,7 +187,9 @@ pub struct HeartbeatSettings {
     #[ts(type = "number")]
     pub daily_token_budget: u64,
     /// After this many hours with no user message, each quiet interval run doubles the
-    /// interval, up to 8×; the next user message brings it back. `0` turns the idle gate off.
+    /// interval, up to 8×; the next user message, or an interval run that told the user
+    /// something, brings it back. It trades vigilance for cost while nobody watches; `0` turns
+    /// the idle gate off.
     #[serde(default = "default_idle_after_hours", alias = "idle_after_hours")]
     pub idle_after_hours: u32,
     /// How often, in hours, Vigil reads what the user wrote lately and looks for routines

@@ -465,7 +465,9 @@ notifications: boolean,
 dailyTokenBudget: number, 
 /**
  * After this many hours with no user message, each quiet interval run doubles the
- * interval, up to 8×; the next user message brings it back. `0` turns the idle gate off.
+ * interval, up to 8×; the next user message, or an interval run that told the user
+ * something, brings it back. It trades vigilance for cost while nobody watches; `0` turns
+ * the idle gate off.
  */
 idleAfterHours: number, 
 /**

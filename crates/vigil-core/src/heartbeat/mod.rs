@@ -224,9 +224,13 @@ struct Shared {
 }
 
 /// After `idle_after` with no user message, each quiet interval run doubles the interval
-/// (up to [`MAX_IDLE_FACTOR`]); a user message brings it back to 1.
+/// (up to [`MAX_IDLE_FACTOR`]); a user message brings it back to 1. It trades vigilance for
+/// cost exactly while nobody watches, so an interval run that found something resets it too:
+/// a check that just raised an alert is watched at the normal rhythm again.
 struct IdleGate {
-    last_user_ms: i64,
+    /// The last user message, or the last interval run that told the user something: the
+    /// gate stretches only `idle_after` after it.
+    awake_since_ms: i64,
     factor: u32,
 }
 
@@ -266,7 +270,7 @@ impl Heartbeat {
         let ledger = budget::Ledger::open(deps.store.dir());
         let idle = Mutex::new(IdleGate {
             // Starting counts as the user being there.
-            last_user_ms: deps.clock.now_ms(),
+            awake_since_ms: deps.clock.now_ms(),
             factor: 1,
         });
         Self {
@@ -317,10 +321,17 @@ impl Heartbeat {
     /// The user sent a message: the idle gate opens, the interval is back to normal (and the
     /// next interval run at most one interval away).
     pub fn user_active(&self) {
+        self.reset_idle_gate();
+    }
+
+    /// Back to the normal interval, stretched again only after `idle_after` from now (a user
+    /// message, an interval run that told the user something). The scheduler's timer is told,
+    /// so the next interval run is at most one interval away.
+    fn reset_idle_gate(&self) {
         let now = self.shared.deps.clock.now_ms();
         let reset = {
             let mut idle = self.idle();
-            idle.last_user_ms = now;
+            idle.awake_since_ms = now;
             std::mem::replace(&mut idle.factor, 1) != 1
         };
         if reset {
@@ -347,7 +358,7 @@ impl Heartbeat {
         let Some(idle_after) = config.idle_after else { return };
         let now = self.shared.deps.clock.now_ms();
         let mut idle = self.idle();
-        if now.saturating_sub(idle.last_user_ms) >= idle_after.as_millis() as i64 {
+        if now.saturating_sub(idle.awake_since_ms) >= idle_after.as_millis() as i64 {
             idle.factor = (idle.factor * 2).min(MAX_IDLE_FACTOR);
         }
     }
@@ -481,5 +492,12 @@ mod schedule_tests;
 mod budget_tests;
 
 #[cfg(test)]
+mod timing_rig;
+
+#[cfg(test)]
 #[path = "deadline_tests.rs"]
 mod deadline_tests;
+
+#[cfg(test)]
+#[path = "idle_gate_tests.rs"]
+mod idle_gate_tests;

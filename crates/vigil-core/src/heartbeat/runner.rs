@@ -10,7 +10,8 @@
 //! Budget: before the model is called, a spent daily token budget for background work skips the run
 //! (`budget`, one notification a day); every turn's tokens are added to today's totals and carried
 //! on the `heartbeat` event. Idle gate: a quiet interval run after `idleAfterHours` without a user
-//! message doubles the interval (the scheduler's [`crate::routines::IntervalTimer`] reads it).
+//! message doubles the interval (the scheduler's [`crate::routines::IntervalTimer`] reads it); an
+//! interval run that told the user something resets it, as a user message does.
 //!
 //! After an interval poll, the daily reflection when one is due ([`super::reflection`]).
 //!
@@ -358,6 +359,10 @@ impl Heartbeat {
         let quiet = matches!(outcome.status, HeartbeatStatus::OkToken | HeartbeatStatus::OkEmpty);
         if interval && quiet {
             self.quiet_interval_run(&self.config());
+        }
+        // Something found while nobody watched: the gate must not keep it 4 hours from the next look.
+        if interval && outcome.status == HeartbeatStatus::Sent {
+            self.reset_idle_gate();
         }
         {
             let mut state = self.state();
