@@ -5,7 +5,8 @@
 //!
 //! - [`model`] — the routine (schema v2 + `kind`), v1 defaults, `infer_execution_mode`.
 //! - [`schedule`] — cron / interval / one-shot in an IANA zone, DST rules, descriptions.
-//! - [`store`] — the task block: parse (`ok | corrupted | empty`), atomic locked writes,
+//! - `block` — the task block's text: find, parse (`ok | corrupted | empty`), render.
+//! - [`store`] — `HEARTBEAT.md` on disk: cached reads, atomic locked writes,
 //!   `.heartbeat_snapshot.json`.
 //! - [`scheduler`] — the tick (claim before run), the single timing loop.
 //! - `claim` — the tick's locked write that claims due runs, and `finish`, which ends them.
@@ -26,6 +27,7 @@
 //! read the system clock.
 
 mod alarm;
+mod block;
 mod catch_up;
 mod claim;
 mod describe;

@@ -1,8 +1,10 @@
 //! The task block: ok / corrupted / empty, the user's text kept around every write,
 //! unreadable tasks kept verbatim, no write over corruption, the snapshot.
 
+use super::super::model::Routine;
 use super::*;
 use crate::clock::ManualClock;
+use serde_json::Value;
 
 const HEAD: &str = "# My checks\n\n- if the disk is over 80 %, tell me\n\n";
 const TAIL: &str = "\n## Notes\nkeep this line exactly  \n";
