@@ -318,23 +318,23 @@ impl DueTasks for Scheduler {
         let state = self.deps().store.read().ok()?;
         let mut notes = Vec::new();
         if let Parsed::Corrupted(e) = &state.parsed {
-            // routine_add and the other writes are refused while the block is corrupted:
-            // the restore is the one repair the agent can make.
-            let repair = if self.deps().store.snapshot_path().exists() {
+            let note = if state.kept.is_some() {
                 format!(
-                    "offer to restore the last good routines with the routine_restore tool (it puts back {} and \
-                     keeps the broken file as HEARTBEAT.md.corrupt)",
-                    store::SNAPSHOT_FILE
+                    "The JSON task block in HEARTBEAT.md is corrupted ({e}). The last good routines keep running. Tell \
+                     the user; the routine tools (routine_add, routine_update, routine_remove) work and each write \
+                     repairs the block from the last good routines plus the change, and routine_restore repairs it \
+                     without a change. Either way the broken file is kept as HEARTBEAT.md.corrupt."
                 )
             } else {
-                "there is no good copy to restore, so ask them to fix the JSON where the error points".to_string()
+                format!(
+                    "The JSON task block in HEARTBEAT.md is corrupted ({e}) and there is no good copy of it, so no \
+                     routine runs and none can be changed. Tell the user, and ask them to fix the JSON where the error \
+                     points."
+                )
             };
-            notes.push(format!(
-                "The JSON task block in HEARTBEAT.md is corrupted ({e}), so no routine runs and no routine can be \
-                 added or changed. Tell the user, and {repair}."
-            ));
+            notes.push(note);
         }
-        for e in state.parsed.entries() {
+        for e in state.routines().entries() {
             let problem = match &e.routine {
                 Err(p) => Some(p.clone()),
                 Ok(r) => Spec::parse(
@@ -355,6 +355,9 @@ impl DueTasks for Scheduler {
     }
 }
 
+#[cfg(test)]
+#[path = "corruption_tests.rs"]
+mod corruption_tests;
 #[cfg(test)]
 #[path = "scheduler_tests.rs"]
 mod scheduler_tests;

@@ -142,7 +142,7 @@ pub struct TickReport {
     /// Due isolated jobs left unclaimed until one of those running finishes
     /// ([`SchedulerConfig::max_concurrent_jobs`]); not counted in `next_due`.
     pub waiting: Vec<String>,
-    /// The task block is corrupted (reported, nothing ran).
+    /// The task block is corrupted (reported; the last good routines ran, if there are any).
     pub corrupted: bool,
     /// Background activity is paused (nothing claimed).
     pub paused: bool,
@@ -297,17 +297,15 @@ impl Scheduler {
         };
         if let Parsed::Corrupted(e) = &state.parsed {
             report.corrupted = true;
-            self.report_once(
-                "file",
-                format!("The task block in HEARTBEAT.md is corrupted ({e}); no routine runs until it is fixed or restored from the snapshot."),
-            );
-            return report;
+            self.tell_corrupted(e, state.kept.is_some());
+            if state.kept.is_none() {
+                return report;
+            }
+        } else {
+            let mut reported = self.shared.reported.lock().unwrap_or_else(|e| e.into_inner());
+            reported.remove("file");
+            reported.remove(CORRUPTED_NOTICE);
         }
-        self.shared
-            .reported
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove("file");
         let host = self.shared.host.read().unwrap_or_else(|e| e.into_inner()).clone();
         if host.is_some_and(|h| h.paused()) {
             self.shared.paused_seen.store(true, Ordering::Relaxed);
@@ -316,10 +314,12 @@ impl Scheduler {
             return report;
         }
         let away = self.away();
-        let problems = self.problems(&state.parsed, Arc::as_ptr(&state) as usize);
+        // While the block is corrupted, the last good routines.
+        let routines = state.routines();
+        let problems = self.problems(routines, Arc::as_ptr(&state) as usize);
         let in_flight = self.shared.in_flight.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut work = false;
-        for e in state.parsed.entries() {
+        for e in routines.entries() {
             let Ok(r) = &e.routine else { continue };
             if let Some(p) = problems.get(&r.id) {
                 work |= r.error_message.as_deref() != Some(p.as_str());
@@ -369,7 +369,7 @@ impl Scheduler {
     pub fn health(&self) -> vigil_protocol::RoutinesHealth {
         let scheduled = self.shared.deps.store.read().map_or(0, |state| {
             state
-                .parsed
+                .routines()
                 .entries()
                 .iter()
                 .filter_map(|e| e.routine.as_ref().ok())
@@ -389,7 +389,7 @@ impl Scheduler {
     fn next_due_except(&self, skip: &[String]) -> Option<i64> {
         let state = self.shared.deps.store.read().ok()?;
         state
-            .parsed
+            .routines()
             .entries()
             .iter()
             .filter_map(|e| e.routine.as_ref().ok())
@@ -408,6 +408,56 @@ impl Scheduler {
             Away::Paused
         } else {
             Away::Asleep
+        }
+    }
+
+    /// Says that the task block is corrupted: an error line each time what is wrong changes,
+    /// and one notification until it is good again. `kept`: the last good routines run on.
+    fn tell_corrupted(&self, problem: &str, kept: bool) {
+        let (line, body) = if kept {
+            (
+                format!(
+                    "The task block in HEARTBEAT.md is corrupted ({problem}). The last good routines keep running; a change \
+                     through the Routines pane or Vigil's routine tools repairs the block from them (the broken file is \
+                     kept as HEARTBEAT.md.corrupt), or fix the JSON by hand."
+                ),
+                "A hand edit broke the routines in HEARTBEAT.md. The last good routines keep running; open Routines to \
+                 restore the block, or ask Vigil to repair it."
+                    .to_string(),
+            )
+        } else {
+            (
+                format!(
+                    "The task block in HEARTBEAT.md is corrupted ({problem}) and there is no good copy of it; no routine \
+                     runs until the JSON is fixed."
+                ),
+                "A hand edit broke the routines in HEARTBEAT.md, and there is no good copy to run from: no routine runs \
+                 until the JSON is fixed."
+                    .to_string(),
+            )
+        };
+        self.report_once("file", line);
+        let first = self
+            .shared
+            .reported
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(CORRUPTED_NOTICE.into(), String::new())
+            .is_none();
+        if first && self.host().is_none_or(|h| h.notifications()) {
+            self.shared.deps.emitter.emit(
+                Source::Scheduler,
+                Event::Notification {
+                    kind: vigil_protocol::NotificationKind::Routine,
+                    title: "Vigil: the routines in HEARTBEAT.md are broken".into(),
+                    body,
+                    event_id: None,
+                    process_id: None,
+                    approval_id: None,
+                    target_session_id: None,
+                    message_ts: None,
+                },
+            );
         }
     }
 
@@ -476,6 +526,9 @@ impl Scheduler {
         }
     }
 }
+
+/// The `reported` key of the one notification about a corrupted task block.
+const CORRUPTED_NOTICE: &str = "file-notice";
 
 /// 8 hex characters.
 pub(super) fn short_id() -> String {

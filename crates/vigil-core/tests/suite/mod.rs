@@ -20,6 +20,7 @@ mod prompt_cache;
 mod provider;
 mod reflection;
 mod routines;
+mod routines_corrupted;
 mod run_usage;
 mod runtime;
 mod sandbox;
