@@ -200,7 +200,7 @@ fn rule_covers(rule: &Rule, c: &SimpleCommand) -> bool {
         && words.len() <= c.words.len()
         && words.iter().zip(&c.words).all(|(a, b)| a == b)
         && !shell::never_remembered(c)
-        && !(c.program() == "find" && !shell::read_only(c))
+        && (c.program() != "find" || shell::read_only(c))
 }
 
 fn path_rule_covers(rule: &Rule, kind: ApprovalKind, path: &str) -> bool {
