@@ -16,15 +16,17 @@
 //! - [`budget`] — tokens background work used today, and the daily budget that pauses it.
 //! - [`run_lock`] — the lock a run holds, so two never overlap (across processes too).
 //! - `runner` — one run: preflight, the run lock, the turn, the reply, retries, the record.
-//! - `turn` — the turn in the heartbeat session, and taking an uneventful one back.
+//! - `turn` — the turn in the heartbeat session under the run's deadline, and taking an
+//!   uneventful one back.
 //! - `deliver` — mailbox, card and notification; the 24-hour duplicate rule.
 //! - [`Heartbeat`] (here) — the clonable handle: settings, status. The interval's timing is
 //!   owned by the one scheduler loop ([`crate::routines::Scheduler::run`]).
 //!
 //! Must never: read or write the conversation's transcript (results cross over only through
 //! the mailbox); run while a turn runs in any conversation; run twice at once (in this
-//! process or another on the same data folder); stop silently (every run or skip emits a
-//! `heartbeat` event, every problem a message).
+//! process or another on the same data folder); run past its deadline (one hung run must not
+//! hold back the next); stop silently (every run or skip emits a `heartbeat` event, every
+//! problem a message).
 
 pub mod budget;
 pub mod config;

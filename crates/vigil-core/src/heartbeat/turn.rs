@@ -1,6 +1,10 @@
 //! One turn in the heartbeat session: where the session stood before it ([`Mark`]), the turn
-//! itself with the heartbeat's system section, short history and cache lifetime, and taking an
-//! uneventful run's lines back off the transcript.
+//! itself with the heartbeat's system section, short history and cache lifetime, ended at the
+//! run's [`Deadline`] ([`Turned`] says how it ended), and taking an uneventful run's lines
+//! back off the transcript.
+//!
+//! Must never: drop a turn half way (a turn that ignores its cancellation is let go on its own
+//! task, or its lane would stay taken), or wait for one past its deadline and grace.
 
 use std::time::Duration;
 
