@@ -77,6 +77,7 @@ fn an_approval_answer_keeps_its_id_apart_from_the_envelopes() {
     assert_each_key_once(Event::ApprovalResolved {
         approval_id: "ap-1".into(),
         decision: ApprovalDecision::Deny,
+        expired: true,
     });
 }
 

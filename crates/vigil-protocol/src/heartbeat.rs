@@ -70,6 +70,11 @@ pub enum HeartbeatStatus {
     /// The model call failed; `detail` says how. A provider error is tried again (up to 3
     /// times, 30 s then 60 s apart) before the run counts as failed.
     Failed,
+    /// The run passed its deadline (`runTimeoutMinutes`, or the `timeout_seconds` of an
+    /// inline routine it carried) and was ended: its open approval questions expired, the
+    /// commands it started were killed; `detail` says which limit. Not tried again: the next
+    /// run comes at its time.
+    TimedOut,
 }
 
 /// Why a heartbeat run was skipped.
@@ -182,7 +187,9 @@ pub struct HeartbeatSettings {
     #[ts(type = "number")]
     pub daily_token_budget: u64,
     /// After this many hours with no user message, each quiet interval run doubles the
-    /// interval, up to 8×; the next user message brings it back. `0` turns the idle gate off.
+    /// interval, up to 8×; the next user message, or an interval run that told the user
+    /// something, brings it back. It trades vigilance for cost while nobody watches; `0` turns
+    /// the idle gate off.
     #[serde(default = "default_idle_after_hours", alias = "idle_after_hours")]
     pub idle_after_hours: u32,
     /// How often, in hours, Vigil reads what the user wrote lately and looks for routines
@@ -193,6 +200,11 @@ pub struct HeartbeatSettings {
     /// suggestion the user turns on under Routines.
     #[serde(default, alias = "reflection_adds_routines")]
     pub reflection_adds_routines: bool,
+    /// The longest a heartbeat run may take, in minutes (1–1440, default 10): a run still
+    /// going then is ended and recorded `timed-out`, so one hung run (a long command, an
+    /// unanswered question) cannot hold back the polls and reminders after it.
+    #[serde(default = "default_run_timeout_minutes", alias = "run_timeout_minutes")]
+    pub run_timeout_minutes: u32,
 }
 
 impl Default for HeartbeatSettings {
@@ -209,8 +221,13 @@ impl Default for HeartbeatSettings {
             idle_after_hours: default_idle_after_hours(),
             reflection_every_hours: default_reflection_every_hours(),
             reflection_adds_routines: false,
+            run_timeout_minutes: default_run_timeout_minutes(),
         }
     }
+}
+
+fn default_run_timeout_minutes() -> u32 {
+    10
 }
 
 fn default_idle_after_hours() -> u32 {
@@ -329,10 +346,12 @@ mod tests {
             serde_json::to_value(HeartbeatSettings::default()).unwrap(),
             json!({"enabled": true, "every": "30m", "ackMaxChars": 300, "notifications": true,
                 "dailyTokenBudget": 0, "idleAfterHours": 8, "reflectionEveryHours": 24,
-                "reflectionAddsRoutines": false})
+                "reflectionAddsRoutines": false, "runTimeoutMinutes": 10})
         );
-        // A settings file from before the reflection's settings gets them by default.
+        // A settings file from before the reflection's settings (and the run's deadline) gets
+        // them by default.
         let old: HeartbeatSettings = serde_json::from_value(json!({"every": "1h", "idle_after_hours": 2})).unwrap();
         assert_eq!((old.reflection_every_hours, old.reflection_adds_routines), (24, false));
+        assert_eq!(old.run_timeout_minutes, 10);
     }
 }

@@ -376,6 +376,12 @@ pub enum Event {
     ApprovalResolved {
         approval_id: String,
         decision: ApprovalDecision,
+        /// Asked by a run nobody watches and never answered: its `expires_at` passed, or the
+        /// run that asked ended first (its deadline, a timeout, shutdown). `decision` is then
+        /// `deny`; the card says it expired rather than that someone denied it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        #[ts(optional, as = "Option<bool>")]
+        expired: bool,
     },
     /// Something failed; `message` is written for the user.
     Error { kind: ErrorKind, message: String },

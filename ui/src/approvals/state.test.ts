@@ -223,11 +223,18 @@ describe('approval requests', () => {
     expect(awayText(5_000_000, 5_000_000, at)).toMatch(/Nobody answered in time/);
     // Denied by its timeout: the record says why.
     s = applyApprovalEvent(s, { ...ev({ type: 'approval_resolved', approval_id: 'u1', decision: 'deny' }, 'r1', 's-b'), ts: 5_000_001 });
-    expect(recordText(s.approvals[0])).toBe('Denied: nobody answered in time');
+    expect(recordText(s.approvals[0])).toBe('Expired: nobody answered in time');
     // Denied by the user before then: a plain denial.
     let t = foldApprovals([asked]);
     t = applyApprovalEvent(t, { ...ev({ type: 'approval_resolved', approval_id: 'u1', decision: 'deny' }, 'r1', 's-b'), ts: 4_000_000 });
     expect(recordText(t.approvals[0])).toBe('Denied');
+    // The run that asked passed its deadline first: the core says the question expired.
+    let u = foldApprovals([asked]);
+    u = applyApprovalEvent(u, {
+      ...ev({ type: 'approval_resolved', approval_id: 'u1', decision: 'deny', expired: true }, 'r1', 's-b'),
+      ts: 4_000_000,
+    });
+    expect(recordText(u.approvals[0])).toBe('Expired: nobody answered in time');
   });
 
   it('says the time left in minutes, then hours', () => {

@@ -50,7 +50,7 @@ export interface Approval {
    * answers (ms since the epoch); null when the user was at the screen.
    */
   expiresAt: number | null;
-  /** Denied because nobody answered by `expiresAt`. */
+  /** Expired: nobody answered by `expiresAt`, or the run that asked ended first. */
   timedOut: boolean;
   /** When it was asked; places the card among the chat's items. */
   ts: number;
@@ -124,7 +124,10 @@ export function applyApprovalEvent(state: ApprovalsState, event: EventEnvelope):
     case 'approval_resolved': {
       // The core's word wins over an answer given here (Stop may have denied first).
       const asked = state.approvals.find((a) => a.id === event.approval_id);
-      const timedOut = event.decision === 'deny' && asked?.expiresAt != null && event.ts >= asked.expiresAt;
+      // `expired`: nobody answered (its time ran out, or the run that asked ended first). The
+      // time comparison is for a core from before the flag.
+      const timedOut =
+        event.expired === true || (event.decision === 'deny' && asked?.expiresAt != null && event.ts >= asked.expiresAt);
       return update(state, event.approval_id, { state: STATE_OF[event.decision], error: null, timedOut });
     }
     case 'turn_finished': {
@@ -209,7 +212,7 @@ export function recordText(approval: Approval): string {
     case 'always':
       return `Always allowed ${approval.prefix}`;
     case 'denied':
-      return approval.timedOut ? 'Denied: nobody answered in time' : 'Denied';
+      return approval.timedOut ? 'Expired: nobody answered in time' : 'Denied';
     case 'pending':
       return 'Waiting for your answer';
   }

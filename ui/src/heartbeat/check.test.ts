@@ -37,7 +37,7 @@ const RoutinesPane = (await import('../routines/RoutinesPane.svelte')).default;
 
 function view(): HeartbeatView {
   return {
-    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8, reflectionEveryHours: 24, reflectionAddsRoutines: false },
+    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8, reflectionEveryHours: 24, reflectionAddsRoutines: false, runTimeoutMinutes: 10 },
     interval_ms: 30 * 60_000,
     last_run_at: null,
     last_reason: null,
@@ -94,6 +94,11 @@ describe('the answer to Check now', () => {
       phase: 'done',
       text: 'Check failed at 10:42: Server error 500: the model is on fire',
       tone: 'danger',
+    });
+    expect(after(CHECKING, beat({ status: 'timed-out', detail: 'timed out after 10 min (the heartbeat’s run limit)' }))).toEqual({
+      phase: 'done',
+      text: 'Check ended at 10:42: timed out after 10 min (the heartbeat’s run limit)',
+      tone: 'warn',
     });
     expect(after(CHECKING, beat({ status: 'skipped', skip_reason: 'paused' }))).toEqual({
       phase: 'done',

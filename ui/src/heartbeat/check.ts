@@ -64,6 +64,10 @@ export function withCheckEvent(state: CheckState, event: EventEnvelope, clock: C
       const detail = event.detail?.trim();
       return { phase: 'done', text: `Check failed at ${at}${detail ? `: ${detail}` : ''}`, tone: 'danger' };
     }
+    case 'timed-out': {
+      const detail = event.detail?.trim();
+      return { phase: 'done', text: `Check ended at ${at}${detail ? `: ${detail}` : ': it took too long'}`, tone: 'warn' };
+    }
     case 'skipped': {
       if (event.skip_reason === 'duplicate') return { phase: 'done', text: `Nothing new at ${at}`, tone: 'ok' };
       const why = event.skip_reason ? NOT_CHECKED[event.skip_reason] : 'skipped';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { HeartbeatSettings } from '../lib/protocol';
 import { formFromSettings, hoursNote, parseHhmm, settingsFromForm, validate, type HeartbeatForm } from './form';
 
-const defaults: HeartbeatSettings = { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8, reflectionEveryHours: 24, reflectionAddsRoutines: false };
+const defaults: HeartbeatSettings = { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8, reflectionEveryHours: 24, reflectionAddsRoutines: false, runTimeoutMinutes: 10 };
 const form = (patch: Partial<HeartbeatForm> = {}): HeartbeatForm => ({ ...formFromSettings(defaults), ...patch });
 
 describe('heartbeat settings form', () => {
@@ -17,6 +17,7 @@ describe('heartbeat settings form', () => {
       idleAfterHours: 0,
       reflectionEveryHours: 0,
       reflectionAddsRoutines: true,
+      runTimeoutMinutes: 3,
       prompt: 'Check the backups.',
       model: 'claude-haiku-4-5',
       activeHours: { start: '08:00', end: '24:00', timezone: 'Europe/Berlin' },
@@ -57,6 +58,8 @@ describe('heartbeat settings form', () => {
       'idleAfterHours',
     ]);
     expect(validate(form({ ackMaxChars: '20001' })).ackMaxChars).toMatch(/0 to 20,000/);
+    expect(Object.keys(validate(form({ runTimeoutMinutes: '0' })))).toEqual(['runTimeoutMinutes']);
+    expect(validate(form({ runTimeoutMinutes: '1441' })).runTimeoutMinutes).toMatch(/1 to 1,440/);
     expect(validate(form({ start: '08:00' })).end).toMatch(/end time/);
     expect(validate(form({ timezone: 'Europe/Berlin' })).timezone).toMatch(/start and end/);
     expect(validate(form({ start: '08:00', end: '17:00', timezone: 'Mars/Olympus' })).timezone).toMatch(/not a time zone/);

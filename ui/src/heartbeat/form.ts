@@ -19,6 +19,8 @@ export interface HeartbeatForm {
   dailyTokenBudget: string;
   /** Hours without a user message before quiet runs stretch the interval; 0: off. */
   idleAfterHours: string;
+  /** The longest a heartbeat run may take, in minutes, before it is ended. */
+  runTimeoutMinutes: string;
   /** The daily reflection looks for routines the user asked for. */
   reflect: boolean;
   /** Its period when on, kept as the settings had it (24 by default). */
@@ -27,11 +29,21 @@ export interface HeartbeatForm {
   reflectionAddsRoutines: boolean;
 }
 
-export type HeartbeatField = 'every' | 'start' | 'end' | 'timezone' | 'ackMaxChars' | 'dailyTokenBudget' | 'idleAfterHours';
+export type HeartbeatField =
+  | 'every'
+  | 'start'
+  | 'end'
+  | 'timezone'
+  | 'ackMaxChars'
+  | 'dailyTokenBudget'
+  | 'idleAfterHours'
+  | 'runTimeoutMinutes';
 export type FieldErrors = Partial<Record<HeartbeatField, string>>;
 
 /** The core's upper bound for `ackMaxChars` (`MAX_ACK_MAX_CHARS`). */
 export const MAX_ACK_MAX_CHARS = 20_000;
+/** The core's upper bound for `runTimeoutMinutes` (`MAX_RUN_TIMEOUT_MINUTES`, a day). */
+export const MAX_RUN_TIMEOUT_MINUTES = 24 * 60;
 
 export function formFromSettings(s: HeartbeatSettings): HeartbeatForm {
   return {
@@ -46,6 +58,7 @@ export function formFromSettings(s: HeartbeatSettings): HeartbeatForm {
     notifications: s.notifications,
     dailyTokenBudget: s.dailyTokenBudget > 0 ? String(s.dailyTokenBudget) : '',
     idleAfterHours: String(s.idleAfterHours),
+    runTimeoutMinutes: String(s.runTimeoutMinutes),
     reflect: s.reflectionEveryHours > 0,
     reflectionEveryHours: s.reflectionEveryHours > 0 ? s.reflectionEveryHours : DEFAULT_REFLECTION_HOURS,
     reflectionAddsRoutines: s.reflectionAddsRoutines,
@@ -106,6 +119,10 @@ export function validate(form: HeartbeatForm): FieldErrors {
   }
   const idle = form.idleAfterHours.trim();
   if (!/^\d+$/.test(idle) || Number(idle) > 24 * 366) errors.idleAfterHours = 'A whole number of hours (0 turns the idle gate off).';
+  const limit = form.runTimeoutMinutes.trim();
+  if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > MAX_RUN_TIMEOUT_MINUTES) {
+    errors.runTimeoutMinutes = `A whole number of minutes from 1 to ${MAX_RUN_TIMEOUT_MINUTES.toLocaleString('en-US')}.`;
+  }
   return errors;
 }
 
@@ -120,6 +137,7 @@ export function settingsFromForm(form: HeartbeatForm): { settings: HeartbeatSett
     notifications: form.notifications,
     dailyTokenBudget: form.dailyTokenBudget.trim() === '' ? 0 : Number(form.dailyTokenBudget.trim()),
     idleAfterHours: Number(form.idleAfterHours.trim()),
+    runTimeoutMinutes: Number(form.runTimeoutMinutes.trim()),
     reflectionEveryHours: form.reflect ? form.reflectionEveryHours : 0,
     reflectionAddsRoutines: form.reflectionAddsRoutines,
   };

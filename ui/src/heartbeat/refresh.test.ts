@@ -31,7 +31,7 @@ const MINUTE = 60_000;
 
 function view(): HeartbeatView {
   return {
-    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8, reflectionEveryHours: 24, reflectionAddsRoutines: false },
+    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8, reflectionEveryHours: 24, reflectionAddsRoutines: false, runTimeoutMinutes: 10 },
     interval_ms: 30 * MINUTE,
     last_run_at: null,
     last_reason: null,

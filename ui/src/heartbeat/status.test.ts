@@ -10,7 +10,7 @@ const clock = (ms: number) => new Date(ms).toISOString().slice(11, 16);
 
 function view(patch: Partial<HeartbeatView> = {}): HeartbeatView {
   return {
-    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8, reflectionEveryHours: 24, reflectionAddsRoutines: false },
+    settings: { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8, reflectionEveryHours: 24, reflectionAddsRoutines: false, runTimeoutMinutes: 10 },
     interval_ms: 30 * 60_000,
     last_run_at: at(12, 30),
     last_reason: 'interval',
@@ -60,6 +60,10 @@ describe('heartbeat status line', () => {
     expect(statusLine(view({ last_status: 'failed', last_detail: null, next_run_at: null }), null, clock).text).toBe(
       'Heartbeat: failed',
     );
+    expect(short(view({ last_status: 'timed-out', last_detail: 'timed out after 10 min (…)' }))).toEqual({
+      state: 'timed-out',
+      text: 'Heartbeat: timed out 12:30 · next 13:00',
+    });
   });
 
   it('says off when turned off, whatever ran before', () => {

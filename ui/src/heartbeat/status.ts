@@ -61,6 +61,7 @@ export const STATUS_LABEL: Record<HeartbeatStatus, string> = {
   sent: 'sent to you',
   skipped: 'skipped',
   failed: 'failed',
+  'timed-out': 'timed out (ended at its deadline)',
 };
 
 /** `data-status` of the indicator: the last run's status, or why there is none. */
@@ -96,6 +97,8 @@ function lastWords(view: HeartbeatView): string {
       return `skipped (${skipShort(view.last_skip_reason)})`;
     case 'failed':
       return 'failed';
+    case 'timed-out':
+      return 'timed out';
     case null:
       return '';
   }

@@ -79,7 +79,7 @@ function problems(s: HeartbeatSettings): string[] {
 export function createMockHeartbeat(variant: string, emit: Emit, primaryBusy: () => boolean) {
   const now = Date.now();
   const preview = variant === 'heartbeat';
-  let settings: HeartbeatSettings = { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8, reflectionEveryHours: 24, reflectionAddsRoutines: false };
+  let settings: HeartbeatSettings = { enabled: true, every: '30m', ackMaxChars: 300, notifications: true, dailyTokenBudget: 0, idleAfterHours: 8, reflectionEveryHours: 24, reflectionAddsRoutines: false, runTimeoutMinutes: 10 };
   const stats: HeartbeatStats = preview
     ? { runs: 14, sent: 2, suppressed: 11, failed: 1, skipped: { 'requests-in-flight': 3, 'quiet-hours': 6 }, wakes_requested: 31, wakes_coalesced: 7 }
     : { runs: 0, sent: 0, suppressed: 0, failed: 0, skipped: {}, wakes_requested: 0, wakes_coalesced: 0 };

@@ -122,7 +122,11 @@ export function createMockRoutines(variant: string, emit: Emit) {
 
   const view = (): RoutinesView =>
     corrupted
-      ? { status: 'corrupted', error: 'line 14, column 3: expected `,` or `]`', routines: [] }
+      ? {
+          status: 'corrupted',
+          error: 'invalid JSON at line 14, column 3: expected `,` or `]`',
+          routines: routines.map((r) => ({ ...r, last_run: runs[r.id]?.at(-1) ?? null })),
+        }
       : { status: routines.length ? 'ok' : 'empty', error: null, routines: routines.map((r) => ({ ...r, last_run: runs[r.id]?.at(-1) ?? null })) };
 
   function changed(): void {

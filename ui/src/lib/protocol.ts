@@ -82,7 +82,13 @@ mcp?: McpCallCard,
  * An unattended run asks (a continuation, a routine, a woken heartbeat): unanswered
  * by this time (ms since the epoch), the request is denied and the run goes on.
  */
-expires_at?: number, } | { "type": "approval_resolved", approval_id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, 
+expires_at?: number, } | { "type": "approval_resolved", approval_id: string, decision: ApprovalDecision, 
+/**
+ * Asked by a run nobody watches and never answered: its `expires_at` passed, or the
+ * run that asked ended first (its deadline, a timeout, shutdown). `decision` is then
+ * `deny`; the card says it expired rather than that someone denied it.
+ */
+expired?: boolean, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, 
 /**
  * An approval an unattended run waits for: the notification offers Allow once,
  * Deny and Open, and an answer goes back as `Op::Approval` with this id.
@@ -149,7 +155,13 @@ mcp?: McpCallCard,
  * An unattended run asks (a continuation, a routine, a woken heartbeat): unanswered
  * by this time (ms since the epoch), the request is denied and the run goes on.
  */
-expires_at?: number, } | { "type": "approval_resolved", approval_id: string, decision: ApprovalDecision, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, 
+expires_at?: number, } | { "type": "approval_resolved", approval_id: string, decision: ApprovalDecision, 
+/**
+ * Asked by a run nobody watches and never answered: its `expires_at` passed, or the
+ * run that asked ended first (its deadline, a timeout, shutdown). `decision` is then
+ * `deny`; the card says it expired rather than that someone denied it.
+ */
+expired?: boolean, } | { "type": "error", kind: ErrorKind, message: string, } | { "type": "notification", kind: NotificationKind, title: string, body: string, event_id?: string, process_id?: string, 
 /**
  * An approval an unattended run waits for: the notification offers Allow once,
  * Deny and Open, and an answer goes back as `Op::Approval` with this id.
@@ -405,7 +417,7 @@ export type ConnectionVerdict = { ok: boolean, message: string, };
 
 export type WakeReason = "interval" | "exec-event" | "cron" | "wake" | "hook" | "manual" | "retry" | "reflection";
 
-export type HeartbeatStatus = "ok-token" | "ok-empty" | "sent" | "skipped" | "failed";
+export type HeartbeatStatus = "ok-token" | "ok-empty" | "sent" | "skipped" | "failed" | "timed-out";
 
 export type HeartbeatSkip = "disabled" | "quiet-hours" | "requests-in-flight" | "empty-heartbeat-file" | "heartbeat-file-error" | "duplicate" | "no-provider" | "paused" | "lock" | "budget";
 
@@ -462,7 +474,9 @@ notifications: boolean,
 dailyTokenBudget: number, 
 /**
  * After this many hours with no user message, each quiet interval run doubles the
- * interval, up to 8×; the next user message brings it back. `0` turns the idle gate off.
+ * interval, up to 8×; the next user message, or an interval run that told the user
+ * something, brings it back. It trades vigilance for cost while nobody watches; `0` turns
+ * the idle gate off.
  */
 idleAfterHours: number, 
 /**
@@ -474,7 +488,13 @@ reflectionEveryHours: number,
  * What reflection finds becomes a routine at once; off (the default), it is a
  * suggestion the user turns on under Routines.
  */
-reflectionAddsRoutines: boolean, };
+reflectionAddsRoutines: boolean, 
+/**
+ * The longest a heartbeat run may take, in minutes (1–1440, default 10): a run still
+ * going then is ended and recorded `timed-out`, so one hung run (a long command, an
+ * unanswered question) cannot hold back the polls and reminders after it.
+ */
+runTimeoutMinutes: number, };
 
 export type HeartbeatStats = { 
 /**

@@ -5,6 +5,7 @@ import {
   CATCH_UP_CHOICES,
   catchUpLabel,
   checkForm,
+  corruptedBanner,
   draftFromForm,
   formatRun,
   formFromRoutine,
@@ -215,5 +216,14 @@ describe('removed routines', () => {
     expect(inUse.map((r) => r.id)).toEqual(['a', 'b']);
     expect(removed.map((r) => r.id)).toEqual(['new', 'old']);
     expect(splitRemoved([])).toEqual({ inUse: [], removed: [] });
+  });
+
+  it('says that the last good routines keep running while the task block is broken', () => {
+    const kept = corruptedBanner({ error: 'invalid JSON at line 7, column 13', routines: [routine({})] });
+    expect(kept.detail).toBe('invalid JSON at line 7, column 13. The routines below are the last good version: they keep running as before.');
+    expect(kept.repair).toMatch(/^Any change here, or asking Vigil for one, writes them back as a valid block/);
+    const none = corruptedBanner({ error: 'invalid JSON at line 7, column 13', routines: [] });
+    expect(none.detail).toBe('invalid JSON at line 7, column 13.');
+    expect(none.repair).toMatch(/^Fix the file by hand/);
   });
 });

@@ -271,3 +271,35 @@ export function splitRemoved(routines: readonly RoutineView[]): { inUse: Routine
   removed.sort((a, b) => (b.removed_at ?? 0) - (a.removed_at ?? 0));
   return { inUse, removed };
 }
+
+/** The banner over a corrupted task block: what is wrong, and what runs meanwhile. */
+export interface CorruptedBanner {
+  /** Bold: "The routines in HEARTBEAT.md cannot be read". */
+  lead: string;
+  /** What is wrong (the core's words) and what runs meanwhile. */
+  detail: string;
+  /** What the user can do. */
+  repair: string;
+}
+
+/**
+ * The banner for a view whose block is corrupted. While the core has a good copy, the last
+ * good routines are listed and keep running; any change repairs the block from them.
+ */
+export function corruptedBanner(view: { error: string | null; routines: RoutineView[] }): CorruptedBanner {
+  const lead = 'The routines in HEARTBEAT.md cannot be read';
+  const error = view.error ?? 'the task block is not valid JSON';
+  if (view.routines.length > 0) {
+    return {
+      lead,
+      detail: `${error}. The routines below are the last good version: they keep running as before.`,
+      repair:
+        'Any change here, or asking Vigil for one, writes them back as a valid block; so does Restore. Or fix the file by hand. The broken file is kept beside it as HEARTBEAT.md.corrupt.',
+    };
+  }
+  return {
+    lead,
+    detail: `${error}.`,
+    repair: 'Fix the file by hand, or go back to the last version that worked (the broken file is kept beside it).',
+  };
+}

@@ -200,7 +200,7 @@ fn rule_covers(rule: &Rule, c: &SimpleCommand) -> bool {
         && words.len() <= c.words.len()
         && words.iter().zip(&c.words).all(|(a, b)| a == b)
         && !shell::never_remembered(c)
-        && !(c.program() == "find" && !shell::read_only(c))
+        && (c.program() != "find" || shell::read_only(c))
 }
 
 fn path_rule_covers(rule: &Rule, kind: ApprovalKind, path: &str) -> bool {
@@ -669,30 +669,33 @@ impl Approvals {
                 },
             );
         }
+        // From here the card is up: dropped unanswered (its tool call aborted when the run
+        // stopped), it is resolved all the same, or it would ask for ever.
+        let mut open = OpenQuestion {
+            approvals: self,
+            id: id.clone(),
+            emitter,
+            unattended: timeout.is_some(),
+            resolved: false,
+        };
         let unanswered = async {
             match timeout {
                 Some(t) => tokio::time::sleep(t).await,
                 None => std::future::pending().await,
             }
         };
-        let (decision, timed_out) = tokio::select! {
-            d = rx => (d.unwrap_or(ApprovalDecision::Deny), false),
+        let (decision, ended) = tokio::select! {
+            d = rx => (d.unwrap_or(ApprovalDecision::Deny), None),
             _ = cancel.cancelled() => {
                 self.inner.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                (ApprovalDecision::Deny, false)
+                (ApprovalDecision::Deny, Some(Unanswered::RunEnded))
             }
             _ = unanswered => {
                 self.inner.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                (ApprovalDecision::Deny, true)
+                (ApprovalDecision::Deny, Some(Unanswered::TimedOut))
             }
         };
-        emitter.emit(
-            Source::User,
-            Event::ApprovalResolved {
-                approval_id: id,
-                decision,
-            },
-        );
+        open.resolve(decision, ended.is_some());
         match decision {
             ApprovalDecision::Approve => Verdict::Allowed,
             ApprovalDecision::Always if request.outside_sandbox => Verdict::Allowed,
@@ -702,7 +705,10 @@ impl Approvals {
                 }
                 Verdict::Allowed
             }
-            ApprovalDecision::Deny if timed_out => Verdict::Denied(format!(
+            ApprovalDecision::Deny if ended == Some(Unanswered::RunEnded) => {
+                Verdict::Denied(format!("Not run: {what} was still waiting for an answer when the run was stopped."))
+            }
+            ApprovalDecision::Deny if ended == Some(Unanswered::TimedOut) => Verdict::Denied(format!(
                 "Denied: {what} needed the user's approval, and nobody answered within {} (they were asked in the conversation and by a notification). Go on without it, or leave the question for the user.",
                 spoken_duration(timeout.unwrap_or_default())
             )),
@@ -748,6 +754,53 @@ impl Approvals {
         let waiting = self.inner.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
         waiting.is_some_and(|tx| tx.send(decision).is_ok())
     }
+}
+
+/// A question on screen until [`Self::resolve`]d; dropped before that (its run stopped), it
+/// leaves the pending answers and resolves its card as ended unanswered.
+struct OpenQuestion<'a> {
+    approvals: &'a Approvals,
+    id: String,
+    emitter: &'a Emitter,
+    /// Asked by a run nobody watches.
+    unattended: bool,
+    resolved: bool,
+}
+
+impl OpenQuestion<'_> {
+    /// Emits `approval_resolved`. `unanswered`: nobody answered (its time ran out, its run
+    /// ended). Such a question from a run nobody watches expired; in the user's own turn it is
+    /// their Stop, a denial.
+    fn resolve(&mut self, decision: ApprovalDecision, unanswered: bool) {
+        self.resolved = true;
+        self.emitter.emit(
+            Source::User,
+            Event::ApprovalResolved {
+                approval_id: self.id.clone(),
+                decision,
+                expired: unanswered && self.unattended,
+            },
+        );
+    }
+}
+
+impl Drop for OpenQuestion<'_> {
+    fn drop(&mut self) {
+        if !self.resolved {
+            let pending = &self.approvals.inner.pending;
+            pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+            self.resolve(ApprovalDecision::Deny, true);
+        }
+    }
+}
+
+/// Why a question ended without an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unanswered {
+    /// Its own timeout passed.
+    TimedOut,
+    /// The run that asked was stopped first.
+    RunEnded,
 }
 
 /// "1 h", "30 min", "45 s": how long an unattended question waited.

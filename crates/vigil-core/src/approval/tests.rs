@@ -195,6 +195,76 @@ async fn stop_while_asking_denies() {
     cancel.cancel();
     let v = a.check(exec("make", true), &emitter(&sink), 0, &cancel).await;
     assert!(matches!(v, Verdict::Denied(_)));
+    assert_eq!(
+        resolutions(&sink),
+        [(ApprovalDecision::Deny, false)],
+        "the user's Stop is a denial"
+    );
+}
+
+/// The `approval_resolved` events in `sink`: the decision and whether the question expired.
+fn resolutions(sink: &CollectingSink) -> Vec<(ApprovalDecision, bool)> {
+    sink.take()
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::ApprovalResolved { decision, expired, .. } => Some((decision, expired)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Issue 31 item 5: a question from a run nobody watches expires, whether its own timeout
+/// passes or the run that asked is ended first (its deadline): nobody denied it.
+#[tokio::test(start_paused = true)]
+async fn an_unattended_question_expires_when_its_time_runs_out_or_its_run_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = Approvals::open(dir.path(), ApprovalPolicy::Ask);
+    let sink = CollectingSink::default();
+    let hour = Some(Duration::from_secs(3600));
+    let (em, ended) = (emitter(&sink), CancellationToken::new());
+    let asking = a.check_away(exec("make", false), &em, 0, &ended, hour);
+    let stop = async {
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        ended.cancel();
+    };
+    let (v, ()) = tokio::join!(asking, stop);
+    assert!(
+        matches!(&v, Verdict::Denied(why) if why.contains("when the run was stopped")),
+        "{v:?}"
+    );
+    assert_eq!(resolutions(&sink), [(ApprovalDecision::Deny, true)]);
+
+    let v = a
+        .check_away(exec("make", false), &em, 0, &CancellationToken::new(), hour)
+        .await;
+    assert!(
+        matches!(&v, Verdict::Denied(why) if why.contains("nobody answered within 1 h")),
+        "{v:?}"
+    );
+    assert_eq!(resolutions(&sink), [(ApprovalDecision::Deny, true)]);
+
+    // Its tool call aborted while it asks (how a stopped run ends its tools): the card is
+    // resolved all the same, and nothing waits for an answer any more.
+    let (a2, em2) = (a.clone(), em.clone());
+    let asking = tokio::spawn(async move {
+        a2.check_away(exec("make", false), &em2, 0, &CancellationToken::new(), hour)
+            .await
+    });
+    let asked = || {
+        let events = sink.events.lock().unwrap();
+        events.iter().find_map(|e| match &e.event {
+            Event::ApprovalRequested { approval_id, .. } => Some(approval_id.clone()),
+            _ => None,
+        })
+    };
+    while asked().is_none() {
+        tokio::task::yield_now().await;
+    }
+    let id = asked().unwrap();
+    asking.abort();
+    assert!(asking.await.unwrap_err().is_cancelled());
+    assert_eq!(resolutions(&sink), [(ApprovalDecision::Deny, true)]);
+    assert!(!a.answer(&id, ApprovalDecision::Approve), "no longer waiting");
 }
 
 #[tokio::test]

@@ -17,6 +17,11 @@ pub const DEFAULT_ACK_MAX_CHARS: usize = 300;
 pub const MAX_ACK_MAX_CHARS: u32 = 20_000;
 /// The longest interval accepted (so a typo cannot overflow a timer).
 pub const MAX_EVERY: Duration = Duration::from_secs(366 * 24 * 3600);
+/// `runTimeoutMinutes` when unset or out of range: seed 003 expects a heartbeat turn to take
+/// well under a minute; ten leave room for a slow provider and a few commands.
+pub const DEFAULT_RUN_TIMEOUT_MINUTES: u32 = 10;
+/// The longest run deadline accepted (a day).
+pub const MAX_RUN_TIMEOUT_MINUTES: u32 = 24 * 60;
 
 /// Where wall-clock decisions are made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +126,8 @@ pub struct HeartbeatConfig {
     /// The idle gate: after this long with no user message, quiet interval runs stretch the
     /// interval; `None`: off.
     pub idle_after: Option<Duration>,
+    /// The longest a run may take before it is ended (`timed-out`).
+    pub run_timeout: Duration,
     /// How often the reflection run may happen; `None`: never.
     pub reflection_every: Option<Duration>,
     /// Reflection's routines are made at once instead of suggested.
@@ -162,6 +169,15 @@ impl HeartbeatConfig {
                 (window, window.map_or(Zone::Local, |w| w.zone))
             }
         };
+        let run_timeout_minutes = match settings.run_timeout_minutes {
+            m @ 1..=MAX_RUN_TIMEOUT_MINUTES => m,
+            m => {
+                warnings.push(format!(
+                    "Heartbeat runTimeoutMinutes {m} is out of range (1–{MAX_RUN_TIMEOUT_MINUTES}); using {DEFAULT_RUN_TIMEOUT_MINUTES}."
+                ));
+                DEFAULT_RUN_TIMEOUT_MINUTES
+            }
+        };
         let prompt = settings
             .prompt
             .as_deref()
@@ -186,6 +202,7 @@ impl HeartbeatConfig {
             model,
             notifications: settings.notifications,
             daily_token_budget: settings.daily_token_budget,
+            run_timeout: Duration::from_secs(u64::from(run_timeout_minutes) * 60),
             idle_after: (settings.idle_after_hours > 0)
                 .then(|| Duration::from_secs(u64::from(settings.idle_after_hours.min(24 * 366)) * 3600)),
             reflection_every: (settings.reflection_every_hours > 0)

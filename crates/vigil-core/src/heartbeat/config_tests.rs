@@ -53,8 +53,15 @@ fn defaults_and_bad_values_resolve_with_warnings() {
     assert_eq!(c.ack_max_chars, 300);
     assert!(c.enabled && c.notifications && c.warnings.is_empty());
     assert_eq!(c.prompt, DEFAULT_PROMPT);
+    assert_eq!(c.run_timeout, Duration::from_secs(10 * 60));
+    let c = HeartbeatConfig::resolve(&HeartbeatSettings {
+        run_timeout_minutes: 3,
+        ..Default::default()
+    });
+    assert_eq!(c.run_timeout, Duration::from_secs(3 * 60));
     let c = HeartbeatConfig::resolve(&HeartbeatSettings {
         every: "whenever".into(),
+        run_timeout_minutes: 0,
         ack_max_chars: 1_000_000,
         prompt: Some("  ".into()),
         model: Some(" small-model ".into()),
@@ -70,7 +77,9 @@ fn defaults_and_bad_values_resolve_with_warnings() {
     assert_eq!(c.prompt, DEFAULT_PROMPT);
     assert_eq!(c.model.as_deref(), Some("small-model"));
     assert_eq!(c.active, None, "unreadable hours fall back to always active");
-    assert_eq!(c.warnings.len(), 4, "{:?}", c.warnings);
+    assert_eq!(c.run_timeout, Duration::from_secs(10 * 60), "no run without a deadline");
+    assert_eq!(c.warnings.len(), 5, "{:?}", c.warnings);
+    assert!(c.warnings.iter().any(|w| w.contains("runTimeoutMinutes 0")));
     assert!(c
         .warnings
         .iter()

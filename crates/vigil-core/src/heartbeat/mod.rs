@@ -15,23 +15,29 @@
 //! - [`reflection`] — the daily reflection: the user's recent words → suggested routines.
 //! - [`budget`] — tokens background work used today, and the daily budget that pauses it.
 //! - [`run_lock`] — the lock a run holds, so two never overlap (across processes too).
-//! - `runner` — one run: preflight, the run lock, the turn, the reply, delivery, retries.
+//! - `runner` — one run: preflight, the run lock, the turn, the reply, retries, the record.
+//! - `turn` — the turn in the heartbeat session under the run's deadline, and taking an
+//!   uneventful one back.
+//! - `deliver` — mailbox, card and notification; the 24-hour duplicate rule.
 //! - [`Heartbeat`] (here) — the clonable handle: settings, status. The interval's timing is
 //!   owned by the one scheduler loop ([`crate::routines::Scheduler::run`]).
 //!
 //! Must never: read or write the conversation's transcript (results cross over only through
 //! the mailbox); run while a turn runs in any conversation; run twice at once (in this
-//! process or another on the same data folder); stop silently (every run or skip emits a
-//! `heartbeat` event, every problem a message).
+//! process or another on the same data folder); run past its deadline (one hung run must not
+//! hold back the next); stop silently (every run or skip emits a `heartbeat` event, every
+//! problem a message).
 
 pub mod budget;
 pub mod config;
+mod deliver;
 pub mod file;
 pub mod prompts;
 pub mod reflection;
 pub mod reply;
 pub mod run_lock;
 mod runner;
+mod turn;
 
 pub(crate) use runner::last_reply;
 
@@ -98,6 +104,9 @@ pub struct HeartbeatTurn {
     /// reminder, Check now). Interval polls deny at once, so a checklist cannot leave a
     /// question every 30 minutes.
     pub may_ask: bool,
+    /// Fired when the run passes its deadline: the turn stops, its open questions expire and
+    /// the commands it started are killed.
+    pub cancel: tokio_util::sync::CancellationToken,
 }
 
 /// How a heartbeat turn ended.
@@ -133,6 +142,8 @@ pub struct DueTask {
     pub id: String,
     pub title: String,
     pub description: String,
+    /// The routine's `timeout_seconds`: the run that carries it ends by then.
+    pub timeout: std::time::Duration,
 }
 
 /// How the heartbeat run that took due tasks ended.
@@ -146,6 +157,8 @@ pub enum DueOutcome {
     Done(String),
     /// The turn failed; the routines' retry rules apply.
     Failed(String),
+    /// The run passed its deadline and was ended; the routines' retry rules apply.
+    TimedOut(String),
     /// The run was skipped for a reason a retry would not fix (quiet hours, disabled, no
     /// provider).
     Skipped(String),
@@ -213,9 +226,13 @@ struct Shared {
 }
 
 /// After `idle_after` with no user message, each quiet interval run doubles the interval
-/// (up to [`MAX_IDLE_FACTOR`]); a user message brings it back to 1.
+/// (up to [`MAX_IDLE_FACTOR`]); a user message brings it back to 1. It trades vigilance for
+/// cost exactly while nobody watches, so an interval run that found something resets it too:
+/// a check that just raised an alert is watched at the normal rhythm again.
 struct IdleGate {
-    last_user_ms: i64,
+    /// The last user message, or the last interval run that told the user something: the
+    /// gate stretches only `idle_after` after it.
+    awake_since_ms: i64,
     factor: u32,
 }
 
@@ -255,7 +272,7 @@ impl Heartbeat {
         let ledger = budget::Ledger::open(deps.store.dir());
         let idle = Mutex::new(IdleGate {
             // Starting counts as the user being there.
-            last_user_ms: deps.clock.now_ms(),
+            awake_since_ms: deps.clock.now_ms(),
             factor: 1,
         });
         Self {
@@ -306,10 +323,17 @@ impl Heartbeat {
     /// The user sent a message: the idle gate opens, the interval is back to normal (and the
     /// next interval run at most one interval away).
     pub fn user_active(&self) {
+        self.reset_idle_gate();
+    }
+
+    /// Back to the normal interval, stretched again only after `idle_after` from now (a user
+    /// message, an interval run that told the user something). The scheduler's timer is told,
+    /// so the next interval run is at most one interval away.
+    fn reset_idle_gate(&self) {
         let now = self.shared.deps.clock.now_ms();
         let reset = {
             let mut idle = self.idle();
-            idle.last_user_ms = now;
+            idle.awake_since_ms = now;
             std::mem::replace(&mut idle.factor, 1) != 1
         };
         if reset {
@@ -336,7 +360,7 @@ impl Heartbeat {
         let Some(idle_after) = config.idle_after else { return };
         let now = self.shared.deps.clock.now_ms();
         let mut idle = self.idle();
-        if now.saturating_sub(idle.last_user_ms) >= idle_after.as_millis() as i64 {
+        if now.saturating_sub(idle.awake_since_ms) >= idle_after.as_millis() as i64 {
             idle.factor = (idle.factor * 2).min(MAX_IDLE_FACTOR);
         }
     }
@@ -468,3 +492,14 @@ mod schedule_tests;
 #[cfg(test)]
 #[path = "budget_tests.rs"]
 mod budget_tests;
+
+#[cfg(test)]
+mod timing_rig;
+
+#[cfg(test)]
+#[path = "deadline_tests.rs"]
+mod deadline_tests;
+
+#[cfg(test)]
+#[path = "idle_gate_tests.rs"]
+mod idle_gate_tests;

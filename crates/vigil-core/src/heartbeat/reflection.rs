@@ -19,6 +19,7 @@ use super::config::Zone;
 use super::prompts::{heartbeat_prompt, PromptKind};
 use super::reply::{self, ReplyDecision};
 use super::runner::{last_reply, Outcome};
+use super::turn::Deadline;
 use super::{run_lock, session_id, Heartbeat, AGENT};
 use crate::agent::TurnExtras;
 use crate::session::{MetaStore, SessionType};
@@ -150,9 +151,17 @@ impl Heartbeat {
             suggest_routines: !config.reflection_adds_routines,
             ..TurnExtras::default()
         };
-        let result = self.heartbeat_turn(&config, text, extras, false).await;
+        let deadline = Deadline::of(&config, &[]);
+        let turned = self.heartbeat_turn(&config, text, extras, false, &deadline).await;
+        let result = turned.result;
         if result.locked {
             return None;
+        }
+        if turned.timed_out {
+            if !turned.let_go {
+                self.take_back(&session, &mark).await;
+            }
+            return Some((Outcome::timed_out(&deadline), result.usage));
         }
         let reply_text = last_reply(
             deps.store.load(&session).map(|l| l.messages).unwrap_or_default(),

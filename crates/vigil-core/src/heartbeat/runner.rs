@@ -10,45 +10,34 @@
 //! Budget: before the model is called, a spent daily token budget for background work skips the run
 //! (`budget`, one notification a day); every turn's tokens are added to today's totals and carried
 //! on the `heartbeat` event. Idle gate: a quiet interval run after `idleAfterHours` without a user
-//! message doubles the interval (the scheduler's [`crate::routines::IntervalTimer`] reads it).
+//! message doubles the interval (the scheduler's [`crate::routines::IntervalTimer`] reads it); an
+//! interval run that told the user something resets it, as a user message does.
 //!
 //! After an interval poll, the daily reflection when one is due ([`super::reflection`]).
 //!
 //! Retries: a busy conversation or a taken lock is a skip the wake loop retries with back-off; a
 //! provider error is retried up to [`super::PROVIDER_RETRIES`] times (the routines it took wait for
 //! the retry), then recorded failed.
+//!
+//! Deadline: a run ends at `runTimeoutMinutes` (10), or sooner at the shortest `timeout_seconds`
+//! of the routines it carries ([`super::turn::Deadline`]). The turn is cancelled — its open
+//! questions expire, the commands it started are killed — and the run is recorded `timed-out`
+//! (its routines `timed_out`, under their retry rules); it is not tried again, so the wake loop
+//! is free for the next poll at its time.
 
 use vigil_protocol::{
-    ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, NotificationKind, Role, Scope, Source, StopReason,
-    Usage, WakeReason,
+    ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, Role, Scope, Source, StopReason, Usage, WakeReason,
 };
 
+use super::deliver::summarize;
 use super::file::{self, HeartbeatFile};
 use super::prompts::{heartbeat_prompt, system_section, PromptKind};
 use super::reply::{self, ReplyDecision};
-use super::{run_lock, session_id, DueTask, Heartbeat, HeartbeatTurn, AGENT, PROVIDER_RETRIES};
+use super::turn::Deadline;
+use super::{run_lock, session_id, DueTask, Heartbeat, AGENT, PROVIDER_RETRIES};
 use crate::agent::TurnExtras;
-use crate::session::{MailboxEvent, PRIMARY_SESSION};
 use crate::system_events;
 use crate::wake::{PendingWake, WakeOutcome};
-
-/// Messages of the heartbeat session a run sees (seed 003 §4.3: "极短").
-pub(super) const HISTORY_LIMIT: usize = 6;
-/// The same text is not delivered twice within this (seed 002 §7.2).
-const DEDUPE_WINDOW_MS: i64 = 24 * 3600 * 1000;
-/// Where the last delivery is remembered: the heartbeat session's metadata, so the 24-hour
-/// rule survives a restart.
-const LAST_DELIVERY_KEY: &str = "heartbeat_last_delivery";
-/// Longest notification body and card summary.
-const SUMMARY_CHARS: usize = 160;
-
-/// Where the heartbeat session stood before a run: what [`Heartbeat::take_back`] returns to.
-pub(super) struct Mark {
-    size: u64,
-    /// Messages before the run: its reply is after them.
-    pub(super) count: usize,
-    pub(super) updated_at: Option<i64>,
-}
 
 /// How a run ended, before it is recorded.
 pub(super) struct Outcome {
@@ -87,6 +76,14 @@ impl Outcome {
         Self {
             detail: Some(detail),
             ..Self::status(HeartbeatStatus::Failed)
+        }
+    }
+
+    /// Ended at `deadline`; not tried again (the next run comes at its time).
+    pub(super) fn timed_out(deadline: &Deadline) -> Self {
+        Self {
+            detail: Some(deadline.passed()),
+            ..Self::status(HeartbeatStatus::TimedOut)
         }
     }
 }
@@ -270,13 +267,24 @@ impl Heartbeat {
             context_sections: sections,
             ..TurnExtras::default()
         };
-        let result = self.heartbeat_turn(&config, text, extras, !interval).await;
+        let deadline = Deadline::of(&config, &due);
+        let turned = self.heartbeat_turn(&config, text, extras, !interval, &deadline).await;
+        let result = turned.result;
         if result.locked {
             // A turn already runs in the heartbeat's session: nothing ran.
             deps.events.restore(&session_id(AGENT), events);
             return Outcome::skipped(HeartbeatSkip::Lock, result.error);
         }
         *usage = result.usage;
+        if turned.timed_out {
+            // Whatever the turn got to, the events wait for the next run, like a cancelled
+            // turn's; a turn let go may still write, so its lines stay.
+            deps.events.restore(&session_id(AGENT), events);
+            if !turned.let_go {
+                self.take_back(&session, &mark).await;
+            }
+            return Outcome::timed_out(&deadline);
+        }
         if matches!(result.stop_reason, StopReason::Error | StopReason::Cancelled) {
             // The model never saw them through: they wait for the next run or turn.
             deps.events.restore(&session_id(AGENT), events);
@@ -331,150 +339,6 @@ impl Heartbeat {
         }
     }
 
-    /// Where the heartbeat session stands before a run.
-    pub(super) fn mark(&self, session: &str) -> Result<Mark, crate::session::SessionError> {
-        let deps = &self.shared.deps;
-        Ok(Mark {
-            size: deps.store.size(session)?,
-            count: deps.store.load(session).map(|l| l.messages.len()).unwrap_or(0),
-            updated_at: deps.meta.load(session).ok().map(|l| l.meta.updated_at),
-        })
-    }
-
-    /// One turn in the heartbeat session, with its system section, short history and cache
-    /// lifetime added to `extras`. A turn that ran is counted, and its tokens added to today's.
-    pub(super) async fn heartbeat_turn(
-        &self,
-        config: &super::HeartbeatConfig,
-        text: String,
-        extras: TurnExtras,
-        may_ask: bool,
-    ) -> super::TurnResult {
-        let extras = TurnExtras {
-            system_section: Some(self.system_section(config)),
-            history_limit: Some(HISTORY_LIMIT),
-            cache_hour: self.back_within_the_hour(),
-            ..extras
-        };
-        let started = tokio::time::Instant::now();
-        let result = self
-            .shared
-            .host
-            .run_turn(HeartbeatTurn {
-                session_id: session_id(AGENT),
-                run_id: uuid::Uuid::new_v4().to_string(),
-                text,
-                extras,
-                model: config.model.clone(),
-                may_ask,
-            })
-            .await;
-        if !result.locked {
-            if let Some(used) = result.usage {
-                self.record_background_usage(used);
-            }
-            let mut state = self.state();
-            state.stats.runs += 1;
-            state.durations.add(started.elapsed().as_millis() as u64);
-        }
-        result
-    }
-
-    /// Cuts the run's lines off the heartbeat transcript and puts `updated_at` back, so an
-    /// uneventful run leaves no trace (seed 002 §7.1).
-    pub(super) async fn take_back(&self, session: &str, mark: &Mark) {
-        let deps = &self.shared.deps;
-        if let Err(e) = deps.store.truncate_async(session, mark.size).await {
-            tracing::warn!("could not prune the heartbeat transcript: {e}");
-        }
-        let Some(updated_at) = mark.updated_at else { return };
-        let now = deps.meta.load(session).map(|l| l.meta.updated_at);
-        if now.is_ok_and(|t| t != updated_at) {
-            if let Err(e) = deps.meta.update_keeping_time(session, updated_at, |_| ()).await {
-                tracing::warn!("could not restore the heartbeat session's time: {e}");
-            }
-        }
-    }
-
-    fn delivered_recently(&self, session: &str, text: &str, now: i64) -> bool {
-        let Ok(loaded) = self.shared.deps.meta.load(session) else {
-            return false;
-        };
-        let Some(last) = loaded.meta.extra.get(LAST_DELIVERY_KEY) else {
-            return false;
-        };
-        let same = last["text"].as_str() == Some(text);
-        let at = last["at"].as_i64().unwrap_or(i64::MIN);
-        same && now.saturating_sub(at) < DEDUPE_WINDOW_MS
-    }
-
-    /// Mailbox first (the one durable copy), then the card and the notification.
-    pub(super) async fn deliver(
-        &self,
-        session: &str,
-        kind: &PromptKind,
-        text: &str,
-        notify: bool,
-    ) -> Result<(), String> {
-        let deps = &self.shared.deps;
-        let now = deps.clock.now_ms();
-        let summary = summarize(text);
-        let (event_type, title) = match kind {
-            PromptKind::ExecEvent => ("exec_completed", "Vigil: a command finished"),
-            PromptKind::Cron(_) => ("reminder", "Vigil: reminder"),
-            PromptKind::Poll => ("heartbeat_result", "Vigil needs your attention"),
-        };
-        let event = MailboxEvent {
-            event_id: uuid::Uuid::new_v4().to_string(),
-            source: session.to_string(),
-            detail: (summary != text).then(|| text.to_string()),
-            summary: summary.clone(),
-            created_at: now,
-            run_id: None,
-            event_type: event_type.into(),
-            priority: 1,
-            dedupe_key: Some(format!("heartbeat:{}", digest(text))),
-            claim: None,
-        };
-        let meta = deps
-            .meta
-            .deposit(PRIMARY_SESSION, event.clone())
-            .await
-            .map_err(|e| e.to_string())?;
-        let record = serde_json::json!({ "text": text, "at": now });
-        if let Err(e) = deps
-            .meta
-            .update_atomic_async(session, |m| m.extra.insert(LAST_DELIVERY_KEY.into(), record))
-            .await
-        {
-            tracing::warn!("could not remember the heartbeat's delivery: {e}");
-        }
-        let primary = deps.emitter.for_session(PRIMARY_SESSION, Scope::Primary);
-        primary.emit(
-            Source::Heartbeat,
-            Event::BackgroundUpdate {
-                update: event.card(),
-                unread: meta.mailbox.len() as u32,
-            },
-        );
-        if notify {
-            primary.emit(
-                Source::Heartbeat,
-                Event::Notification {
-                    kind: NotificationKind::Heartbeat,
-                    title: title.into(),
-                    body: summary,
-                    event_id: Some(event.event_id),
-                    process_id: None,
-                    approval_id: None,
-                    target_session_id: None,
-                    message_ts: None,
-                },
-            );
-        }
-        Ok(())
-    }
-
     fn error(&self, kind: ErrorKind, message: String) {
         tracing::warn!("{message}");
         self.emitter().emit(Source::Heartbeat, Event::Error { kind, message });
@@ -496,6 +360,10 @@ impl Heartbeat {
         if interval && quiet {
             self.quiet_interval_run(&self.config());
         }
+        // Something found while nobody watched: the gate must not keep it 4 hours from the next look.
+        if interval && outcome.status == HeartbeatStatus::Sent {
+            self.reset_idle_gate();
+        }
         {
             let mut state = self.state();
             let stats = &mut state.stats;
@@ -504,6 +372,7 @@ impl Heartbeat {
                 HeartbeatStatus::OkToken | HeartbeatStatus::OkEmpty => stats.suppressed += 1,
                 // A try that will be repeated is not yet a failed run.
                 HeartbeatStatus::Failed if !retrying => stats.failed += 1,
+                HeartbeatStatus::TimedOut => stats.failed += 1,
                 HeartbeatStatus::Failed | HeartbeatStatus::Skipped => {}
             }
             if let Some(skip) = outcome.skip {
@@ -536,6 +405,7 @@ fn due_outcome(outcome: &Outcome) -> super::DueOutcome {
     let detail = || outcome.detail.clone().unwrap_or_default();
     match (outcome.status, outcome.skip) {
         (HeartbeatStatus::Failed, _) => DueOutcome::Failed(detail()),
+        (HeartbeatStatus::TimedOut, _) => DueOutcome::TimedOut(detail()),
         (HeartbeatStatus::Skipped, Some(HeartbeatSkip::Duplicate)) => DueOutcome::Done("duplicate".into()),
         (HeartbeatStatus::Skipped, Some(HeartbeatSkip::RequestsInFlight | HeartbeatSkip::Lock)) => {
             DueOutcome::Failed("the heartbeat was busy".into())
@@ -559,39 +429,9 @@ pub(crate) fn last_reply(messages: Vec<Message>, before: usize) -> String {
         .unwrap_or_default()
 }
 
-/// The first non-blank line, cut to [`SUMMARY_CHARS`].
-fn summarize(text: &str) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    if line.chars().count() <= SUMMARY_CHARS && line.len() == text.trim().len() {
-        return line.to_string();
-    }
-    let mut short: String = line.chars().take(SUMMARY_CHARS - 1).collect();
-    if short.chars().count() < line.chars().count() {
-        short.push('…');
-    }
-    short
-}
-
-/// A short stable digest of a delivered text, for `dedupe_key`.
-fn digest(text: &str) -> String {
-    use sha2::Digest;
-    let hash = sha2::Sha256::digest(text.as_bytes());
-    hex::encode(&hash[..8])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn summaries_are_the_first_line_cut_short() {
-        assert_eq!(summarize("Disk at 93 %."), "Disk at 93 %.");
-        assert_eq!(summarize("\n  Disk at 93 %.\nDetails"), "Disk at 93 %.");
-        let long = "x".repeat(500);
-        let s = summarize(&long);
-        assert_eq!(s.chars().count(), SUMMARY_CHARS);
-        assert!(s.ends_with('…'));
-    }
 
     #[test]
     fn the_reply_is_the_last_assistant_text_of_the_run() {

@@ -222,7 +222,7 @@ fn push_message<'a>(out: &mut Vec<WireMessage<'a>>, m: &'a Message, images: &Wir
             if text.is_empty() && calls.is_empty() {
                 return;
             }
-            let content = (!text.is_empty()).then(|| Content::Text(Cow::Owned(text)));
+            let content = (!text.is_empty()).then_some(Content::Text(Cow::Owned(text)));
             out.push(WireMessage {
                 tool_calls: calls,
                 ..WireMessage::new("assistant", content)

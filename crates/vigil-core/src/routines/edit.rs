@@ -186,7 +186,7 @@ impl Scheduler {
         let result = self
             .deps()
             .store
-            .update(|entries| {
+            .edit(|entries| {
                 let mut warnings = Vec::new();
                 let active: Vec<&Routine> = entries
                     .iter()
@@ -253,7 +253,7 @@ impl Scheduler {
         let r = self
             .deps()
             .store
-            .update(|entries| {
+            .edit(|entries| {
                 let r = find(entries, id)?;
                 if let Some(t) = changes.title.as_deref().map(str::trim) {
                     if t.is_empty() {
@@ -335,7 +335,7 @@ impl Scheduler {
         let (removed, deleted) = self
             .deps()
             .store
-            .update(|entries| {
+            .edit(|entries| {
                 let i = entries.iter().position(|e| e.id() == Some(id)).ok_or_else(|| {
                     rejected(format!(
                         "there is no routine \"{id}\"; list the routines to see their ids"
@@ -387,7 +387,7 @@ impl Scheduler {
         let now = self.deps().clock.now_ms();
         self.deps()
             .store
-            .update(|entries| {
+            .edit(|entries| {
                 let r = find(entries, id)?;
                 if r.state == RoutineState::Running {
                     return Err(rejected(format!("routine \"{id}\" is running now")));
@@ -410,7 +410,7 @@ impl Scheduler {
         let now = self.deps().clock.now_ms();
         self.deps()
             .store
-            .update(|entries| {
+            .edit(|entries| {
                 let r = find(entries, id)?;
                 if r.unknown_run.as_ref().is_none_or(|u| u.run_id != run_id) {
                     return Err(rejected(format!(
@@ -467,7 +467,7 @@ impl Scheduler {
         let r = self
             .deps()
             .store
-            .update(|entries| {
+            .edit(|entries| {
                 let r = if removed {
                     find_any(entries, id)?
                 } else {

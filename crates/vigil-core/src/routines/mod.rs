@@ -5,9 +5,12 @@
 //!
 //! - [`model`] — the routine (schema v2 + `kind`), v1 defaults, `infer_execution_mode`.
 //! - [`schedule`] — cron / interval / one-shot in an IANA zone, DST rules, descriptions.
-//! - [`store`] — the task block: parse (`ok | corrupted | empty`), atomic locked writes,
+//! - `block` — the task block's text: find, parse (`ok | corrupted | empty`), render.
+//! - [`store`] — `HEARTBEAT.md` on disk: cached reads, atomic locked writes,
 //!   `.heartbeat_snapshot.json`.
 //! - [`scheduler`] — the tick (claim before run), the single timing loop.
+//! - `claim` — the tick's locked write that claims due runs, and `finish`, which ends them.
+//! - `handoff` — claimed runs on to a job each, or to the next heartbeat turn.
 //! - `state` — the state machine: done / next time / retry with back-off, `unknown`,
 //!   stale claims, the due times a routine passes over.
 //! - `catch_up` — missed runs by policy (`once`, `skip`, `all`) and the wake-up summary.
@@ -24,9 +27,12 @@
 //! read the system clock.
 
 mod alarm;
+mod block;
 mod catch_up;
+mod claim;
 mod describe;
 pub mod edit;
+mod handoff;
 mod jobs;
 pub mod model;
 pub mod runlog;
@@ -253,7 +259,7 @@ impl DueTasks for Scheduler {
     fn due(&self, _now_ms: i64) -> Vec<DueTask> {
         let mut q = self.shared.inline.lock().unwrap_or_else(|e| e.into_inner());
         let taken = std::mem::take(&mut q.waiting);
-        let tasks = taken.iter().map(scheduler::due_task).collect();
+        let tasks = taken.iter().map(handoff::due_task).collect();
         q.serving.extend(taken);
         tasks
     }
@@ -273,6 +279,10 @@ impl DueTasks for Scheduler {
             DueOutcome::Done(summary) => RunResult::Ok { summary: Some(summary) },
             DueOutcome::Failed(error) => RunResult::Failed {
                 outcome: RunOutcome::Failed,
+                error,
+            },
+            DueOutcome::TimedOut(error) => RunResult::Failed {
+                outcome: RunOutcome::TimedOut,
                 error,
             },
             DueOutcome::Skipped(why) => RunResult::Skipped(why),
@@ -310,23 +320,23 @@ impl DueTasks for Scheduler {
         let state = self.deps().store.read().ok()?;
         let mut notes = Vec::new();
         if let Parsed::Corrupted(e) = &state.parsed {
-            // routine_add and the other writes are refused while the block is corrupted:
-            // the restore is the one repair the agent can make.
-            let repair = if self.deps().store.snapshot_path().exists() {
+            let note = if state.kept.is_some() {
                 format!(
-                    "offer to restore the last good routines with the routine_restore tool (it puts back {} and \
-                     keeps the broken file as HEARTBEAT.md.corrupt)",
-                    store::SNAPSHOT_FILE
+                    "The JSON task block in HEARTBEAT.md is corrupted ({e}). The last good routines keep running. Tell \
+                     the user; the routine tools (routine_add, routine_update, routine_remove) work and each write \
+                     repairs the block from the last good routines plus the change, and routine_restore repairs it \
+                     without a change. Either way the broken file is kept as HEARTBEAT.md.corrupt."
                 )
             } else {
-                "there is no good copy to restore, so ask them to fix the JSON where the error points".to_string()
+                format!(
+                    "The JSON task block in HEARTBEAT.md is corrupted ({e}) and there is no good copy of it, so no \
+                     routine runs and none can be changed. Tell the user, and ask them to fix the JSON where the error \
+                     points."
+                )
             };
-            notes.push(format!(
-                "The JSON task block in HEARTBEAT.md is corrupted ({e}), so no routine runs and no routine can be \
-                 added or changed. Tell the user, and {repair}."
-            ));
+            notes.push(note);
         }
-        for e in state.parsed.entries() {
+        for e in state.routines().entries() {
             let problem = match &e.routine {
                 Err(p) => Some(p.clone()),
                 Ok(r) => Spec::parse(
@@ -347,6 +357,9 @@ impl DueTasks for Scheduler {
     }
 }
 
+#[cfg(test)]
+#[path = "corruption_tests.rs"]
+mod corruption_tests;
 #[cfg(test)]
 #[path = "scheduler_tests.rs"]
 mod scheduler_tests;

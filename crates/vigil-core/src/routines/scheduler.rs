@@ -40,20 +40,14 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio_util::task::TaskTracker;
-use vigil_protocol::{
-    ErrorKind, Event, ExecutionMode, RoutineRun, RoutineSource, RoutineState, RunOutcome, Source, WakeMode,
-};
+use vigil_protocol::{ErrorKind, Event, ExecutionMode, RoutineSource, RoutineState, RunOutcome, Source};
 
-use super::catch_up::{decide, Away, Watch};
+use super::catch_up::Away;
+use super::claim::Claims;
 use super::model::Routine;
 use super::schedule::Spec;
-use super::state::{
-    apply_failure, apply_missed, apply_skipped, apply_success, apply_unknown, covered, gap_entry, release, run_entry,
-    stale_claim,
-};
-use super::store::{Parsed, StoreError};
+use super::store::Parsed;
 use super::Deps;
-use crate::heartbeat::DueTask;
 use crate::wake::Wake;
 
 /// Timings and limits; [`Default`] is what Vigil uses.
@@ -108,7 +102,7 @@ impl Default for SchedulerConfig {
 
 /// Whether a run of `r` is an isolated job: its own model session, limited by
 /// [`SchedulerConfig::max_concurrent_jobs`]. A reminder (`kind`) needs no model call.
-fn is_job(r: &Routine) -> bool {
+pub(super) fn is_job(r: &Routine) -> bool {
     r.kind.is_none() && r.execution_mode == ExecutionMode::Isolated
 }
 
@@ -148,7 +142,7 @@ pub struct TickReport {
     /// Due isolated jobs left unclaimed until one of those running finishes
     /// ([`SchedulerConfig::max_concurrent_jobs`]); not counted in `next_due`.
     pub waiting: Vec<String>,
-    /// The task block is corrupted (reported, nothing ran).
+    /// The task block is corrupted (reported; the last good routines ran, if there are any).
     pub corrupted: bool,
     /// Background activity is paused (nothing claimed).
     pub paused: bool,
@@ -188,7 +182,7 @@ pub(super) struct Shared {
     pub(super) job_sessions: AtomicU64,
     /// `std` lock: when a tick last looked at the routines (not paused); `None` before the
     /// first tick of this start. Due times after it and older than the grace are late.
-    watched: Mutex<Option<i64>>,
+    pub(super) watched: Mutex<Option<i64>>,
     /// A tick found background work paused since the routines were last looked at.
     paused_seen: std::sync::atomic::AtomicBool,
 }
@@ -252,11 +246,11 @@ impl Scheduler {
         self.shared.jobs.reopen();
     }
 
-    fn now(&self) -> i64 {
+    pub(super) fn now(&self) -> i64 {
         self.shared.deps.clock.now_ms()
     }
 
-    fn backoff(&self, attempt: u32) -> Duration {
+    pub(super) fn backoff(&self, attempt: u32) -> Duration {
         let b = &self.shared.config.backoff;
         let i = (attempt.max(1) as usize - 1).min(b.len().saturating_sub(1));
         b.get(i).copied().unwrap_or(Duration::from_secs(60))
@@ -303,17 +297,15 @@ impl Scheduler {
         };
         if let Parsed::Corrupted(e) = &state.parsed {
             report.corrupted = true;
-            self.report_once(
-                "file",
-                format!("The task block in HEARTBEAT.md is corrupted ({e}); no routine runs until it is fixed or restored from the snapshot."),
-            );
-            return report;
+            self.tell_corrupted(e, state.kept.is_some());
+            if state.kept.is_none() {
+                return report;
+            }
+        } else {
+            let mut reported = self.shared.reported.lock().unwrap_or_else(|e| e.into_inner());
+            reported.remove("file");
+            reported.remove(CORRUPTED_NOTICE);
         }
-        self.shared
-            .reported
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove("file");
         let host = self.shared.host.read().unwrap_or_else(|e| e.into_inner()).clone();
         if host.is_some_and(|h| h.paused()) {
             self.shared.paused_seen.store(true, Ordering::Relaxed);
@@ -322,10 +314,12 @@ impl Scheduler {
             return report;
         }
         let away = self.away();
-        let problems = self.problems(&state.parsed, Arc::as_ptr(&state) as usize);
+        // While the block is corrupted, the last good routines.
+        let routines = state.routines();
+        let problems = self.problems(routines, Arc::as_ptr(&state) as usize);
         let in_flight = self.shared.in_flight.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut work = false;
-        for e in state.parsed.entries() {
+        for e in routines.entries() {
             let Ok(r) = &e.routine else { continue };
             if let Some(p) = problems.get(&r.id) {
                 work |= r.error_message.as_deref() != Some(p.as_str());
@@ -375,7 +369,7 @@ impl Scheduler {
     pub fn health(&self) -> vigil_protocol::RoutinesHealth {
         let scheduled = self.shared.deps.store.read().map_or(0, |state| {
             state
-                .parsed
+                .routines()
                 .entries()
                 .iter()
                 .filter_map(|e| e.routine.as_ref().ok())
@@ -395,241 +389,13 @@ impl Scheduler {
     fn next_due_except(&self, skip: &[String]) -> Option<i64> {
         let state = self.shared.deps.store.read().ok()?;
         state
-            .parsed
+            .routines()
             .entries()
             .iter()
             .filter_map(|e| e.routine.as_ref().ok())
             .filter(|r| r.live() && r.state == RoutineState::Pending && !skip.contains(&r.id))
             .filter_map(|r| r.next_run_at)
             .min()
-    }
-
-    /// The locked part of a tick: normalise, recover, skip, claim — one write.
-    async fn claim(
-        &self,
-        now: i64,
-        problems: &HashMap<String, String>,
-        report: &mut TickReport,
-    ) -> Result<Claims, StoreError> {
-        let zone = self.shared.config.default_zone.clone();
-        let instance = self.shared.instance.clone();
-        let watch = Watch {
-            watched: *self.shared.watched.lock().unwrap_or_else(|e| e.into_inner()),
-            grace: self.shared.config.late_grace.as_millis() as i64,
-            limit: self.shared.config.catch_up_limit.as_millis() as i64,
-        };
-        let grace = self.shared.config.stuck_grace.as_millis() as i64;
-        let mut runs = Vec::new();
-        let result = self
-            .shared
-            .deps
-            .store
-            .update(|entries| {
-                // Read and extended under the file lock, so a concurrent tick of this
-                // instance sees this one's claims as in flight, never as stale.
-                let mut in_flight = self.shared.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-                let mut jobs_running = entries
-                    .iter()
-                    .filter_map(|e| e.routine.as_ref().ok())
-                    .filter(|r| r.state == RoutineState::Running && in_flight.contains(&r.id) && is_job(r))
-                    .count();
-                let mut out = Claims::default();
-                for e in entries.iter_mut() {
-                    let Ok(r) = &mut e.routine else { continue };
-                    if r.timezone.is_none() {
-                        r.timezone = Some(zone.clone());
-                    }
-                    if r.created_at.is_none() {
-                        r.created_at = Some(now);
-                    }
-                    if let Some(p) = problems.get(&r.id) {
-                        r.error_message = Some(p.clone());
-                        continue;
-                    }
-                    let Ok(spec) = Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(&zone)) else {
-                        continue;
-                    };
-                    if r.source == RoutineSource::HeartbeatReflect && !r.announced {
-                        r.announced = true;
-                        out.announce.push(r.clone());
-                    }
-                    if r.state == RoutineState::Running && !in_flight.contains(&r.id) {
-                        let why = stale_claim(r, &instance, now, grace);
-                        if let Some(why) = why {
-                            report.recovered.push(r.id.clone());
-                            if r.side_effect.is_some() {
-                                // It had changed something: running it again could do it twice.
-                                let run = run_entry(r, RunOutcome::Unknown, now, Some(why.clone()));
-                                let passed = apply_unknown(r, &spec, now, &run.run_id, &why);
-                                out.unknown.push((r.clone(), run.clone()));
-                                runs.push(run);
-                                runs.extend(passed);
-                            } else {
-                                runs.push(run_entry(r, RunOutcome::Interrupted, now, Some(why.clone())));
-                                runs.extend(apply_failure(r, &spec, now, why, self.backoff(r.retry + 1)));
-                            }
-                        }
-                    }
-                    if !r.live() || r.state != RoutineState::Pending {
-                        continue;
-                    }
-                    let anchor = r.created_at.unwrap_or(now);
-                    let Some(due) = r.next_run_at else {
-                        match spec.next_after(now, anchor) {
-                            Some(next) => r.next_run_at = Some(next),
-                            None => {
-                                r.state = RoutineState::Failed;
-                                r.error_message = Some("a one-shot routine needs next_run_at".into());
-                            }
-                        }
-                        continue;
-                    };
-                    if due > now {
-                        continue;
-                    }
-                    let decision = decide(r, &spec, now, watch);
-                    if let Some((slots, outcome, why)) = &decision.not_run {
-                        if *outcome == RunOutcome::Missed {
-                            report.missed.push(r.id.clone());
-                        }
-                        runs.push(gap_entry(r, *outcome, *slots, now, why.clone()));
-                    }
-                    if decision.late {
-                        out.late.push(decision.run.is_some());
-                    }
-                    let Some(slot) = decision.run else {
-                        let why = decision.not_run.map(|(.., why)| why).unwrap_or_default();
-                        apply_missed(r, &spec, now, &why);
-                        continue;
-                    };
-                    if r.due_at != Some(slot) {
-                        // A due time of its own (not a retry's): kept while it waits for a
-                        // job slot, so the decision is made once.
-                        r.due_at = Some(slot);
-                        r.retry = 0;
-                        r.missed_count = decision.told.map_or(0, |t| t.count);
-                        r.missed_from = decision.told.map(|t| t.first);
-                    }
-                    if is_job(r) {
-                        if jobs_running >= self.shared.config.max_concurrent_jobs {
-                            report.waiting.push(r.id.clone());
-                            continue;
-                        }
-                        jobs_running += 1;
-                    }
-                    let run_id = short_id();
-                    r.state = RoutineState::Running;
-                    r.claimed_by = Some(instance.clone());
-                    r.run_started_at = Some(now);
-                    r.run_id = Some(run_id.clone());
-                    r.side_effect = None;
-                    report.claimed.push(r.id.clone());
-                    in_flight.insert(r.id.clone());
-                    out.claimed.push(Claimed {
-                        routine: r.clone(),
-                        run_id,
-                        due_at: slot,
-                        started_at: now,
-                    });
-                }
-                Ok(out)
-            })
-            .await;
-        for run in &runs {
-            self.shared.deps.runlog.record(run);
-        }
-        result
-    }
-
-    /// Moves a claimed run to its next state (seed 003 §11: done / pending with the next
-    /// time / retry; `unknown`: waits for the user), records it in the run log with the due
-    /// times passed over meanwhile, and releases it.
-    pub async fn finish(&self, claimed: &Claimed, result: RunResult, ran: super::Ran) {
-        let now = self.now();
-        let zone = self.shared.config.default_zone.clone();
-        let instance = self.shared.instance.clone();
-        let id = claimed.routine.id.clone();
-        let backoff = self.backoff(claimed.routine.retry + 1);
-        let mut passed = None;
-        let mut effect = None;
-        let outcome = self
-            .shared
-            .deps
-            .store
-            .update(|entries| {
-                let Some(r) = entries
-                    .iter_mut()
-                    .filter_map(|e| e.routine.as_mut().ok())
-                    .find(|r| r.id == id)
-                else {
-                    return Ok(false);
-                };
-                if r.claimed_by.as_deref() != Some(instance.as_str()) || r.state != RoutineState::Running {
-                    // Someone recovered it meanwhile (stuck limit); their decision stands.
-                    return Ok(false);
-                }
-                let spec = Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(&zone));
-                effect = r.side_effect.clone();
-                passed = match (&result, spec) {
-                    (RunResult::Ok { .. } | RunResult::Acknowledged, Ok(spec)) => apply_success(r, &spec, now),
-                    (
-                        RunResult::Failed {
-                            outcome: RunOutcome::Unknown,
-                            error,
-                        },
-                        Ok(spec),
-                    ) => apply_unknown(r, &spec, now, &claimed.run_id, error),
-                    (RunResult::Failed { error, .. }, Ok(spec)) => apply_failure(r, &spec, now, error.clone(), backoff),
-                    (RunResult::Skipped(why), Ok(spec)) => apply_skipped(r, &spec, now, why),
-                    (_, Err(p)) => {
-                        release(r);
-                        r.error_message = Some(p);
-                        None
-                    }
-                };
-                Ok(true)
-            })
-            .await;
-        self.shared
-            .in_flight
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
-        if let Err(e) = &outcome {
-            self.report_once(
-                "finish",
-                format!("The result of routine \"{id}\" could not be saved: {e}"),
-            );
-        }
-        let (outcome, summary, error) = match result {
-            RunResult::Ok { summary } => (RunOutcome::Ok, summary, None),
-            RunResult::Acknowledged => (RunOutcome::Acknowledged, None, None),
-            RunResult::Failed { outcome, error } => (outcome, None, Some(error)),
-            RunResult::Skipped(why) => (RunOutcome::Skipped, None, Some(why)),
-        };
-        let (due_at, due_count, last_due_at) = covered(&claimed.routine, Some(claimed.due_at));
-        self.shared.deps.runlog.record(&RoutineRun {
-            run_id: claimed.run_id.clone(),
-            routine_id: id,
-            mode: claimed.routine.execution_mode,
-            due_at,
-            started_at: claimed.started_at,
-            finished_at: now,
-            outcome,
-            session_id: ran.session_id,
-            summary,
-            error,
-            deterministic: ran.deterministic,
-            due_count,
-            last_due_at,
-            side_effect: effect.filter(|_| outcome == RunOutcome::Unknown),
-            usage: ran.usage,
-        });
-        if let Some(p) = passed {
-            self.shared.deps.runlog.record(&p);
-        }
-        self.changed();
-        self.poke();
     }
 
     /// Why routines found late by this tick were: Vigil had not looked since it started,
@@ -645,77 +411,54 @@ impl Scheduler {
         }
     }
 
-    /// Starts what a tick claimed.
-    fn dispatch(&self, claimed: Vec<Claimed>) {
-        let mut inline = Vec::new();
-        let now = self.now();
-        // Off, or outside its active hours: a routine runs at its time all the same, as a job.
-        let heartbeat_on = self
-            .host()
-            .is_none_or(|h| h.heartbeat_enabled() && h.heartbeat_active(now));
-        for c in claimed {
-            if c.routine.kind.is_some() {
-                let this = self.clone();
-                self.shared.jobs.spawn(async move { this.run_deterministic(c).await });
-            } else if c.routine.execution_mode == ExecutionMode::Inline && heartbeat_on {
-                inline.push(c);
-            } else {
-                let this = self.clone();
-                self.shared.jobs.spawn(async move { this.run_isolated(c).await });
-            }
-        }
-        if !inline.is_empty() {
-            self.queue_inline(inline);
-        }
-    }
-
-    /// Hands inline runs to the next heartbeat turn. Runs that ask for it (`wake_mode:
-    /// now`) wake the heartbeat through the wake loop; the others wait for the next interval
-    /// heartbeat, unless none is scheduled.
-    pub(super) fn queue_inline(&self, runs: Vec<Claimed>) {
-        let wake_now = runs.iter().any(|c| c.routine.wake_mode == WakeMode::Now) || !self.heartbeat_scheduled();
-        self.shared
-            .inline
+    /// Says that the task block is corrupted: an error line each time what is wrong changes,
+    /// and one notification until it is good again. `kept`: the last good routines run on.
+    fn tell_corrupted(&self, problem: &str, kept: bool) {
+        let (line, body) = if kept {
+            (
+                format!(
+                    "The task block in HEARTBEAT.md is corrupted ({problem}). The last good routines keep running; a change \
+                     through the Routines pane or Vigil's routine tools repairs the block from them (the broken file is \
+                     kept as HEARTBEAT.md.corrupt), or fix the JSON by hand."
+                ),
+                "A hand edit broke the routines in HEARTBEAT.md. The last good routines keep running; open Routines to \
+                 restore the block, or ask Vigil to repair it."
+                    .to_string(),
+            )
+        } else {
+            (
+                format!(
+                    "The task block in HEARTBEAT.md is corrupted ({problem}) and there is no good copy of it; no routine \
+                     runs until the JSON is fixed."
+                ),
+                "A hand edit broke the routines in HEARTBEAT.md, and there is no good copy to run from: no routine runs \
+                 until the JSON is fixed."
+                    .to_string(),
+            )
+        };
+        self.report_once("file", line);
+        let first = self
+            .shared
+            .reported
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .waiting
-            .extend(runs);
-        if !wake_now {
-            return;
+            .insert(CORRUPTED_NOTICE.into(), String::new())
+            .is_none();
+        if first && self.host().is_none_or(|h| h.notifications()) {
+            self.shared.deps.emitter.emit(
+                Source::Scheduler,
+                Event::Notification {
+                    kind: vigil_protocol::NotificationKind::Routine,
+                    title: "Vigil: the routines in HEARTBEAT.md are broken".into(),
+                    body,
+                    event_id: None,
+                    process_id: None,
+                    approval_id: None,
+                    target_session_id: None,
+                    message_ts: None,
+                },
+            );
         }
-        match self.shared.wake.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            Some(w) => w.request_wake(vigil_protocol::WakeReason::Cron, crate::heartbeat::AGENT),
-            None => tracing::debug!("inline routines wait: no wake loop yet"),
-        }
-    }
-
-    /// The heartbeat was switched off: inline runs waiting for its turn run as jobs of
-    /// their own instead (those a heartbeat turn already took finish there).
-    pub fn heartbeat_turned_off(&self) {
-        self.run_waiting_as_jobs();
-    }
-
-    /// Inline runs waiting for a heartbeat turn run as jobs of their own.
-    pub(super) fn run_waiting_as_jobs(&self) {
-        let waiting = std::mem::take(&mut self.shared.inline.lock().unwrap_or_else(|e| e.into_inner()).waiting);
-        for c in waiting {
-            let this = self.clone();
-            self.shared.jobs.spawn(async move { this.run_isolated(c).await });
-        }
-    }
-
-    fn heartbeat_scheduled(&self) -> bool {
-        self.host().is_some_and(|h| h.heartbeat_scheduled())
-    }
-
-    pub(super) fn host(&self) -> Option<Arc<dyn super::JobHost>> {
-        self.shared.host.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Inline runs waiting for a heartbeat (for the heartbeat seam and tests).
-    pub fn inline_waiting(&self) -> Vec<DueTask> {
-        let q = self.shared.inline.lock().unwrap_or_else(|e| e.into_inner());
-        q.waiting.iter().map(due_task).collect()
     }
 
     pub(super) fn report_once(&self, key: &str, message: String) {
@@ -784,30 +527,8 @@ impl Scheduler {
     }
 }
 
-pub(super) fn due_task(c: &Claimed) -> DueTask {
-    let description = match super::catch_up::told_words(&c.routine) {
-        Some(told) if c.routine.description.trim().is_empty() => told,
-        Some(told) => format!("{}\n{told}", c.routine.description),
-        None => c.routine.description.clone(),
-    };
-    DueTask {
-        id: c.routine.id.clone(),
-        title: c.routine.title.clone(),
-        description,
-    }
-}
-
-/// What the locked part of a tick did, for what follows it.
-#[derive(Default)]
-struct Claims {
-    claimed: Vec<Claimed>,
-    /// Routines the agent added on its own, to announce.
-    announce: Vec<Routine>,
-    /// One per routine that fell due while Vigil could not run it: whether it runs now.
-    late: Vec<bool>,
-    /// Runs recovered as `unknown` (they had changed something), to tell the user.
-    unknown: Vec<(Routine, RoutineRun)>,
-}
+/// The `reported` key of the one notification about a corrupted task block.
+const CORRUPTED_NOTICE: &str = "file-notice";
 
 /// 8 hex characters.
 pub(super) fn short_id() -> String {

@@ -570,6 +570,8 @@ async fn bad_schedules_in_the_file_are_reported_and_the_rest_keep_running() {
     assert!(r.errors().iter().all(|e| !e.contains("bad_cron")));
 }
 
+/// With no good copy to go on from (the block was never valid): see `corruption_tests.rs`
+/// for the last good routines running on.
 #[tokio::test]
 async fn a_corrupted_block_runs_nothing_says_so_and_is_left_alone() {
     let r = rig(FakeHost::default());

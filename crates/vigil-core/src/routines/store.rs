@@ -8,18 +8,26 @@
 //!   (the user's own text around it stays byte for byte), and replaces the file atomically.
 //! - After each good parse the task list is copied to `.heartbeat_snapshot.json`, the floor
 //!   a corrupted block can be rebuilt from.
+//! - While the block is corrupted (a hand edit broke the JSON) the snapshot is the routines in
+//!   force ([`FileState::routines`]): the scheduler's bookkeeping ([`RoutineStore::update`])
+//!   goes there, so the last good routines keep running, and the file is left alone. A change
+//!   someone asks for ([`RoutineStore::edit`]: the routine tools, the editor, a restore)
+//!   repairs it: the last good routines plus the change, as a valid block, the broken file
+//!   kept as `HEARTBEAT.md.corrupt` first. A block fixed by hand gets back the runs made
+//!   meanwhile (see `kept`).
 //!
-//! Must never: write over a corrupted block (the user's text would be lost; writes fail with
-//! [`StoreError::Corrupted`] until it is fixed or restored on purpose), drop a task it cannot
-//! read (it is kept verbatim), or write without the lock.
+//! Must never: write over a corrupted block on its own, or without keeping it as
+//! `HEARTBEAT.md.corrupt` first (the user's text would be lost), drop a task it cannot read
+//! (it is kept verbatim), or write without the lock.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use serde_json::{Map, Value};
+use serde_json::Map;
 
-use super::model::Routine;
+use super::block::{block_json, find_block, join_checks};
+pub use super::block::{parse, render, same_tasks, split_checks, strip_block, Entry, Parsed};
 use crate::clock::Clock;
 use crate::durable::write_atomic;
 use crate::heartbeat::file::HEARTBEAT_FILE;
@@ -34,8 +42,9 @@ pub const SCHEMA_VERSION: u64 = 2;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// The task block is not valid; nothing is written until it is. Recover: fix the JSON in
-    /// `HEARTBEAT.md`, or restore the routines from the snapshot.
+    /// The task block is not valid and there is no good copy (the snapshot) to go on from, or
+    /// the checks cannot be told apart from it. Recover: fix the JSON in `HEARTBEAT.md`, or
+    /// restore the routines from the snapshot where there is one.
     #[error("the task block in HEARTBEAT.md is corrupted ({0}); fix it, or restore the routines from {SNAPSHOT_FILE}")]
     Corrupted(String),
     /// The file could not be read or written. Recover: fix permissions / free space.
@@ -88,249 +97,35 @@ impl std::fmt::Display for Refusal {
     }
 }
 
-/// One task of the block: its text as found, and the routine if it could be read.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
-    pub raw: Value,
-    pub routine: Result<Routine, String>,
-}
-
-impl Entry {
-    pub fn new(routine: Routine) -> Self {
-        Self {
-            raw: serde_json::to_value(&routine).unwrap_or(Value::Null),
-            routine: Ok(routine),
-        }
-    }
-
-    /// The id, also for an entry that could not be read.
-    pub fn id(&self) -> Option<&str> {
-        match &self.routine {
-            Ok(r) => Some(&r.id),
-            Err(_) => self.raw.get("id").and_then(Value::as_str),
-        }
-    }
-}
-
-/// What the block held when the file was read.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Parsed {
-    /// No task block.
-    Empty,
-    Corrupted(String),
-    Ok {
-        entries: Vec<Entry>,
-        /// Top-level fields besides `version` and `tasks`, kept.
-        extra: Map<String, Value>,
-    },
-}
-
-impl Parsed {
-    pub fn entries(&self) -> &[Entry] {
-        match self {
-            Parsed::Ok { entries, .. } => entries,
-            _ => &[],
-        }
-    }
-}
-
-/// Where the block's contents are in the text (byte offsets), or why it is broken.
-fn find_block(text: &str) -> Result<Option<(usize, usize)>, String> {
-    let mut offset = 0;
-    let mut in_tasks = false;
-    let mut open: Option<usize> = None;
-    for line in text.split_inclusive('\n') {
-        let t = line.trim();
-        match open {
-            Some(start) if t == "```" => return Ok(Some((start, offset))),
-            Some(_) => {}
-            None if t.starts_with('#') => {
-                let title = t.trim_start_matches('#').trim();
-                in_tasks = title.eq_ignore_ascii_case("tasks");
-            }
-            None if in_tasks && t.to_ascii_lowercase().starts_with("```json") => open = Some(offset + line.len()),
-            None => {}
-        }
-        offset += line.len();
-    }
-    match open {
-        Some(_) => Err("the ```json block under ## Tasks has no closing ```".into()),
-        None => Ok(None),
-    }
-}
-
-/// Whether `before` and `after` hold the same task block (as JSON values, so layout does not
-/// matter): what the file tools check before they write `HEARTBEAT.md`, since routines are
-/// changed only through the routine tools, which check schedules, the limit and duplicates,
-/// and announce what the agent added.
-pub fn same_tasks(before: &str, after: &str) -> bool {
-    let block = |text: &str| -> Result<Option<Value>, String> {
-        match find_block(text)? {
-            Some((start, end)) => serde_json::from_str(&text[start..end])
-                .map(Some)
-                .map_err(|e| e.to_string()),
-            None => Ok(None),
-        }
-    };
-    match (block(before), block(after)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
-}
-
-/// Parses `HEARTBEAT.md`'s text (seed 003 §11.4 `parse_heartbeat_md`).
-pub fn parse(text: &str) -> Parsed {
-    let (start, end) = match find_block(text) {
-        Ok(Some(range)) => range,
-        Ok(None) => return Parsed::Empty,
-        Err(e) => return Parsed::Corrupted(e),
-    };
-    let doc: Value = match serde_json::from_str(&text[start..end]) {
-        Ok(v) => v,
-        Err(e) => {
-            let line = text[..start].lines().count() + e.line();
-            return Parsed::Corrupted(format!("invalid JSON at line {line}, column {}: {e}", e.column()));
-        }
-    };
-    let Value::Object(mut doc) = doc else {
-        return Parsed::Corrupted("the block must be an object like {\"version\": 2, \"tasks\": [...]}".into());
-    };
-    let tasks = match doc.remove("tasks") {
-        Some(Value::Array(t)) => t,
-        None | Some(Value::Null) => vec![],
-        Some(_) => return Parsed::Corrupted("\"tasks\" must be a list".into()),
-    };
-    doc.remove("version");
-    let mut seen = std::collections::HashSet::new();
-    let entries = tasks
-        .into_iter()
-        .enumerate()
-        .map(|(i, raw)| {
-            let routine = serde_json::from_value::<Routine>(raw.clone())
-                .map_err(|e| format!("task {} cannot be read: {e}", i + 1))
-                .and_then(|r| {
-                    if r.id.trim().is_empty() {
-                        Err(format!("task {} has an empty id", i + 1))
-                    } else if !seen.insert(r.id.clone()) {
-                        Err(format!("task {} repeats the id \"{}\"", i + 1, r.id))
-                    } else {
-                        Ok(r)
-                    }
-                });
-            Entry { raw, routine }
-        })
-        .collect();
-    Parsed::Ok { entries, extra: doc }
-}
-
-/// The block's JSON for `entries`: readable ones as they are now, unreadable ones verbatim.
-/// Serialised from structs, not a `Value`, so fields keep their schema order for people.
-fn block_json(entries: &[Entry], extra: &Map<String, Value>) -> String {
-    #[derive(serde::Serialize)]
-    #[serde(untagged)]
-    enum Task<'a> {
-        Read(&'a Routine),
-        Raw(&'a Value),
-    }
-    #[derive(serde::Serialize)]
-    struct Doc<'a> {
-        version: u64,
-        tasks: Vec<Task<'a>>,
-        #[serde(flatten)]
-        extra: &'a Map<String, Value>,
-    }
-    let doc = Doc {
-        version: SCHEMA_VERSION,
-        tasks: entries
-            .iter()
-            .map(|e| match &e.routine {
-                Ok(r) => Task::Read(r),
-                Err(_) => Task::Raw(&e.raw),
-            })
-            .collect(),
-        extra,
-    };
-    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    s.push('\n');
-    s
-}
-
-/// `text` with the block's contents replaced (or a `## Tasks` block appended).
-pub fn render(text: &str, entries: &[Entry], extra: &Map<String, Value>) -> String {
-    let json = block_json(entries, extra);
-    match find_block(text) {
-        Ok(Some((start, end))) => format!("{}{json}{}", &text[..start], &text[end..]),
-        _ => {
-            let mut out = text.to_string();
-            if !out.is_empty() && !out.ends_with('\n') {
-                out.push('\n');
-            }
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            out.push_str("## Tasks\n\n<!-- Routines: edit with care, or ask Vigil. Times are ISO-8601. -->\n```json\n");
-            out.push_str(&json);
-            out.push_str("```\n");
-            out
-        }
-    }
-}
-
-/// `text` without the task block, for the heartbeat's copy of the file (the block's due
-/// tasks reach the model as `## Due Tasks` instead) and its effectively-empty rule.
-pub fn strip_block(text: &str) -> String {
-    match find_block(text) {
-        Ok(Some((start, end))) => {
-            // Cut from the opening fence line to the closing fence line.
-            let open = text[..start].trim_end_matches('\n').rfind('\n').map_or(0, |i| i + 1);
-            let close_end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
-            format!("{}{}", &text[..open], &text[close_end..])
-        }
-        _ => text.to_string(),
-    }
-}
-
-/// Splits the file into the free-text checks and the routines' section (from its `## Tasks`
-/// heading to the block's closing fence), or says why the section cannot be found.
-pub fn split_checks(text: &str) -> Result<(String, Option<&str>), String> {
-    let Some((start, end)) = find_block(text)? else {
-        return Ok((text.to_string(), None));
-    };
-    // The section starts at the last heading before the block (the one `find_block` took).
-    let mut heading = 0;
-    let mut offset = 0;
-    for line in text[..start].split_inclusive('\n') {
-        if line.trim_start().starts_with('#') {
-            heading = offset;
-        }
-        offset += line.len();
-    }
-    let close_end = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
-    let checks = format!("{}{}", &text[..heading], &text[close_end..]);
-    Ok((checks, Some(&text[heading..close_end])))
-}
-
-/// The file with `checks` as its free text and `section` (the routines) after it.
-fn join_checks(checks: &str, section: Option<&str>) -> String {
-    let mut out = checks.trim_end().to_string();
-    if let Some(section) = section {
-        if !out.is_empty() {
-            out.push_str("\n\n");
-        }
-        out.push_str(section.trim_end());
-    }
-    if !out.is_empty() {
-        out.push('\n');
-    }
-    out
-}
-
 /// The file as last read.
 #[derive(Debug, Clone)]
 pub struct FileState {
+    /// What `HEARTBEAT.md`'s block holds.
     pub parsed: Parsed,
     /// The file's text ("" when there is none).
     pub text: String,
+    /// While `parsed` is corrupted: the last good routines (the snapshot, with the runs made
+    /// since), which keep running. `None` otherwise, or when there is no good copy.
+    pub kept: Option<Parsed>,
+}
+
+impl FileState {
+    /// The routines in force: the file's, or while its block is corrupted the last good ones.
+    pub fn routines(&self) -> &Parsed {
+        match (&self.parsed, &self.kept) {
+            (Parsed::Corrupted(_), Some(kept)) => kept,
+            (parsed, _) => parsed,
+        }
+    }
+}
+
+/// What a change is: the scheduler's bookkeeping, or a change someone asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// Claims, results, evidence: while the block is corrupted they go to the snapshot.
+    Bookkeeping,
+    /// A routine tool, the editor, a restore: while the block is corrupted it is repaired.
+    Asked,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -351,11 +146,20 @@ struct Inner {
     /// The lock id: the heartbeat session's, so routine writes and heartbeat writes exclude
     /// each other (seed 003 §8.2).
     lock_id: String,
-    /// `std` lock: the last read, keyed by the file's stamp; never held across an await.
-    cache: Mutex<Option<(Option<Stamp>, Arc<FileState>)>>,
+    /// `std` lock: the last read, keyed by the file's and the snapshot's stamps; never held
+    /// across an await.
+    cache: Mutex<Option<(Stamps, Arc<FileState>)>>,
     /// The snapshot last written, to write it only when it changes.
     snapshot: Mutex<Option<String>>,
+    /// `std` lock: routines whose bookkeeping went to the snapshot while the block was
+    /// corrupted, so the snapshot is ahead of the file for them until the block is repaired
+    /// or fixed by hand (then their runs are written back, see `kept`). Per process: another
+    /// Vigil on the same folder keeps its own.
+    ahead: Mutex<std::collections::HashSet<String>>,
 }
+
+/// The file's and the snapshot's stamps.
+type Stamps = (Option<Stamp>, Option<Stamp>);
 
 impl RoutineStore {
     pub fn new(workspace: &Path, locks: SessionLocks, _clock: Arc<dyn Clock>) -> Self {
@@ -366,6 +170,7 @@ impl RoutineStore {
                 lock_id: crate::heartbeat::session_id(crate::heartbeat::AGENT),
                 cache: Mutex::new(None),
                 snapshot: Mutex::new(None),
+                ahead: Mutex::new(Default::default()),
             }),
         }
     }
@@ -378,8 +183,7 @@ impl RoutineStore {
         self.inner.workspace.join(SNAPSHOT_FILE)
     }
 
-    fn stamp(&self) -> Result<Option<Stamp>, StoreError> {
-        let path = self.path();
+    fn stamp(path: PathBuf) -> Result<Option<Stamp>, StoreError> {
         match std::fs::metadata(&path) {
             Ok(m) => Ok(Some(Stamp {
                 len: m.len(),
@@ -432,50 +236,106 @@ impl RoutineStore {
             })
     }
 
-    /// The file now: from the cache when its size and time are unchanged.
+    fn stamps(&self) -> Result<Stamps, StoreError> {
+        Ok((Self::stamp(self.path())?, Self::stamp(self.snapshot_path())?))
+    }
+
+    /// The file now: from the cache when its size and time (and the snapshot's) are
+    /// unchanged. While the block is corrupted, with the last good routines beside it.
     pub fn read(&self) -> Result<Arc<FileState>, StoreError> {
-        let stamp = self.stamp()?;
+        let stamps = self.stamps()?;
         if let Some((s, state)) = &*self.cache() {
-            if *s == stamp {
+            if *s == stamps {
                 return Ok(state.clone());
             }
         }
         let text = self.read_text()?;
-        let state = Arc::new(FileState {
-            parsed: parse(&text),
-            text,
-        });
-        self.save_snapshot(&state.parsed);
-        *self.cache() = Some((stamp, state.clone()));
+        let parsed = parse(&text);
+        let kept = match &parsed {
+            Parsed::Corrupted(_) => self
+                .last_good()
+                .ok()
+                .map(|(entries, extra)| Parsed::Ok { entries, extra }),
+            // Not while the snapshot is ahead: the next write brings its runs back first.
+            Parsed::Ok { .. } if self.ahead().is_empty() => {
+                self.save_snapshot(&parsed);
+                None
+            }
+            _ => None,
+        };
+        let state = Arc::new(FileState { parsed, text, kept });
+        // The snapshot may just have been written: its stamp after that.
+        *self.cache() = Some(((stamps.0, Self::stamp(self.snapshot_path())?), state.clone()));
         Ok(state)
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, Option<(Option<Stamp>, Arc<FileState>)>> {
+    fn cache(&self) -> std::sync::MutexGuard<'_, Option<(Stamps, Arc<FileState>)>> {
         self.inner.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Changes the task list under the lock: re-reads the file, hands `f` the entries, and
-    /// writes the result if anything changed. `f`'s error leaves the file untouched.
+    /// The scheduler's bookkeeping (claims, results, evidence) under the lock: re-reads the
+    /// file, hands `f` the entries, and writes the result if anything changed. `f`'s error
+    /// leaves the file untouched. While the block is corrupted, `f` gets the last good
+    /// routines and the result goes to the snapshot; the file is not touched.
     pub async fn update<R>(&self, f: impl FnOnce(&mut Vec<Entry>) -> Result<R, StoreError>) -> Result<R, StoreError> {
+        self.change(Change::Bookkeeping, f).await
+    }
+
+    /// A change someone asked for (a routine tool, the editor): as [`Self::update`], but a
+    /// corrupted block is repaired — the last good routines plus the change, written as a
+    /// valid block, the broken file kept as `HEARTBEAT.md.corrupt` first.
+    pub async fn edit<R>(&self, f: impl FnOnce(&mut Vec<Entry>) -> Result<R, StoreError>) -> Result<R, StoreError> {
+        self.change(Change::Asked, f).await
+    }
+
+    async fn change<R>(
+        &self,
+        change: Change,
+        f: impl FnOnce(&mut Vec<Entry>) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
         let guard = self.inner.locks.acquire(&self.inner.lock_id).await?;
         let text = self.read_text()?;
-        let (mut entries, extra) = match parse(&text) {
-            Parsed::Corrupted(e) => return Err(StoreError::Corrupted(e)),
-            Parsed::Empty => (vec![], Map::new()),
-            Parsed::Ok { entries, extra } => (entries, extra),
+        // `rewrite`: the file must be written even if `f` changes nothing.
+        let (mut entries, extra, corrupted, rewrite) = match parse(&text) {
+            Parsed::Corrupted(e) => {
+                // No good copy to go on from: nothing to run, nothing to repair with.
+                let (entries, extra) = self.last_good().map_err(|_| StoreError::Corrupted(e))?;
+                (entries, extra, true, change == Change::Asked)
+            }
+            Parsed::Empty => (vec![], Map::new(), false, false),
+            Parsed::Ok { mut entries, extra } => {
+                // Fixed by hand while the snapshot was ahead: its runs come back first.
+                let merged = self.bring_back_runs(&mut entries);
+                (entries, extra, false, merged)
+            }
         };
         let before = entries.clone();
         let result = f(&mut entries)?;
-        if entries != before {
-            let out = render(&text, &entries, &extra);
+        if corrupted && change == Change::Bookkeeping {
+            if entries != before {
+                guard.ensure_held()?;
+                self.keep_ahead(&before, &entries, &extra)?;
+            }
+            drop(guard);
+            return Ok(result);
+        }
+        if entries != before || rewrite {
+            let out = if corrupted {
+                self.keep_corrupt(&text)?;
+                repaired(&text, &entries, &extra)
+            } else {
+                render(&text, &entries, &extra)
+            };
             guard.ensure_held()?;
             self.write(&out)?;
+            self.ahead().clear();
             let state = Arc::new(FileState {
                 parsed: parse(&out),
                 text: out,
+                kept: None,
             });
             self.save_snapshot(&state.parsed);
-            *self.cache() = Some((self.stamp()?, state));
+            *self.cache() = Some((self.stamps()?, state));
         }
         drop(guard);
         Ok(result)
@@ -517,62 +377,44 @@ impl RoutineStore {
         Ok(split_checks(&out).map(|(c, _)| c).unwrap_or_default())
     }
 
-    /// Replaces a corrupted block with the snapshot's tasks, keeping the broken file as
-    /// `HEARTBEAT.md.corrupt` first. The user asks for this (in the pane, or by asking the
-    /// agent, whose `routine_restore` tool calls it); it never happens on its own.
+    /// Replaces a corrupted block with the last good routines (the snapshot, with the runs
+    /// made since), keeping the broken file as `HEARTBEAT.md.corrupt` first. The user asks for
+    /// this (in the pane, or by asking the agent, whose `routine_restore` tool calls it); it
+    /// never happens on its own. Returns how many routines came back.
     pub async fn restore_snapshot(&self) -> Result<usize, StoreError> {
-        let guard = self.inner.locks.acquire(&self.inner.lock_id).await?;
-        let text = self.read_text()?;
-        let snap_path = self.snapshot_path();
-        let snap = std::fs::read_to_string(&snap_path).map_err(|source| StoreError::Io {
-            action: "read",
-            path: snap_path.clone(),
-            source,
-        })?;
-        let fenced = format!("## Tasks\n\n```json\n{snap}\n```\n");
-        let Parsed::Ok { entries, extra } = parse(&fenced) else {
+        if !matches!(parse(&self.read_text()?), Parsed::Corrupted(_)) {
             return Err(StoreError::Rejected(Refusal::new(format!(
-                "{} is not readable either",
-                snap_path.display()
+                "the task block in {HEARTBEAT_FILE} is not corrupted; there is nothing to restore"
             ))));
-        };
-        let corrupt = self.inner.workspace.join(format!("{HEARTBEAT_FILE}.corrupt"));
-        write_atomic(&corrupt, text.as_bytes()).map_err(|source| StoreError::Io {
-            action: "write",
-            path: corrupt,
-            source,
-        })?;
-        let out = match find_block(&text) {
-            Ok(Some(_)) => render(&text, &entries, &extra),
-            // An unclosed block: keep everything before it, then a fresh block.
-            _ => {
-                let cut = text.find("## Tasks").unwrap_or(text.len());
-                render(&text[..cut], &entries, &extra)
-            }
-        };
-        guard.ensure_held()?;
-        self.write(&out)?;
-        *self.cache() = None;
-        Ok(entries.len())
+        }
+        self.edit(|entries| Ok(entries.len())).await
     }
 
     /// Writes `.heartbeat_snapshot.json` after a good parse, when it changed.
     fn save_snapshot(&self, parsed: &Parsed) {
         let Parsed::Ok { entries, extra } = parsed else { return };
-        let json = block_json(entries, extra);
+        if let Err(e) = self.write_snapshot(&block_json(entries, extra)) {
+            tracing::warn!("could not write {SNAPSHOT_FILE}: {e}");
+        }
+    }
+
+    /// Writes `json` as the snapshot, unless it holds that already.
+    fn write_snapshot(&self, json: &str) -> std::io::Result<()> {
         let mut last = self.inner.snapshot.lock().unwrap_or_else(|e| e.into_inner());
-        if last.as_deref() == Some(json.as_str()) {
-            return;
+        if last.as_deref() == Some(json) {
+            return Ok(());
         }
-        if std::fs::read_to_string(self.snapshot_path()).ok().as_deref() != Some(json.as_str()) {
-            if let Err(e) = write_atomic(&self.snapshot_path(), json.as_bytes()) {
-                tracing::warn!("could not write {SNAPSHOT_FILE}: {e}");
-                return;
-            }
+        if std::fs::read_to_string(self.snapshot_path()).ok().as_deref() != Some(json) {
+            write_atomic(&self.snapshot_path(), json.as_bytes())?;
         }
-        *last = Some(json);
+        *last = Some(json.to_string());
+        Ok(())
     }
 }
+
+#[path = "kept.rs"]
+mod kept;
+use kept::repaired;
 
 #[cfg(test)]
 #[path = "store_tests.rs"]

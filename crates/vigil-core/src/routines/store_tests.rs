@@ -1,8 +1,11 @@
 //! The task block: ok / corrupted / empty, the user's text kept around every write,
 //! unreadable tasks kept verbatim, no write over corruption, the snapshot.
 
+use serde_json::Value;
+
 use super::*;
 use crate::clock::ManualClock;
+use crate::routines::model::Routine;
 
 const HEAD: &str = "# My checks\n\n- if the disk is over 80 %, tell me\n\n";
 const TAIL: &str = "\n## Notes\nkeep this line exactly  \n";
@@ -104,17 +107,29 @@ async fn a_file_without_a_block_gets_one_appended() {
 }
 
 #[tokio::test]
-async fn a_corrupted_block_is_never_written_over_and_can_be_restored_on_purpose() {
+async fn a_corrupted_block_is_never_written_over_on_its_own_and_can_be_restored_on_purpose() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(dir.path());
     std::fs::write(s.path(), file(r#"{"tasks": [{"id": "a", "title": "A"}]}"#)).unwrap();
     assert!(matches!(s.read().unwrap().parsed, Parsed::Ok { .. }));
     let broken = file(r#"{"tasks": [{"id": "a", "title": "A"},]}"#);
     std::fs::write(s.path(), &broken).unwrap();
-    assert!(matches!(s.read().unwrap().parsed, Parsed::Corrupted(_)));
-    let err = s.update(|_| Ok(())).await.unwrap_err();
-    assert!(matches!(err, StoreError::Corrupted(_)), "{err}");
+    let state = s.read().unwrap();
+    assert!(matches!(state.parsed, Parsed::Corrupted(_)));
+    assert_eq!(state.routines().entries()[0].id(), Some("a"), "the last good routines");
+    // The scheduler's bookkeeping goes to the snapshot, the broken file stays as it is.
+    s.update(|entries| {
+        entries[0].routine.as_mut().unwrap().retry = 2;
+        Ok(())
+    })
+    .await
+    .unwrap();
     assert_eq!(std::fs::read_to_string(s.path()).unwrap(), broken);
+    let kept = s.read().unwrap().routines().entries()[0].routine.clone().unwrap();
+    assert_eq!(kept.retry, 2);
+    assert!(std::fs::read_to_string(s.snapshot_path())
+        .unwrap()
+        .contains("\"retry\": 2"));
     assert_eq!(s.restore_snapshot().await.unwrap(), 1);
     assert_eq!(
         std::fs::read_to_string(dir.path().join("HEARTBEAT.md.corrupt")).unwrap(),
@@ -122,7 +137,23 @@ async fn a_corrupted_block_is_never_written_over_and_can_be_restored_on_purpose(
     );
     let text = std::fs::read_to_string(s.path()).unwrap();
     assert!(text.starts_with(HEAD) && text.ends_with(TAIL), "{text}");
-    assert_eq!(s.read().unwrap().parsed.entries()[0].id(), Some("a"));
+    let restored = s.read().unwrap().parsed.entries()[0].routine.clone().unwrap();
+    assert_eq!((restored.id.as_str(), restored.retry), ("a", 2));
+    // A good block is never replaced by an older copy.
+    assert!(matches!(s.restore_snapshot().await, Err(StoreError::Rejected(_))));
+}
+
+#[tokio::test]
+async fn without_a_good_copy_a_corrupted_block_refuses_every_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let broken = file(r#"{"tasks": [{"id": "a", "title": "A"},]}"#);
+    std::fs::write(s.path(), &broken).unwrap();
+    assert_eq!(s.read().unwrap().kept, None);
+    for err in [s.update(|_| Ok(())).await, s.edit(|_| Ok(())).await] {
+        assert!(matches!(err, Err(StoreError::Corrupted(_))), "{err:?}");
+    }
+    assert_eq!(std::fs::read_to_string(s.path()).unwrap(), broken);
 }
 
 #[test]

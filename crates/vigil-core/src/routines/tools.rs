@@ -1,7 +1,9 @@
 //! The agent's routine tools (seed 003 §8.2): `routine_add`, `routine_list`,
 //! `routine_update`, `routine_remove`, and `routine_restore`, the pane's "restore from the
-//! snapshot" for a corrupted task block (the only way out for the agent, since every other
-//! write is refused while the block is corrupted). A bad schedule or zone, a duplicate, or
+//! snapshot" for a corrupted task block. While the block is corrupted the last good routines
+//! keep running and every write through these tools repairs it (the last good routines plus
+//! the change, the broken file kept as `HEARTBEAT.md.corrupt`); `routine_restore` repairs it
+//! without a change. A bad schedule or zone, a duplicate, or
 //! the soft limit comes back as a tool error the model can correct. A routine added in a run
 //! nobody watches (the heartbeat, a routine's job) is the agent's own idea:
 //! `source: heartbeat_reflect`, announced once; the session type in [`ToolContext`] says
@@ -197,9 +199,10 @@ impl Tool for RoutineTool {
             ),
             Kind::Restore => (
                 "routine_restore",
-                "Only when the task block in HEARTBEAT.md is corrupted (routine_list says so): put back the \
-                 routines from the last good copy (.heartbeat_snapshot.json); the broken file is kept as \
-                 HEARTBEAT.md.corrupt. Tell the user first, unless they asked for it.",
+                "Only when the task block in HEARTBEAT.md is corrupted (routine_list says so): write the last good \
+                 routines (the ones still running) back as a valid block; the broken file is kept as \
+                 HEARTBEAT.md.corrupt. Any other routine change repairs it the same way. Tell the user first, unless \
+                 they asked for it.",
                 vec![],
             ),
         };
@@ -296,12 +299,16 @@ impl Tool for RoutineTool {
                     })
                     .collect();
                 if let Some(e) = view.error {
+                    let what_now = if view.routines.is_empty() {
+                        "There is no good copy to run or repair from: the user has to fix the JSON."
+                    } else {
+                        "The routines listed are the last good version and keep running. A change with \
+                         routine_add, routine_update or routine_remove repairs the block from them plus the change; \
+                         routine_restore repairs it without a change."
+                    };
                     lines.insert(
                         0,
-                        format!(
-                            "The task block in HEARTBEAT.md is corrupted: {e}. No routine runs and none can be \
-                             changed until it is fixed; routine_restore puts back the last good copy."
-                        ),
+                        format!("The task block in HEARTBEAT.md is corrupted: {e}. {what_now}"),
                     );
                 }
                 if lines.is_empty() {
@@ -340,12 +347,11 @@ impl Tool for RoutineTool {
     }
 }
 
-/// A write the store refused; a corrupted block points at `routine_restore`.
+/// A write the store refused. A corrupted block is refused only without a good copy to repair
+/// it from: the user has to fix the JSON.
 fn refused(what: &str, e: super::StoreError) -> ToolOutput {
     let hint = match e {
-        super::StoreError::Corrupted(_) => {
-            ". Ask the user whether to call routine_restore (it puts back the last good copy)."
-        }
+        super::StoreError::Corrupted(_) => ". There is no good copy to repair it from: ask the user to fix the JSON.",
         _ => "",
     };
     ToolOutput::error(format!("Could not {what} the routine: {e}{hint}"))

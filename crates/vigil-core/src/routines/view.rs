@@ -100,8 +100,9 @@ pub fn routines_view(s: &Scheduler, now: i64) -> RoutinesView {
         Parsed::Corrupted(e) => (ParseStatus::Corrupted, Some(e.clone())),
         Parsed::Ok { .. } => (ParseStatus::Ok, None),
     };
+    // While the block is corrupted, the last good routines: the ones that run.
     let routines = state
-        .parsed
+        .routines()
         .entries()
         .iter()
         .map(|e| match &e.routine {

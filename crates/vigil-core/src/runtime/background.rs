@@ -239,9 +239,10 @@ impl Runtime {
         }
     }
 
-    /// One heartbeat turn in its own lane, with the heartbeat's model if one is set.
+    /// One heartbeat turn in its own lane, with the heartbeat's model if one is set; its
+    /// `cancel` is the run's deadline.
     async fn run_heartbeat_turn(&self, t: HeartbeatTurn) -> TurnResult {
-        let cancel = self.inner.shutdown.child_token();
+        let cancel = t.cancel;
         self.run_background_turn(
             &t.session_id,
             &t.run_id,
@@ -261,6 +262,8 @@ impl Runtime {
 
     /// A turn nobody watches (heartbeat, job) in its own lane; `attendance` says whether it
     /// may ask for an approval and wait (see [`Attendance`]); `cancel` (or shutdown) stops it.
+    /// Stopped by `cancel` (its deadline or timeout), it ends whole: the commands it started
+    /// that still run, in the background too, are killed, since nothing will read them.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn run_background_turn(
         &self,
@@ -331,6 +334,7 @@ impl Runtime {
             .with_sink(tap.clone())
             .for_run(session_id, scope, run_id);
         let config = self.agent_config();
+        let deadline = cancel.clone();
         let turn = self.turn(
             session_id,
             lane.as_ref(),
@@ -341,6 +345,7 @@ impl Runtime {
             extras,
             attendance,
         );
+        let started = turn.started.clone();
         // A panic ends the run as an error; the lane must be freed all the same, or every
         // later heartbeat or job in it would fail as "busy".
         let stop_reason = match std::panic::AssertUnwindSafe(turn.run(text)).catch_unwind().await {
@@ -352,6 +357,9 @@ impl Runtime {
                 StopReason::Error
             }
         };
+        if deadline.is_cancelled() && !self.inner.shutdown.is_cancelled() {
+            self.kill_started(session_id, &started).await;
+        }
         {
             let mut state = lane.lock();
             state.busy = false;
@@ -374,6 +382,27 @@ impl Runtime {
             error_kind,
             usage,
             ..TurnResult::ended(stop_reason)
+        }
+    }
+
+    /// Kills what a turn ended by its deadline started and left running. Quietly: the run
+    /// that would hear of it is over, and its record says it was ended.
+    async fn kill_started(&self, session_id: &str, started: &crate::tools::StartedHere) {
+        let Some(registry) = self.processes() else { return };
+        let ids: Vec<String> = started
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        let owner = super::processes::process_owner(session_id);
+        for id in ids {
+            if let Err(e) = registry.kill(owner, &id).await {
+                tracing::warn!(
+                    session = session_id,
+                    "could not stop process {id} of a run past its deadline: {e}"
+                );
+            }
         }
     }
 

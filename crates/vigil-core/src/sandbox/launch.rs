@@ -361,6 +361,6 @@ mod tests {
     #[test]
     fn the_filter_compiles_to_whole_instructions() {
         let bpf = filter(false).unwrap();
-        assert!(!bpf.is_empty() && bpf.len() % 8 == 0, "{} bytes", bpf.len());
+        assert!(!bpf.is_empty() && bpf.len().is_multiple_of(8), "{} bytes", bpf.len());
     }
 }

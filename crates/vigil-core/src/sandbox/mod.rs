@@ -157,6 +157,11 @@ pub enum Availability {
 }
 
 /// The sandbox: where bwrap is (probed lazily, once) and how to wrap a command.
+/// The standing zygotes by bwrap command line (and kind of run), each with the identity of
+/// the task file its sandbox bound read-only.
+#[cfg(target_os = "linux")]
+type Zygotes = HashMap<Vec<OsString>, (Option<TaskFileId>, Arc<zygote::Zygote>)>;
+
 #[derive(Clone)]
 pub struct Sandbox {
     availability: Arc<OnceLock<Availability>>,
@@ -165,7 +170,7 @@ pub struct Sandbox {
     /// One zygote per bwrap command line and kind of run, with the identity of the task file
     /// its sandbox bound read-only.
     #[cfg(target_os = "linux")]
-    zygotes: Arc<Mutex<HashMap<Vec<OsString>, (Option<TaskFileId>, Arc<zygote::Zygote>)>>>,
+    zygotes: Arc<Mutex<Zygotes>>,
     /// How long a zygote with nothing to do stays.
     idle_exit: Duration,
 }

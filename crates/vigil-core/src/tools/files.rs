@@ -103,18 +103,6 @@ pub fn read_text(path: &ResolvedPath) -> Result<String, String> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn known_binary_kinds_are_named() {
-        assert_eq!(sniff_kind(b"\x89PNG\r\n\x1a\n...."), Some("a PNG image"));
-        assert_eq!(sniff_kind(b"RIFF\0\0\0\0WEBPVP8 "), Some("a WebP image"));
-        assert_eq!(sniff_kind(b"hello"), None);
-    }
-}
-
 /// For a write to the workspace's `HEARTBEAT.md`: refuses a change to its `## Tasks` block
 /// (routines change through the routine tools, which validate and announce them); the
 /// checks above the block are the agent's to write.
@@ -137,4 +125,16 @@ pub fn keep_task_block(path: &ResolvedPath, workspace: &Path, new_text: &str) ->
         "{} was not changed: its ## Tasks block holds the routines, which change only through routine_add, routine_update and routine_remove (they check schedules, zones, the limit and duplicates). Keep the block exactly as it is and edit only the checks above it, or use those tools.",
         path.display
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_binary_kinds_are_named() {
+        assert_eq!(sniff_kind(b"\x89PNG\r\n\x1a\n...."), Some("a PNG image"));
+        assert_eq!(sniff_kind(b"RIFF\0\0\0\0WEBPVP8 "), Some("a WebP image"));
+        assert_eq!(sniff_kind(b"hello"), None);
+    }
 }

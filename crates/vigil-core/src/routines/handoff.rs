@@ -1,0 +1,101 @@
+//! Handing claimed runs on: deterministic kinds and isolated routines start a job each,
+//! inline ones wait for one heartbeat turn (`## Due Tasks`), woken through the wake loop.
+//!
+//! Must never: let an inline run wait for a heartbeat that is off or will not come.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use vigil_protocol::{ExecutionMode, WakeMode};
+
+use super::scheduler::{Claimed, Scheduler};
+use crate::heartbeat::DueTask;
+
+impl Scheduler {
+    /// Starts what a tick claimed.
+    pub(super) fn dispatch(&self, claimed: Vec<Claimed>) {
+        let mut inline = Vec::new();
+        let now = self.now();
+        // Off, or outside its active hours: a routine runs at its time all the same, as a job.
+        let heartbeat_on = self
+            .host()
+            .is_none_or(|h| h.heartbeat_enabled() && h.heartbeat_active(now));
+        for c in claimed {
+            if c.routine.kind.is_some() {
+                let this = self.clone();
+                self.shared.jobs.spawn(async move { this.run_deterministic(c).await });
+            } else if c.routine.execution_mode == ExecutionMode::Inline && heartbeat_on {
+                inline.push(c);
+            } else {
+                let this = self.clone();
+                self.shared.jobs.spawn(async move { this.run_isolated(c).await });
+            }
+        }
+        if !inline.is_empty() {
+            self.queue_inline(inline);
+        }
+    }
+
+    /// Hands inline runs to the next heartbeat turn. Runs that ask for it (`wake_mode:
+    /// now`) wake the heartbeat through the wake loop; the others wait for the next interval
+    /// heartbeat, unless none is scheduled.
+    pub(super) fn queue_inline(&self, runs: Vec<Claimed>) {
+        let wake_now = runs.iter().any(|c| c.routine.wake_mode == WakeMode::Now) || !self.heartbeat_scheduled();
+        self.shared
+            .inline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .waiting
+            .extend(runs);
+        if !wake_now {
+            return;
+        }
+        match self.shared.wake.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            Some(w) => w.request_wake(vigil_protocol::WakeReason::Cron, crate::heartbeat::AGENT),
+            None => tracing::debug!("inline routines wait: no wake loop yet"),
+        }
+    }
+
+    /// The heartbeat was switched off: inline runs waiting for its turn run as jobs of
+    /// their own instead (those a heartbeat turn already took finish there).
+    pub fn heartbeat_turned_off(&self) {
+        self.run_waiting_as_jobs();
+    }
+
+    /// Inline runs waiting for a heartbeat turn run as jobs of their own.
+    pub(super) fn run_waiting_as_jobs(&self) {
+        let waiting = std::mem::take(&mut self.shared.inline.lock().unwrap_or_else(|e| e.into_inner()).waiting);
+        for c in waiting {
+            let this = self.clone();
+            self.shared.jobs.spawn(async move { this.run_isolated(c).await });
+        }
+    }
+
+    fn heartbeat_scheduled(&self) -> bool {
+        self.host().is_some_and(|h| h.heartbeat_scheduled())
+    }
+
+    pub(super) fn host(&self) -> Option<Arc<dyn super::JobHost>> {
+        self.shared.host.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Inline runs waiting for a heartbeat (for the heartbeat seam and tests).
+    pub fn inline_waiting(&self) -> Vec<DueTask> {
+        let q = self.shared.inline.lock().unwrap_or_else(|e| e.into_inner());
+        q.waiting.iter().map(due_task).collect()
+    }
+}
+
+pub(super) fn due_task(c: &Claimed) -> DueTask {
+    let description = match super::catch_up::told_words(&c.routine) {
+        Some(told) if c.routine.description.trim().is_empty() => told,
+        Some(told) => format!("{}\n{told}", c.routine.description),
+        None => c.routine.description.clone(),
+    };
+    DueTask {
+        id: c.routine.id.clone(),
+        title: c.routine.title.clone(),
+        description,
+        timeout: Duration::from_secs(u64::from(c.routine.timeout_seconds.max(1))),
+    }
+}
