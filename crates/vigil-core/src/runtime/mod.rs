@@ -192,6 +192,7 @@ impl Runtime {
         );
         let mut tools = ToolRegistry::with_builtins();
         crate::routines::tools::register(&mut tools, &routines);
+        tools.register(Arc::new(crate::tools::UpdatesTool::new(meta.clone())));
         let started_at = clock.now_ms();
         let mcp = crate::mcp::McpManager::open(data_dir, Secrets::new(data_dir), clock.clone(), emitter.clone());
         let inner = Arc::new_cyclic(|weak| {

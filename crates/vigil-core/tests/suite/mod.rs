@@ -28,4 +28,5 @@ mod support;
 mod tool_calls;
 mod trust;
 mod two_writers;
+mod updates;
 mod walls;
