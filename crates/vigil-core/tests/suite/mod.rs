@@ -15,6 +15,7 @@ mod images;
 mod inhibit;
 mod mcp;
 mod mcp_contain;
+mod presence;
 mod prompt_cache;
 mod provider;
 mod reflection;
