@@ -24,6 +24,7 @@ const settings: DesktopSettings = {
   continuation_limit: 10,
   approval_timeout_secs: 3600,
   keep_awake: true,
+  away_after_minutes: 60,
 };
 
 function show(patch: Partial<DesktopSettings> = {}, problem?: string) {

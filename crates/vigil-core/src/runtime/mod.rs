@@ -11,6 +11,7 @@
 
 mod activity;
 mod attachments;
+mod away;
 mod background;
 mod connection;
 mod continuation;
@@ -132,6 +133,12 @@ struct Inner {
     running_commands: std::sync::atomic::AtomicUsize,
     /// The MCP servers of `mcp.json`; they start with the background work.
     mcp: crate::mcp::McpManager,
+    /// What only the events tell of the time the user is away (fed by the sink's tap).
+    journal: crate::away::Journal,
+    /// Whether the user is at the computer, once background work started.
+    presence: OnceLock<crate::presence::PresenceWatch>,
+    /// An absence this long (ms) or longer gets a "While you were away" card.
+    away_after_ms: std::sync::atomic::AtomicI64,
 }
 
 impl Runtime {
@@ -179,6 +186,11 @@ impl Runtime {
         if let Err(e) = crate::heartbeat::file::write_template_once(workspace.root(), data_dir) {
             tracing::warn!("could not write the HEARTBEAT.md template: {e}");
         }
+        let journal = crate::away::Journal::default();
+        let sink = Arc::new(crate::away::Tap {
+            journal: journal.clone(),
+            inner: sink,
+        });
         let emitter = Emitter::new(sink, clock.clone());
         let system_events = SystemEvents::new();
         let routines = crate::routines::Scheduler::new(
@@ -241,6 +253,9 @@ impl Runtime {
                 logind_bus: Mutex::default(),
                 running_commands: Default::default(),
                 mcp,
+                journal,
+                presence: OnceLock::new(),
+                away_after_ms: Default::default(),
             }
         });
         let rt = Self { inner };
@@ -249,7 +264,8 @@ impl Runtime {
     }
 
     /// Applies what the desktop preferences say about working alone: the continuation
-    /// limit, the unattended approval timeout, keeping the computer awake. At once; the
+    /// limit, the unattended approval timeout, keeping the computer awake, the absence before
+    /// the "While you were away" card. At once; the
     /// desktop shell calls it again when they are saved.
     pub fn apply_desktop(&self, desktop: &vigil_protocol::DesktopSettings) {
         self.set_autonomy(
@@ -257,6 +273,7 @@ impl Runtime {
             std::time::Duration::from_secs(desktop.approval_timeout_secs.max(1)),
         );
         self.set_keep_awake(desktop.keep_awake);
+        self.set_away_after(desktop.away_after_minutes);
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -354,6 +371,7 @@ impl Runtime {
             Op::RemoveMcpServer { name } => self.mcp_op(mcp::McpOp::Remove(name)),
             Op::SetMcpServerTrusted { name, trusted } => self.mcp_op(mcp::McpOp::Trust(name, trusted)),
             Op::RestartMcpServer { name } => self.mcp_op(mcp::McpOp::Restart(name)),
+            Op::WindowInput => self.window_input(),
             Op::SetContinuationLimit { session_id, limit } => {
                 let done = self
                     .inner

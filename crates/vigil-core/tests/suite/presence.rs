@@ -15,8 +15,12 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 use vigil_core::clock::ManualClock;
 use vigil_core::presence::{Presence, PresenceSource, PresenceWatch};
+use vigil_core::protocol::{AwayKind, AwayLine, AwaySummary, AwayTarget, Event, ProviderKind, WakeReason};
+use vigil_core::Runtime;
+use vigil_fake_llm::{FakeLlm, Script, Step};
 
 use super::inhibit::{fixture, private_bus};
+use super::support::{next_matching, runtime};
 
 const BOUND: Duration = Duration::from_secs(10);
 const NOW_MS: i64 = 1_700_000_000_000;
@@ -149,4 +153,106 @@ async fn without_a_login_session_the_window_decides() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(watch.now(), Presence::Here);
+}
+
+/// Waits until the runtime sees `want`: each step of an absence must be seen before the next.
+async fn runtime_sees(rt: &Runtime, want: Presence) {
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while rt.presence() != want {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}, expected {want:?}",
+            rt.presence()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn found_the_session(rt: &Runtime) {
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while !matches!(rt.presence_source(), PresenceSource::Logind(_)) {
+        assert!(tokio::time::Instant::now() < deadline, "{:?}", rt.presence_source());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn back_after_an_hour_the_window_is_told_what_happened_and_after_ten_minutes_it_is_not() {
+    let bus = private_bus().await;
+    let mut desktop = Desktop::start(&bus.address, &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeLlm::start(Script::steps(vec![
+        Step::text("Disk /home is 91% full."),
+        Step::text("Disk /home is 92% full."),
+    ]))
+    .await
+    .unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    std::fs::write(
+        rt.workspace().join("HEARTBEAT.md"),
+        "- Tell me when the disk is over 90 %.\n",
+    )
+    .unwrap();
+    rt.set_logind_bus(&bus.address);
+    assert!(rt.start_background());
+    found_the_session(&rt).await;
+    let now = rt.clock().now_ms();
+
+    // Ten minutes idle: back too soon for a card, though the heartbeat reported meanwhile.
+    let ten_minutes_ago = now - 10 * 60_000;
+    desktop
+        .set(json!({"IdleHint": true, "IdleSinceHint": ten_minutes_ago * 1000}))
+        .await;
+    runtime_sees(
+        &rt,
+        Presence::Away {
+            since_ms: ten_minutes_ago,
+        },
+    )
+    .await;
+    rt.heartbeat_once(WakeReason::Manual).await;
+    desktop.set(json!({"IdleHint": false})).await;
+    runtime_sees(&rt, Presence::Here).await;
+    // Two hours idle by the desktop's word; the heartbeat reports once more.
+    let two_hours_ago = now - 2 * 3_600_000;
+    desktop
+        .set(json!({"IdleHint": true, "IdleSinceHint": two_hours_ago * 1000}))
+        .await;
+    runtime_sees(
+        &rt,
+        Presence::Away {
+            since_ms: two_hours_ago,
+        },
+    )
+    .await;
+    rt.heartbeat_once(WakeReason::Manual).await;
+    desktop.set(json!({"IdleHint": false})).await;
+    let summary = next_matching(&mut rx, |e| match e {
+        Event::WhileAway { summary } => Some(summary.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(
+        summary,
+        AwaySummary {
+            away_since: now - 2 * 3_600_000,
+            back_at: now,
+            lines: vec![AwayLine {
+                kind: AwayKind::Ran,
+                title: "Heartbeat".into(),
+                // Both runs lie in the two hours; the ten minutes' card was never sent.
+                text: "checked 2 times, reported 2 things".into(),
+                at: now,
+                target: AwayTarget::Conversation {
+                    session_id: "main".into(),
+                    message_ts: None,
+                    approval_id: None,
+                },
+            }],
+        }
+    );
+    while let Ok(e) = rx.try_recv() {
+        assert!(!matches!(e.event, Event::WhileAway { .. }), "one card: {e:?}");
+    }
+    rt.shutdown().await;
 }
