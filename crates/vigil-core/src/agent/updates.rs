@@ -141,9 +141,14 @@ fn in_full(groups: &[Group], events: usize) -> String {
     let mut out = String::from(BACKGROUND_UPDATES_HEADING);
     let older = groups.len().saturating_sub(DETAILED_UPDATES);
     if older > 0 {
+        let different = if groups.len() < events {
+            format!(" ({} different)", groups.len())
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "\n{events} updates: the newest {DETAILED_UPDATES} with their detail, the {older} older ones in one line \
-             each. Call the `{UPDATES_TOOL}` tool with an id to read that update in full."
+            "\n{events} updates{different}: the newest {DETAILED_UPDATES} with their detail, the {older} older ones in \
+             one line each. Call the `{UPDATES_TOOL}` tool with an id to read that update in full."
         ));
     }
     for g in &groups[..older] {
@@ -294,6 +299,16 @@ mod tests {
                 )
             })
             .collect();
+        let mut with_repeat = mailbox.clone();
+        with_repeat.push(update(
+            "id-60",
+            "job_completed",
+            "Result #59.",
+            Some("Details of #59."),
+            T + 60,
+        ));
+        let text = background_updates(&with_repeat).unwrap();
+        assert!(text.contains("61 updates (60 different): the newest 20 with their detail, the 40 older ones"));
         let text = background_updates(&mailbox).unwrap();
         assert!(text.chars().count() <= FULL_BOUND, "this many short ones fit in full");
         assert!(text.contains("60 updates: the newest 20 with their detail, the 40 older ones in one line each."));
