@@ -1,5 +1,6 @@
 //! The desktop preferences (close to tray, start at login, theme, notification kinds,
-//! workspace folder, continuing on its own, the unattended approval timeout): thin adapters
+//! workspace folder, continuing on its own, the unattended approval timeout, the absence
+//! before the "While you were away" card): thin adapters
 //! between the settings pane, the store's `desktop` entry, the login item
 //! (tauri-plugin-autostart), [`crate::lifecycle`] and the runtime's limits of acting alone.
 //! Reading a hand-edited entry is core's job ([`vigil_core::preferences`]); the theme is
@@ -101,6 +102,17 @@ pub async fn save_desktop_settings(
             ..error(
                 "invalid_approval_timeout",
                 "An unanswered approval must wait at least a minute before it is denied.",
+            )
+        });
+    }
+    if !(vigil_core::preferences::MIN_AWAY_AFTER_MINUTES..=vigil_core::preferences::MAX_AWAY_AFTER_MINUTES)
+        .contains(&settings.away_after_minutes)
+    {
+        return Err(CommandError {
+            field: Some("away_after_minutes".into()),
+            ..error(
+                "invalid_away_after",
+                "An absence is at least a minute and at most a day (1440 minutes).",
             )
         });
     }

@@ -37,6 +37,10 @@
 //! - [`wake`] — heartbeat wake requests: coalescing, priorities, retry, persisted pending wakes.
 //! - [`inhibit`] — a systemd-logind `sleep` lock held while any turn, job or background command
 //!   runs, released when nothing does; what Settings shows about it.
+//! - [`away`] — what happened while the user was away: the events a routine's log does not
+//!   keep (continuations, heartbeat runs, approvals waiting), and the card's lines.
+//! - [`presence`] — is the user at the computer? logind's idle and lock hints for the desktop
+//!   session, else input in the window.
 //! - [`heartbeat`] — `HEARTBEAT.md`, preflight, prompts, `HEARTBEAT_OK`, delivery to the mailbox.
 //! - [`routines`] — routines in `HEARTBEAT.md`'s task block: schedules in IANA zones, the one
 //!   scheduler loop (heartbeat interval + routines), claims, job sessions, the routine tools.
@@ -49,6 +53,7 @@
 
 pub mod agent;
 pub mod approval;
+pub mod away;
 pub mod beneath;
 pub mod children;
 pub mod clock;
@@ -61,6 +66,7 @@ pub mod inhibit;
 pub mod leftovers;
 pub mod mcp;
 pub mod preferences;
+pub mod presence;
 pub mod provider;
 pub mod routines;
 pub mod runtime;

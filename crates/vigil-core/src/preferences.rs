@@ -1,7 +1,8 @@
 //! # preferences
 //!
 //! Owns reading the desktop app's preferences (the `desktop` entry of `settings.json`:
-//! close to tray, start at login, theme, notification kinds, workspace folder) from a file
+//! close to tray, start at login, theme, notification kinds, workspace folder, how long an
+//! absence is before the "While you were away" card) from a file
 //! a person may have edited by hand, and choosing the workspace folder from them.
 //! Each field is read on its own: one with a wrong type or an unknown value falls back to
 //! its default with a warning naming it, and the others are kept.
@@ -24,6 +25,9 @@ pub const DESKTOP_KEY: &str = "desktop";
 pub const MAX_CONTINUATION_LIMIT: u32 = 1000;
 pub const MIN_APPROVAL_TIMEOUT_SECS: u64 = 10;
 pub const MAX_APPROVAL_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
+/// How long an absence must last for the "While you were away" card: a minute to a day.
+pub const MIN_AWAY_AFTER_MINUTES: u32 = 1;
+pub const MAX_AWAY_AFTER_MINUTES: u32 = 24 * 60;
 
 /// The `desktop` entry of `<data_dir>/settings.json`; missing (or an unreadable file, which
 /// [`crate::settings::load_file`] already reports) means defaults.
@@ -106,6 +110,16 @@ pub fn from_value(entry: Option<&Value>) -> DesktopSettingsView {
         "keep_awake",
         &mut |v| v.as_bool().map(|b| settings.keep_awake = b).is_some(),
         "true or false",
+    );
+    field(
+        "away_after_minutes",
+        &mut |v| {
+            v.as_u64()
+                .filter(|n| (MIN_AWAY_AFTER_MINUTES as u64..=MAX_AWAY_AFTER_MINUTES as u64).contains(n))
+                .map(|n| settings.away_after_minutes = n as u32)
+                .is_some()
+        },
+        "a number of minutes from 1 to 1440 (a day)",
     );
     if let Some(kinds) = fields.get("notifications") {
         match kinds.as_object() {
@@ -318,6 +332,21 @@ mod tests {
         assert_eq!(view.settings, DesktopSettings::default());
         assert_eq!(view.warnings.len(), 3, "{:?}", view.warnings);
         assert!(view.warnings[1].contains("from 10 to 604800"), "{:?}", view.warnings);
+    }
+
+    #[test]
+    fn the_absence_before_the_while_away_card_is_read_and_bounded() {
+        assert_eq!(
+            from_value(Some(&json!({"away_after_minutes": 5})))
+                .settings
+                .away_after_minutes,
+            5
+        );
+        for bad in [json!(0), json!(1441), json!("an hour")] {
+            let view = from_value(Some(&json!({ "away_after_minutes": bad })));
+            assert_eq!(view.settings.away_after_minutes, 60, "{bad}");
+            assert!(view.warnings[0].contains("from 1 to 1440"), "{:?}", view.warnings);
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! - [`settings`] — provider settings and the views the settings pane shows.
 //! - [`heartbeat`] — wake reasons, heartbeat statuses and settings, the background-update card.
 //! - [`routines`] — the routine list, drafts, run history and schedule previews.
+//! - [`away`] — the "While you were away" card: what ran, failed, waits and was missed.
 //! - [`health`] — the health check: what runs now, lock waits, mailbox and delivery counters.
 //! - [`preferences`] — the desktop app's own preferences (close to tray, start at login, theme).
 //! - [`mcp`] — MCP servers as Settings → Tools shows them, and an MCP call's approval card.
@@ -22,6 +23,7 @@
 //! types are generated from these with ts-rs into `ui/src/lib/protocol.ts`; the test in
 //! `tests/bindings.rs` fails when the checked-in file drifts from the Rust types.
 
+pub mod away;
 pub mod health;
 pub mod heartbeat;
 pub mod images;
@@ -33,6 +35,7 @@ pub mod settings;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+pub use away::{AwayKind, AwayLine, AwaySummary, AwayTarget};
 pub use health::{HealthStatus, HealthView, HeartbeatHealth, LaneHealth, LockHealth, MailboxHealth, RoutinesHealth};
 pub use heartbeat::{
     ActiveHours, BackgroundUpdate, HeartbeatSettings, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView,
@@ -45,7 +48,7 @@ pub use mcp::{
 };
 pub use preferences::{
     DesktopSettings, DesktopSettingsView, NotificationKind, NotificationKinds, Theme, DEFAULT_APPROVAL_TIMEOUT_SECS,
-    DEFAULT_CONTINUATION_LIMIT,
+    DEFAULT_AWAY_AFTER_MINUTES, DEFAULT_CONTINUATION_LIMIT,
 };
 pub use routines::{
     CatchUp, ExecutionMode, HeartbeatChecks, ParseStatus, RoutineDraft, RoutineRun, RoutineSaved, RoutineSource,
@@ -165,6 +168,9 @@ pub enum Op {
     SetMcpServerTrusted { name: String, trusted: bool },
     /// Stop a server if it runs and start it again (after a failure that gave up, say).
     RestartMcpServer { name: String },
+    /// The window saw the user's input (keys, pointer), sent a few times a minute at most:
+    /// where the desktop session cannot say whether the user is there, this does.
+    WindowInput,
 }
 
 /// How the user answered an approval request.
@@ -456,6 +462,9 @@ pub enum Event {
     /// The MCP servers changed (one started, failed, listed new tools; one was added,
     /// removed or switched), or a `list_mcp_servers` op asked.
     McpServersChanged { mcp: McpView },
+    /// The user came back after an absence of at least `away_after_minutes`, and something
+    /// happened meanwhile: the window shows it as one card.
+    WhileAway { summary: AwaySummary },
 }
 
 /// Why the model (or the runtime) ended a turn.
@@ -824,6 +833,10 @@ pub fn typescript_bindings() -> String {
         McpField::decl(&cfg),
         McpSecretField::decl(&cfg),
         McpCallCard::decl(&cfg),
+        AwaySummary::decl(&cfg),
+        AwayLine::decl(&cfg),
+        AwayKind::decl(&cfg),
+        AwayTarget::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from crates/vigil-protocol by `UPDATE_BINDINGS=1 cargo test -p vigil-protocol`.\n// Do not edit by hand.\n\nexport type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;\n",

@@ -39,12 +39,17 @@ pub struct DesktopSettings {
     pub approval_timeout_secs: u64,
     /// Keep the computer from sleeping while a turn, a routine or a background command runs.
     pub keep_awake: bool,
+    /// After an absence at least this long (idle or locked, by the desktop session), the
+    /// window shows what happened meanwhile in one "While you were away" card.
+    pub away_after_minutes: u32,
 }
 
 /// Continuations in a row without a user message (issue: bounded autonomy).
 pub const DEFAULT_CONTINUATION_LIMIT: u32 = 10;
 /// One hour for an unattended approval.
 pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 3600;
+/// An hour away before the "While you were away" card.
+pub const DEFAULT_AWAY_AFTER_MINUTES: u32 = 60;
 
 impl Default for DesktopSettings {
     fn default() -> Self {
@@ -57,6 +62,7 @@ impl Default for DesktopSettings {
             continuation_limit: DEFAULT_CONTINUATION_LIMIT,
             approval_timeout_secs: DEFAULT_APPROVAL_TIMEOUT_SECS,
             keep_awake: true,
+            away_after_minutes: DEFAULT_AWAY_AFTER_MINUTES,
         }
     }
 }
@@ -140,7 +146,8 @@ mod tests {
             json!({
                 "close_to_tray": true, "start_at_login": false, "theme": "system",
                 "notifications": {"processes": true, "routines": true, "heartbeat": true, "approvals": true},
-                "workspace": null, "continuation_limit": 10, "approval_timeout_secs": 3600, "keep_awake": true
+                "workspace": null, "continuation_limit": 10, "approval_timeout_secs": 3600, "keep_awake": true,
+                "away_after_minutes": 60
             })
         );
         assert!(NotificationKinds::default().allows(NotificationKind::Routine));

@@ -526,6 +526,8 @@ export const NOT_THE_CHATS = new Set([
   'health',
   // Settings → Tools' (the MCP servers).
   'mcp_servers_changed',
+  // The "While you were away" card's (`away/`), above every conversation.
+  'while_away',
 ] as const satisfies readonly EventEnvelope['type'][]);
 
 type NotTheChats = Extract<EventEnvelope, { type: typeof NOT_THE_CHATS extends Set<infer T> ? T : never }>;

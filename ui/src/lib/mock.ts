@@ -65,6 +65,7 @@ export function createMockBackend(variant: string): Backend {
     continuation_limit: 10,
     approval_timeout_secs: 3600,
     keep_awake: true,
+    away_after_minutes: 60,
   };
   const defaultWorkspace = '/home/you/.local/share/dev.vigil.desktop/workspace';
 

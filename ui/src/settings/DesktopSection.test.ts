@@ -24,6 +24,7 @@ const settings: DesktopSettings = {
   continuation_limit: 10,
   approval_timeout_secs: 3600,
   keep_awake: true,
+  away_after_minutes: 60,
 };
 
 function show(patch: Partial<DesktopSettings> = {}, problem?: string) {
@@ -100,5 +101,17 @@ describe('working on its own, in Settings', () => {
     setNumber(el<HTMLInputElement>('settings-approval-timeout')!, '0');
     expect(change).not.toHaveBeenCalled();
     expect(el('settings-approval-timeout-error')!.textContent).toMatch(/from 1 to 1440/);
+  });
+
+  it('saves the absence before the "While you were away" card, in minutes, and refuses 0', async () => {
+    const { el, change } = show();
+    expect(el<HTMLInputElement>('settings-away-after')!.value).toBe('60');
+    setNumber(el<HTMLInputElement>('settings-away-after')!, '0');
+    expect(change).not.toHaveBeenCalled();
+    expect(el('settings-away-after-error')!.textContent).toMatch(/from 1 to 1440/);
+    setNumber(el<HTMLInputElement>('settings-away-after')!, '90');
+    expect(change).toHaveBeenLastCalledWith('away_after_minutes', 90);
+    expect(el('settings-away-after-error')).toBeNull();
+    await saved();
   });
 });

@@ -1,6 +1,7 @@
 // The "Working on its own" settings, pure: how many turns in a row Vigil may take by itself
-// after a background command it started ends (0: never), and how long an unattended
-// approval waits before it is denied. The pane types minutes; the core keeps seconds.
+// after a background command it started ends (0: never), how long an unattended approval
+// waits before it is denied (the pane types minutes; the core keeps seconds), and how long
+// an absence is before the "While you were away" card.
 
 /** vigil-protocol `DEFAULT_CONTINUATION_LIMIT`: what "on" goes back to. */
 export const DEFAULT_LIMIT = 10;
@@ -35,4 +36,16 @@ export function parseTimeoutMinutes(text: string): Parsed {
 /** Saved seconds as the field shows them (rounded up: a 90 s timeout shows as 2). */
 export function minutesOf(secs: number): number {
   return Math.max(1, Math.ceil(secs / 60));
+}
+
+/** vigil-core `MAX_AWAY_AFTER_MINUTES`: a day. */
+export const MAX_AWAY_MINUTES = 24 * 60;
+
+/** The absence before the "While you were away" card, in minutes, as saved. */
+export function parseAwayMinutes(text: string): Parsed {
+  const n = whole(text);
+  if (n === null || n < 1 || n > MAX_AWAY_MINUTES) {
+    return { ok: false, error: `Enter a whole number of minutes from 1 to ${MAX_AWAY_MINUTES} (24 hours).` };
+  }
+  return { ok: true, value: n };
 }

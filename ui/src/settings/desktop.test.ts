@@ -36,6 +36,7 @@ describe('desktop preferences', () => {
       continuation_limit: 10,
       approval_timeout_secs: 3600,
       keep_awake: true,
+      away_after_minutes: 60,
     };
   });
 

@@ -3,15 +3,9 @@
 //! background updates). Keeping the system prompt byte-identical from turn to turn lets
 //! providers reuse their prompt cache; only a change to the workspace files changes it.
 
-use std::collections::HashMap;
-
 use vigil_protocol::{ContentBlock, Message, MessageKind, Role};
 
-use crate::session::MailboxEvent;
 use crate::workspace::PromptFiles;
-
-/// Heads the mailbox block at the top of a primary turn's context (seed 003 §4.5).
-pub const BACKGROUND_UPDATES_HEADING: &str = "## Background Updates";
 
 /// The fixed part of the system prompt.
 const IDENTITY: &str = "You are Vigil, a desktop AI agent working for one user on their own computer. \
@@ -51,83 +45,6 @@ pub fn volatile_context(now_ms: i64, sections: &[String]) -> String {
     out
 }
 
-/// At most this many distinct updates are listed, the newest; older ones are counted.
-pub const LISTED_UPDATES: usize = 20;
-
-/// The `## Background Updates` block from a mailbox snapshot (seed 003 §4.5), or `None`
-/// for an empty mailbox.
-///
-/// After a long time away the mailbox can hold hundreds of updates, most of them the same
-/// routine saying the same thing. So an update that repeats another word for word is listed
-/// once, where it last came, with how often it came (seed 003's `dedupe_key`: the same
-/// thing said again); and only the newest [`LISTED_UPDATES`] distinct ones are listed, the
-/// older ones counted by kind (its `suppress_if_stale`). Every event is still acknowledged
-/// after the turn: the user saw each as it came.
-pub fn background_updates(mailbox: &[MailboxEvent]) -> Option<String> {
-    if mailbox.is_empty() {
-        return None;
-    }
-    /// One distinct update (its text is the key): its kind, how often it came, when it last came.
-    struct Distinct<'a> {
-        kind: &'a str,
-        count: usize,
-        last: (usize, i64),
-    }
-    let mut distinct: HashMap<String, Distinct> = HashMap::new();
-    for (i, e) in mailbox.iter().enumerate() {
-        let kind = if e.event_type.is_empty() {
-            &e.source
-        } else {
-            &e.event_type
-        };
-        let mut text = format!("- [{kind}] {}", e.summary);
-        if let Some(detail) = e.detail.as_deref().filter(|d| !d.trim().is_empty()) {
-            text.push_str("\n  Detail: ");
-            text.push_str(&detail.trim().replace('\n', "\n  "));
-        }
-        let entry = distinct.entry(text).or_insert(Distinct {
-            kind,
-            count: 0,
-            last: (i, e.created_at),
-        });
-        entry.count += 1;
-        entry.last = (i, e.created_at);
-    }
-    // In the order of their last arrival.
-    let mut distinct: Vec<(String, Distinct)> = distinct.into_iter().collect();
-    distinct.sort_by_key(|(_, d)| d.last.0);
-
-    let mut out = String::from(BACKGROUND_UPDATES_HEADING);
-    let older = distinct.len().saturating_sub(LISTED_UPDATES);
-    if older > 0 {
-        let mut by_kind: Vec<(&str, usize)> = Vec::new();
-        for (_, d) in &distinct[..older] {
-            match by_kind.iter_mut().find(|(kind, _)| *kind == d.kind) {
-                Some((_, n)) => *n += d.count,
-                None => by_kind.push((d.kind, d.count)),
-            }
-        }
-        let total: usize = by_kind.iter().map(|(_, n)| n).sum();
-        let kinds: Vec<String> = by_kind.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
-        out.push_str(&format!(
-            "\n- ({total} older updates not listed: {}. The user was shown each as it came.)",
-            kinds.join(", ")
-        ));
-    }
-    for (text, d) in &distinct[older..] {
-        out.push('\n');
-        out.push_str(text);
-        if d.count > 1 {
-            out.push_str(&format!(
-                "\n  (Came {} times, the last at {}.)",
-                d.count,
-                short_time(d.last.1)
-            ));
-        }
-    }
-    Some(out)
-}
-
 /// The last `limit` messages or a few more: the kept part starts at a plain user message,
 /// so no tool result loses its call. Summaries are dropped with what they summarise.
 pub fn latest(transcript: Vec<Message>, limit: usize) -> Vec<Message> {
@@ -147,7 +64,7 @@ pub fn latest(transcript: Vec<Message>, limit: usize) -> Vec<Message> {
 }
 
 /// A local date and time to the minute, without the zone (the context names it once).
-fn short_time(ms: i64) -> String {
+pub(super) fn short_time(ms: i64) -> String {
     in_local_time(ms, |_, local| local.format("%Y-%m-%d %H:%M").to_string())
 }
 
@@ -187,62 +104,6 @@ mod tests {
         assert!(t.contains("2026-11-2"), "{t}");
         // The offset always, with the zone's name before it when the system names one.
         assert!(t.contains("UTC+") || t.contains("UTC-"), "{t}");
-    }
-
-    fn update(kind: &str, summary: &str, at: i64) -> MailboxEvent {
-        MailboxEvent {
-            event_id: format!("{kind}-{at}"),
-            source: "main".into(),
-            summary: summary.into(),
-            detail: None,
-            created_at: at,
-            run_id: None,
-            event_type: kind.into(),
-            priority: 1,
-            dedupe_key: None,
-            claim: None,
-        }
-    }
-
-    #[test]
-    fn an_update_repeated_word_for_word_is_listed_once_where_it_last_came() {
-        let mailbox = [
-            update("job_completed", "Time to drink water.", 1),
-            update("heartbeat_result", "Disk /home is 91% full.", 2),
-            update("job_completed", "Time to drink water.", 3),
-            update("job_completed", "Time to drink water.", 4),
-        ];
-        let text = background_updates(&mailbox).unwrap();
-        assert_eq!(text.matches("drink water").count(), 1, "{text}");
-        assert!(text.contains("(Came 3 times, the last at "), "{text}");
-        // In the order they last came: the disk first, then the water.
-        assert!(
-            text.find("Disk /home").unwrap() < text.find("drink water").unwrap(),
-            "{text}"
-        );
-        assert!(!text.contains("older updates"), "{text}");
-    }
-
-    #[test]
-    fn after_a_long_time_away_only_the_newest_updates_are_listed_and_the_rest_counted() {
-        let mut mailbox: Vec<MailboxEvent> = (0..25)
-            .map(|i| update("job_completed", &format!("Result #{i}."), i))
-            .collect();
-        mailbox.extend((25..28).map(|i| update("heartbeat_result", "Disk /home is 91% full.", i)));
-        let text = background_updates(&mailbox).unwrap();
-        // 26 distinct: the oldest 6 results are counted, the newest 20 listed.
-        assert!(
-            text.contains("- (6 older updates not listed: 6 job_completed."),
-            "{text}"
-        );
-        assert!(!text.contains("Result #5."), "{text}");
-        assert!(text.contains("Result #6.") && text.contains("Result #24."), "{text}");
-        assert_eq!(
-            text.lines().filter(|l| l.starts_with("- [")).count(),
-            LISTED_UPDATES,
-            "{text}"
-        );
-        assert!(background_updates(&[]).is_none());
     }
 
     #[test]

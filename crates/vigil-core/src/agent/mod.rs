@@ -29,6 +29,7 @@ mod images;
 mod overflow;
 mod policy;
 mod saving;
+mod updates;
 
 use std::sync::Arc;
 
@@ -43,12 +44,12 @@ use crate::tools::ToolRegistry;
 use crate::workspace::Workspace;
 
 pub use compact::{estimate_view, request_view, SUMMARY_HEADING};
-pub use context::{background_updates, BACKGROUND_UPDATES_HEADING};
 pub use effects::{EffectWatch, Effects};
 use overflow::Overflow;
 pub use policy::AgentConfig;
 use policy::Policy;
 use saving::Saving;
+pub use updates::{background_updates, BACKGROUND_UPDATES_HEADING, UPDATES_TOOL};
 
 /// What the user sent: the text, and the images sent with it (already stored with the
 /// session, so each is an [`ContentBlock::Image`]).

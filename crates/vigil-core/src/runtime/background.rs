@@ -82,6 +82,7 @@ impl Runtime {
         // Each MCP server on a task of its own: none delays the rest of the start.
         self.inner.mcp.start();
         self.start_inhibitor();
+        self.start_presence();
         // One loop owns all timing: the heartbeat interval and the routines.
         let scheduler = self.inner.routines.clone();
         scheduler.set_wake(wake.clone());

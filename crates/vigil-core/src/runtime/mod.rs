@@ -11,7 +11,9 @@
 
 mod activity;
 mod attachments;
+mod away;
 mod background;
+mod connection;
 mod continuation;
 mod health;
 mod lanes;
@@ -33,8 +35,8 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use vigil_protocol::{
-    ApprovalPolicy, ConnectionVerdict, ErrorKind, Event, Message, NotificationKind, Op, ProviderSettings,
-    SessionSummary, SettingsView, Source,
+    ApprovalPolicy, ErrorKind, Event, Message, NotificationKind, Op, ProviderSettings, SessionSummary, SettingsView,
+    Source,
 };
 
 use crate::agent::AgentConfig;
@@ -131,6 +133,12 @@ struct Inner {
     running_commands: std::sync::atomic::AtomicUsize,
     /// The MCP servers of `mcp.json`; they start with the background work.
     mcp: crate::mcp::McpManager,
+    /// What only the events tell of the time the user is away (fed by the sink's tap).
+    journal: crate::away::Journal,
+    /// Whether the user is at the computer, once background work started.
+    presence: OnceLock<crate::presence::PresenceWatch>,
+    /// An absence this long (ms) or longer gets a "While you were away" card.
+    away_after_ms: std::sync::atomic::AtomicI64,
 }
 
 impl Runtime {
@@ -178,6 +186,11 @@ impl Runtime {
         if let Err(e) = crate::heartbeat::file::write_template_once(workspace.root(), data_dir) {
             tracing::warn!("could not write the HEARTBEAT.md template: {e}");
         }
+        let journal = crate::away::Journal::default();
+        let sink = Arc::new(crate::away::Tap {
+            journal: journal.clone(),
+            inner: sink,
+        });
         let emitter = Emitter::new(sink, clock.clone());
         let system_events = SystemEvents::new();
         let routines = crate::routines::Scheduler::new(
@@ -192,6 +205,7 @@ impl Runtime {
         );
         let mut tools = ToolRegistry::with_builtins();
         crate::routines::tools::register(&mut tools, &routines);
+        tools.register(Arc::new(crate::tools::UpdatesTool::new(meta.clone())));
         let started_at = clock.now_ms();
         let mcp = crate::mcp::McpManager::open(data_dir, Secrets::new(data_dir), clock.clone(), emitter.clone());
         let inner = Arc::new_cyclic(|weak| {
@@ -239,6 +253,9 @@ impl Runtime {
                 logind_bus: Mutex::default(),
                 running_commands: Default::default(),
                 mcp,
+                journal,
+                presence: OnceLock::new(),
+                away_after_ms: Default::default(),
             }
         });
         let rt = Self { inner };
@@ -247,7 +264,8 @@ impl Runtime {
     }
 
     /// Applies what the desktop preferences say about working alone: the continuation
-    /// limit, the unattended approval timeout, keeping the computer awake. At once; the
+    /// limit, the unattended approval timeout, keeping the computer awake, the absence before
+    /// the "While you were away" card. At once; the
     /// desktop shell calls it again when they are saved.
     pub fn apply_desktop(&self, desktop: &vigil_protocol::DesktopSettings) {
         self.set_autonomy(
@@ -255,6 +273,7 @@ impl Runtime {
             std::time::Duration::from_secs(desktop.approval_timeout_secs.max(1)),
         );
         self.set_keep_awake(desktop.keep_awake);
+        self.set_away_after(desktop.away_after_minutes);
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -352,6 +371,7 @@ impl Runtime {
             Op::RemoveMcpServer { name } => self.mcp_op(mcp::McpOp::Remove(name)),
             Op::SetMcpServerTrusted { name, trusted } => self.mcp_op(mcp::McpOp::Trust(name, trusted)),
             Op::RestartMcpServer { name } => self.mcp_op(mcp::McpOp::Restart(name)),
+            Op::WindowInput => self.window_input(),
             Op::SetContinuationLimit { session_id, limit } => {
                 let done = self
                     .inner
@@ -515,33 +535,6 @@ impl Runtime {
             .map_err(|e| e.to_string())
     }
 
-    /// Tries the given settings without saving them. `api_key` overrides the stored key.
-    pub async fn test_connection(&self, provider: ProviderSettings, api_key: Option<String>) -> ConnectionVerdict {
-        if let Err(message) = settings::validate(&provider) {
-            return ConnectionVerdict { ok: false, message };
-        }
-        let mut resolved = settings::resolve(Some(provider), &self.inner.secrets, vec![]);
-        if let Some(key) = api_key.filter(|k| !k.trim().is_empty()) {
-            resolved.config.api_key = Some(key.trim().to_string());
-        }
-        let client = match ModelClient::new(resolved.config, self.inner.clock.clone()) {
-            Ok(c) => c,
-            Err(e) => {
-                return ConnectionVerdict {
-                    ok: false,
-                    message: e.to_string(),
-                }
-            }
-        };
-        match client.test_connection(&self.inner.shutdown.child_token()).await {
-            Ok(message) => ConnectionVerdict { ok: true, message },
-            Err(e) => ConnectionVerdict {
-                ok: false,
-                message: e.to_string(),
-            },
-        }
-    }
-
     /// Cancels running turns and background work and waits until each has saved what it had.
     /// Done once: the desktop shell calls it on its way out and again as the event loop
     /// exits (for exits that did not go its way), and the second call returns at once.
@@ -598,98 +591,4 @@ impl Runtime {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::clock::ManualClock;
-    use crate::events::CollectingSink;
-    use vigil_protocol::StopReason;
-
-    /// A message that makes its turn panic (see `run_turn`).
-    pub(super) const PLANTED_BUG: &str = "<panic in this turn>";
-
-    #[tokio::test]
-    async fn a_turn_that_panics_is_reported_and_frees_its_conversation() {
-        let dir = tempfile::tempdir().unwrap();
-        let sink = CollectingSink::default();
-        let rt = Runtime::new(
-            dir.path(),
-            Arc::new(ManualClock::new(1_700_000_000_000)),
-            Arc::new(sink.clone()),
-        )
-        .unwrap();
-        let say = |text: &str| Op::UserMessage {
-            text: text.into(),
-            session_id: None,
-            attachments: vec![],
-        };
-        rt.submit(say(PLANTED_BUG));
-        rt.idle().await;
-        let events: Vec<Event> = sink.take().into_iter().map(|e| e.event).collect();
-        assert!(
-            events
-                .iter()
-                .any(|e| matches!(e, Event::Error { kind: ErrorKind::Internal, message }
-                if message.contains("a planted bug") && message.contains("send your message again"))),
-            "{events:?}"
-        );
-        assert!(
-            events.iter().any(|e| matches!(
-                e,
-                Event::TurnFinished {
-                    stop_reason: StopReason::Error,
-                    ..
-                }
-            )),
-            "{events:?}"
-        );
-        assert!(!rt.is_busy(PRIMARY_SESSION));
-        // The next message gets a turn of its own instead of queueing behind the dead one.
-        rt.submit(say("hello again"));
-        rt.idle().await;
-        let events: Vec<Event> = sink.take().into_iter().map(|e| e.event).collect();
-        assert!(
-            !events.iter().any(|e| matches!(e, Event::MessageQueued { .. })),
-            "{events:?}"
-        );
-        assert!(
-            events.iter().any(|e| matches!(e, Event::TurnStarted { .. })),
-            "{events:?}"
-        );
-    }
-
-    #[test]
-    fn the_saved_desktop_preferences_set_how_vigil_works_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("settings.json"),
-            r#"{"desktop": {"continuation_limit": 0, "approval_timeout_secs": 90, "keep_awake": false}}"#,
-        )
-        .unwrap();
-        let rt = Runtime::new(
-            dir.path(),
-            Arc::new(ManualClock::new(1_700_000_000_000)),
-            Arc::new(CollectingSink::default()),
-        )
-        .unwrap();
-        assert_eq!(rt.approval_timeout(), std::time::Duration::from_secs(90));
-        assert_eq!(rt.inner.autonomy.limit(), 0, "continuing on its own is off");
-        assert_eq!(rt.keep_awake_status(), crate::inhibit::InhibitorStatus::Off);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn shutdown_stops_waiting_for_a_stuck_task_after_the_grace_period() {
-        let dir = tempfile::tempdir().unwrap();
-        let rt = Runtime::new(
-            dir.path(),
-            Arc::new(ManualClock::new(1_700_000_000_000)),
-            Arc::new(CollectingSink::default()),
-        )
-        .unwrap();
-        // A task that ignores cancellation: shutdown must not hang on it (Quit, SIGTERM).
-        rt.inner.tasks.spawn(std::future::pending::<()>());
-        let started = tokio::time::Instant::now();
-        let done = tokio::time::timeout(SHUTDOWN_GRACE * 2, rt.shutdown()).await;
-        assert!(done.is_ok(), "shutdown hung on the stuck task");
-        assert_eq!(started.elapsed(), SHUTDOWN_GRACE);
-    }
-}
+mod tests;

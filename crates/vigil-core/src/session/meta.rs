@@ -336,6 +336,7 @@ impl MetaStore {
             suffix::META_BAK,
             suffix::META_BAK_TMP,
             suffix::META_CORRUPT,
+            suffix::UPDATES,
         ] {
             let path = self.file(id, sfx);
             match fs::remove_file(&path) {
@@ -422,13 +423,20 @@ impl MetaStore {
     }
 
     /// Removes the events a successful turn consumed (seed 003 §4.5 `ack_drain`); events
-    /// that arrived meanwhile stay.
+    /// that arrived meanwhile stay. What it removes is kept in the session's archive of read
+    /// updates ([`super::archive`]), under the same lock, so the agent can still open it.
     pub async fn ack_drain(&self, id: &str, event_ids: &[String]) -> Result<SessionMeta, SessionError> {
+        let archive = self.file(id, suffix::UPDATES);
         let (meta, removed) = self
             .update_atomic_async(id, |m| {
-                let before = m.mailbox.len();
-                m.mailbox.retain(|e| !event_ids.contains(&e.event_id));
-                before - m.mailbox.len()
+                let (read, kept): (Vec<MailboxEvent>, Vec<MailboxEvent>) = std::mem::take(&mut m.mailbox)
+                    .into_iter()
+                    .partition(|e| event_ids.contains(&e.event_id));
+                m.mailbox = kept;
+                if let Err(e) = super::archive::append(&archive, &read) {
+                    tracing::warn!("could not keep the read updates in {}: {e}", archive.display());
+                }
+                read.len()
             })
             .await?;
         self.mailbox_counts.drained.fetch_add(removed as u64, Ordering::Relaxed);

@@ -9,12 +9,16 @@
 //! - `<id>.blobs/<sha256>.<ext>` — the session's images ([`blobs`]), written once each and
 //!   named from the transcript by hash.
 //!
+//! - `<id>.updates.ndjson` — the background updates turns have read and acknowledged
+//!   ([`archive`]), so the agent can still open one by its id.
+//!
 //! and [`drain`], which keeps a mailbox event with one turn between showing and acknowledging
 //! it, and [`repair`], which makes a loaded history safe to send to a provider.
 //!
 //! Must never: write a session file without holding its lock; overwrite a file it could not
 //! read without keeping a copy; drop a whole session because one part of it is bad.
 
+pub mod archive;
 pub mod blobs;
 pub mod drain;
 pub mod lock;
@@ -113,6 +117,8 @@ pub(crate) mod suffix {
     pub const META_CORRUPT: &str = ".meta.json.corrupt";
     pub const META_BAK_CORRUPT: &str = ".meta.json.bak.corrupt";
     pub const LOCK: &str = ".lock";
+    /// The background updates turns have read ([`super::archive`]).
+    pub const UPDATES: &str = ".updates.ndjson";
     /// A folder, not a file: the session's images.
     pub const BLOBS: &str = ".blobs";
 }

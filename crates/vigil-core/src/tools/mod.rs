@@ -3,7 +3,8 @@
 //! Owns what the model can do besides talk: the [`Tool`] trait, the [`ToolRegistry`] the agent
 //! loop asks for specs and runs calls through, the built-in file tools `read`, `write` and
 //! `edit`, which only touch files inside the agent's workspace (see [`resolve_path`]), and the
-//! `exec` and `process` tools over the process registry ([`crate::exec`]).
+//! `exec` and `process` tools over the process registry ([`crate::exec`]), and `updates`,
+//! which opens a background update by its id.
 //!
 //! Every failure a tool meets — bad arguments, a missing file, a panic, cancellation — comes
 //! back as a [`ToolOutput`] with `is_error: true` and a message the model can act on, because
@@ -19,6 +20,7 @@ mod path;
 mod process;
 mod read;
 mod truncate;
+mod updates;
 mod write;
 
 use std::path::PathBuf;
@@ -36,6 +38,7 @@ pub use path::{resolve_path, PathError, ResolvedPath};
 pub use process::{encode_keys, ProcessTool};
 pub use read::ReadTool;
 pub use truncate::truncate_head_tail;
+pub use updates::UpdatesTool;
 pub use write::WriteTool;
 
 /// Asks whether the agent may do something (the approval policy of this turn).

@@ -33,9 +33,9 @@ use super::support::{headless, numbered_echo_and_wake_only_heartbeat};
 struct Observed {
     /// `(session, message as JSON text)` for every `message_appended`.
     saved: Vec<(String, String)>,
-    /// Mailbox event id → the text a turn that reads it sends to the provider, in the form
+    /// Mailbox event id → what a turn that reads it sends to the provider of it, in the form
     /// [`request_text`] holds it ([`as_sent`]).
-    deposited: HashMap<String, String>,
+    deposited: HashMap<String, Vec<String>>,
     /// Mailbox event id → how many provider requests there were when its ack was seen.
     read: HashMap<String, usize>,
     turns_finished: usize,
@@ -57,12 +57,12 @@ struct Deliveries {
 }
 
 impl Deliveries {
-    fn update(&mut self, deposited: &HashMap<String, String>, requests: &[String]) {
-        for (id, text) in deposited {
+    fn update(&mut self, deposited: &HashMap<String, Vec<String>>, requests: &[String]) {
+        for (id, needles) in deposited {
             // A new update is looked for in every request, a known one in the new requests.
             let from = if self.at.contains_key(id) { self.scanned } else { 0 };
             let hits = self.at.entry(id.clone()).or_default();
-            hits.extend((from..requests.len()).filter(|&i| requests[i].contains(text.as_str())));
+            hits.extend((from..requests.len()).filter(|&i| needles.iter().all(|n| requests[i].contains(n.as_str()))));
         }
         self.scanned = requests.len();
     }
@@ -89,17 +89,26 @@ fn spawn(dir: &Path, fake: &FakeLlm) -> Child {
         .expect("start vigil-headless")
 }
 
-/// An update as a turn's context shows it (`agent/context.rs`: the detail trimmed, each of
-/// its line breaks indented two spaces, the summary when there is no detail), with the line
-/// break that always follows it, escaped as it is inside a request's JSON text. The line break
-/// is the terminator: `… #5` is not found inside `… #50`.
-fn as_sent(summary: &str, detail: Option<&str>) -> String {
-    let shown = match detail.filter(|d| !d.trim().is_empty()) {
-        Some(d) => format!("\n  Detail: {}\n", d.trim().replace('\n', "\n  ")),
-        None => format!("] {summary}\n"),
-    };
-    let json = serde_json::to_string(&shown).unwrap();
-    json[1..json.len() - 1].to_string()
+/// What a turn that reads an update must send of it, escaped as inside a request's JSON
+/// text: its id, which every shape of the context block gives (`agent/updates.rs`), and the
+/// start of its summary's first line, which every shape short of a digest past its own bound
+/// quotes (never reached here: a few updates at a time).
+fn as_sent(id: &str, summary: &str) -> Vec<String> {
+    let first: String = summary
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .chars()
+        .take(100)
+        .collect();
+    [id.to_string(), first]
+        .iter()
+        .map(|s| {
+            let json = serde_json::to_string(s).unwrap();
+            json[1..json.len() - 1].to_string()
+        })
+        .collect()
 }
 
 /// Reads the runner's events into `observed` until its stdout closes.
@@ -120,8 +129,9 @@ fn watch(child: &mut Child, observed: Arc<Mutex<Observed>>, fake: Arc<FakeLlm>) 
                 }
                 "background_update" => {
                     let u = &event["update"];
-                    let sent = as_sent(u["summary"].as_str().unwrap_or_default(), u["detail"].as_str());
-                    o.deposited.insert(u["event_id"].as_str().unwrap().to_string(), sent);
+                    let id = u["event_id"].as_str().unwrap();
+                    let sent = as_sent(id, u["summary"].as_str().unwrap_or_default());
+                    o.deposited.insert(id.to_string(), sent);
                 }
                 // A storage failure is what this run exists to catch: never let one pass.
                 "error" => o.errors.push(event.to_string()),
@@ -223,7 +233,7 @@ fn check(dir: &Path, observed: &mut Observed, floor: &HashMap<String, u64>, requ
     let on_disk = meta.load("main").map(|l| l.meta.mailbox).unwrap_or_default();
     // A deposit the kill cut off before its card was announced is tracked from here on.
     for e in &on_disk {
-        let sent = as_sent(&e.summary, e.detail.as_deref());
+        let sent = as_sent(&e.event_id, &e.summary);
         observed.deposited.entry(e.event_id.clone()).or_insert(sent);
     }
     let mailbox: HashSet<String> = on_disk.into_iter().map(|e| e.event_id).collect();

@@ -23,19 +23,19 @@ const QUIET: Duration = Duration::from_millis(600);
 const NO_LOGIND: &str = "The system bus has no systemd-logind (org.freedesktop.login1), so Vigil cannot keep the \
                          computer awake while work runs.";
 
-fn fixture(name: &str) -> PathBuf {
+pub(super) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 /// A private bus; the daemon dies with this value, its socket with the folder.
-struct Bus {
-    address: String,
+pub(super) struct Bus {
+    pub(super) address: String,
     _daemon: Child,
     /// Holds the socket; a test also points at a path in it where no bus listens.
     dir: tempfile::TempDir,
 }
 
-async fn private_bus() -> Bus {
+pub(super) async fn private_bus() -> Bus {
     let dir = tempfile::tempdir().expect("temp folder");
     let mut daemon = Command::new("dbus-daemon")
         .arg(format!("--config-file={}", fixture("private-bus.conf").display()))
