@@ -1,9 +1,16 @@
 //! The tray icon: what runs, the next routine, pause, open, quit; and the icon's "something
 //! needs you" state: unread background updates or an approval waiting, as the window
 //! reports them, and approvals waiting as the runtime's events say (so the badge shows while
-//! an unattended run waits even when the window is hidden and runs no scripts). The menu is
-//! rebuilt from a [`TrayModel`] whenever processes start or exit, background activity is
-//! paused or resumed, or the attention state changes.
+//! an unattended run waits even when the window is hidden and runs no scripts). The menu
+//! follows a [`TrayModel`] whenever processes start or exit, background activity is paused or
+//! resumed, or the attention state changes.
+//!
+//! The menu is built once and then edited in place, never replaced: a panel shows items by
+//! their D-Bus ids and sends a click to the id it showed, so a rebuilt menu turned a click in
+//! flight into "does not refer to a menu item" (lost), and a rebuild whose model was read
+//! just before a click landed put the old check mark back over the click's. For the same
+//! reason the pause state is read on the main thread, where clicks are handled, at the
+//! moment it is shown: what the menu shows is never older than the last click.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -103,9 +110,21 @@ pub fn next_routine_line(runtime: &Runtime) -> String {
     runtime.next_routine_line()
 }
 
+/// The items of the menu that change, kept to edit them in place.
+struct Items {
+    menu: Menu<Wry>,
+    processes: MenuItem<Wry>,
+    routine: MenuItem<Wry>,
+    pause: CheckMenuItem<Wry>,
+    /// One item per line under "N processes running", in order; added and removed as the
+    /// count changes. `std` lock: taken only on the main thread, never across an await.
+    process_lines: Mutex<Vec<MenuItem<Wry>>>,
+}
+
 /// The tray's shell-side state.
 pub struct TrayState {
     icon: TrayIcon<Wry>,
+    items: Items,
     /// The window's last report: unread background updates or an approval waiting.
     attention: AtomicBool,
     /// Approval requests not answered yet, from the runtime's events. `std` lock: held to
@@ -113,82 +132,78 @@ pub struct TrayState {
     approvals: Mutex<HashSet<String>>,
     /// A refresh is queued; more changes meanwhile ride along with it.
     refresh_queued: AtomicBool,
+    /// Held by a refresh from reading the processes to handing the edit to the main thread,
+    /// so edits reach the menu in the order their reads were made (a Tokio lock: held across
+    /// the read's await).
+    refreshing: tokio::sync::Mutex<()>,
 }
 
 /// Creates the tray icon. Where the desktop has no tray (no StatusNotifier host) it is
 /// simply not shown; the window and a second launch still reach the app.
 pub fn create(app: &AppHandle) -> tauri::Result<()> {
-    let model = TrayModel::new(
-        &[],
-        next_routine_line(&app.state::<AppState>().runtime),
-        false,
-        false,
-        0,
-    );
+    let runtime = &app.state::<AppState>().runtime;
+    let model = TrayModel::new(&[], next_routine_line(runtime), runtime.is_paused(), false, 0);
+    let items = Items {
+        menu: Menu::new(app)?,
+        processes: MenuItem::with_id(app, "processes", &model.processes, false, None::<&str>)?,
+        routine: MenuItem::with_id(app, "routine", &model.next_routine, false, None::<&str>)?,
+        pause: CheckMenuItem::with_id(
+            app,
+            PAUSE,
+            "Pause background activity",
+            true,
+            model.paused,
+            None::<&str>,
+        )?,
+        process_lines: Mutex::default(),
+    };
+    items.menu.append(&items.processes)?;
+    items.menu.append(&items.routine)?;
+    items.menu.append(&PredefinedMenuItem::separator(app)?)?;
+    items.menu.append(&items.pause)?;
+    items.menu.append(&PredefinedMenuItem::separator(app)?)?;
+    items
+        .menu
+        .append(&MenuItem::with_id(app, OPEN, "Open Vigil", true, None::<&str>)?)?;
+    items
+        .menu
+        .append(&MenuItem::with_id(app, QUIT, "Quit", true, None::<&str>)?)?;
     let icon = TrayIconBuilder::with_id(TRAY_ID)
         .icon(ICON)
         .tooltip(&model.tooltip)
-        .menu(&menu(app, &model)?)
+        .menu(&items.menu)
         .show_menu_on_left_click(true)
         .on_menu_event(on_menu_event)
         .build(app)?;
     app.manage(TrayState {
         icon,
+        items,
         attention: AtomicBool::new(false),
         approvals: Mutex::default(),
         refresh_queued: AtomicBool::new(false),
+        refreshing: tokio::sync::Mutex::new(()),
     });
     Ok(())
 }
 
-fn menu(app: &AppHandle, model: &TrayModel) -> tauri::Result<Menu<Wry>> {
-    let menu = Menu::new(app)?;
-    menu.append(&MenuItem::with_id(
-        app,
-        "processes",
-        &model.processes,
-        false,
-        None::<&str>,
-    )?)?;
-    for (i, line) in model.process_lines.iter().enumerate() {
-        menu.append(&MenuItem::with_id(
-            app,
-            format!("process-{i}"),
-            line,
-            false,
-            None::<&str>,
-        )?)?;
-    }
-    menu.append(&MenuItem::with_id(
-        app,
-        "routine",
-        &model.next_routine,
-        false,
-        None::<&str>,
-    )?)?;
-    menu.append(&PredefinedMenuItem::separator(app)?)?;
-    menu.append(&CheckMenuItem::with_id(
-        app,
-        PAUSE,
-        "Pause background activity",
-        true,
-        model.paused,
-        None::<&str>,
-    )?)?;
-    menu.append(&PredefinedMenuItem::separator(app)?)?;
-    menu.append(&MenuItem::with_id(app, OPEN, "Open Vigil", true, None::<&str>)?)?;
-    menu.append(&MenuItem::with_id(app, QUIT, "Quit", true, None::<&str>)?)?;
-    Ok(menu)
-}
-
+/// Runs on the main thread, as every menu event does.
 fn on_menu_event(app: &AppHandle, event: MenuEvent) {
+    tracing::debug!(id = event.id().as_ref(), "tray menu event");
     match event.id().as_ref() {
         OPEN => crate::lifecycle::show_main(app),
         QUIT => crate::lifecycle::request_quit(app),
         PAUSE => {
+            // One click, one change: toggled from the runtime's state, not from the item's,
+            // because a refresh may have set the item back between the toolkit's toggle and
+            // this handler; the item is then set to what the runtime now says.
             let runtime = &app.state::<AppState>().runtime;
-            runtime.set_paused(!runtime.is_paused());
-            // The menu follows through the `background_paused` event.
+            let paused = !runtime.is_paused();
+            runtime.set_paused(paused);
+            if let Some(state) = app.try_state::<TrayState>() {
+                if let Err(e) = state.items.pause.set_checked(paused) {
+                    tracing::warn!("could not update the tray's pause item: {e}");
+                }
+            }
         }
         _ => {}
     }
@@ -229,7 +244,7 @@ pub fn approval_answered(app: &AppHandle, id: &str) {
     }
 }
 
-/// Rebuilds menu, tooltip and icon from the runtime's state, soon (coalesced: a burst of
+/// Brings menu, tooltip and icon up to date with the runtime, soon (coalesced: a burst of
 /// process events makes one refresh).
 pub fn refresh(app: &AppHandle) {
     let Some(state) = app.try_state::<TrayState>() else {
@@ -242,25 +257,60 @@ pub fn refresh(app: &AppHandle) {
     tauri::async_runtime::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_millis(150)).await;
         let state = app.state::<TrayState>();
+        let _order = state.refreshing.lock().await;
         state.refresh_queued.store(false, Ordering::SeqCst);
-        let runtime = app.state::<AppState>().runtime.clone();
-        let model = TrayModel::new(
-            &runtime.running_processes().await,
-            next_routine_line(&runtime),
-            runtime.is_paused(),
-            state.attention.load(Ordering::SeqCst),
-            state.approvals.lock().unwrap_or_else(|e| e.into_inner()).len(),
-        );
-        if let Err(e) = apply(&app, &state.icon, &model) {
+        let running = app.state::<AppState>().runtime.running_processes().await;
+        let on_main = app.clone();
+        let handed = app.run_on_main_thread(move || {
+            if let Err(e) = apply(&on_main, &running) {
+                tracing::warn!("could not update the tray: {e}");
+            }
+        });
+        if let Err(e) = handed {
             tracing::warn!("could not update the tray: {e}");
         }
     });
 }
 
-fn apply(app: &AppHandle, icon: &TrayIcon<Wry>, model: &TrayModel) -> tauri::Result<()> {
-    icon.set_menu(Some(menu(app, model)?))?;
-    icon.set_tooltip(Some(&model.tooltip))?;
-    icon.set_icon(Some(if model.attention { ICON_ATTENTION } else { ICON }))
+/// Edits the menu in place to show `running` and the rest of the runtime's state as it is
+/// now. Main thread only: the pause state it reads is then never older than a handled click.
+fn apply(app: &AppHandle, running: &[ProcessSummary]) -> tauri::Result<()> {
+    let state = app.state::<TrayState>();
+    let runtime = &app.state::<AppState>().runtime;
+    let model = TrayModel::new(
+        running,
+        next_routine_line(runtime),
+        runtime.is_paused(),
+        state.attention.load(Ordering::SeqCst),
+        state.approvals.lock().unwrap_or_else(|e| e.into_inner()).len(),
+    );
+    let items = &state.items;
+    items.processes.set_text(&model.processes)?;
+    {
+        let mut lines = items.process_lines.lock().unwrap_or_else(|e| e.into_inner());
+        while lines.len() > model.process_lines.len() {
+            if let Some(line) = lines.pop() {
+                items.menu.remove(&line)?;
+            }
+        }
+        for (i, text) in model.process_lines.iter().enumerate() {
+            match lines.get(i) {
+                Some(line) => line.set_text(text)?,
+                None => {
+                    let line = MenuItem::new(app, text, false, None::<&str>)?;
+                    // Under the count, which is the menu's first item.
+                    items.menu.insert(&line, 1 + i)?;
+                    lines.push(line);
+                }
+            }
+        }
+    }
+    items.routine.set_text(&model.next_routine)?;
+    items.pause.set_checked(model.paused)?;
+    state.icon.set_tooltip(Some(&model.tooltip))?;
+    state
+        .icon
+        .set_icon(Some(if model.attention { ICON_ATTENTION } else { ICON }))
 }
 
 #[cfg(test)]
