@@ -19,6 +19,7 @@ mod images;
 mod inhibit;
 mod kills;
 mod mcp;
+mod mcp_config;
 mod mcp_contain;
 mod presence;
 mod prompt_cache;
