@@ -8,7 +8,10 @@ BUILD_PKGS := build-essential pkg-config file curl libssl-dev libxdo-dev libwebk
 # bubblewrap: the sandbox the agent's commands run in (Settings → Approvals); slirp4netns:
 # its network, when a run may have one (user-mode, without the host's loopback).
 RUN_PKGS := xvfb xauth dbus dbus-x11 dunst libnotify-bin bubblewrap slirp4netns
-TEST_PKGS := webkit2gtk-driver imagemagick x11-apps xdotool procps python3 python3-dbus python3-gi
+# gnome-keyring + libsecret-tools: a real Secret Service (and a reader for it) on a private
+# bus, where the keyring test stores the provider key and an MCP secret.
+TEST_PKGS := webkit2gtk-driver imagemagick x11-apps xdotool procps python3 python3-dbus python3-gi \
+  dbus-daemon gnome-keyring libsecret-tools
 
 TAURI_DRIVER_VERSION := 2.1.0
 CARGO_FUZZ_VERSION := 0.13.2

@@ -17,6 +17,7 @@ mod hostile;
 mod image_bombs;
 mod images;
 mod inhibit;
+mod keyring;
 mod kills;
 mod mcp;
 mod mcp_config;
