@@ -69,6 +69,7 @@ pub mod preferences;
 pub mod presence;
 pub mod provider;
 pub mod routines;
+pub mod run;
 pub mod runtime;
 pub mod sandbox;
 pub mod secrets;

@@ -84,14 +84,12 @@ fn rig(settings: HeartbeatSettings) -> Rig {
     let dyn_clock: Arc<dyn Clock> = clock.clone();
     let store = SessionStore::open_with(dir.path(), dyn_clock.clone(), Default::default()).unwrap();
     let sink = CollectingSink::default();
-    let deps = Deps {
-        meta: MetaStore::new(store.clone(), dyn_clock.clone()),
+    let deps = Deps::new(
         store,
-        events: SystemEvents::new(),
-        emitter: Emitter::new(Arc::new(sink.clone()), dyn_clock.clone()),
-        clock: dyn_clock.clone(),
+        Emitter::new(Arc::new(sink.clone()), dyn_clock.clone()),
+        dyn_clock.clone(),
         workspace,
-    };
+    );
     let host = Arc::new(FakeHost::default());
     let heartbeat = Heartbeat::new(deps.clone(), host.clone(), HeartbeatConfig::resolve(&settings));
     let shutdown = CancellationToken::new();

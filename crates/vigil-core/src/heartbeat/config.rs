@@ -32,6 +32,14 @@ pub enum Zone {
 }
 
 impl Zone {
+    /// The IANA zone; `None`: the computer's.
+    pub fn tz(&self) -> Option<chrono_tz::Tz> {
+        match self {
+            Zone::Iana(tz) => Some(*tz),
+            Zone::Local => None,
+        }
+    }
+
     /// Minutes since local midnight at `ms` (what the active-hours check needs, on every
     /// run: no formatting, no lookup of the zone's name).
     fn minute_of_day(&self, ms: i64) -> Option<u32> {

@@ -13,7 +13,6 @@
 //! - [`prompts`] — the poll, exec-event and cron prompts, the system-prompt section.
 //! - [`reply`] — `HEARTBEAT_OK` stripping and the suppress/deliver decision.
 //! - [`reflection`] — the daily reflection: the user's recent words → suggested routines.
-//! - [`budget`] — tokens background work used today, and the daily budget that pauses it.
 //! - [`run_lock`] — the lock a run holds, so two never overlap (across processes too).
 //! - `runner` — one run: preflight, the run lock, the turn, the reply, retries, the record.
 //! - `turn` — the turn in the heartbeat session under the run's deadline, and taking an
@@ -28,7 +27,6 @@
 //! hold back the next); stop silently (every run or skip emits a `heartbeat` event, every
 //! problem a message).
 
-pub mod budget;
 pub mod config;
 mod deliver;
 pub mod file;
@@ -48,8 +46,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use vigil_protocol::{
-    ErrorKind, Event, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView, NotificationKind, Scope, Source,
-    StopReason, Usage, WakeReason,
+    ErrorKind, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView, StopReason, Usage, WakeReason,
 };
 
 pub use config::HeartbeatConfig;
@@ -198,6 +195,23 @@ pub struct Deps {
     pub clock: Arc<dyn Clock>,
     /// The workspace folder, where `HEARTBEAT.md` is.
     pub workspace: PathBuf,
+    /// The daily account of background work; its limit is these settings'.
+    pub budget: crate::run::Budget,
+}
+
+impl Deps {
+    /// Deps of their own over `store` (tests; the runtime shares its stores and queues).
+    pub fn new(store: SessionStore, emitter: Emitter, clock: Arc<dyn Clock>, workspace: PathBuf) -> Self {
+        Self {
+            meta: MetaStore::new(store.clone(), clock.clone()),
+            budget: crate::run::Budget::open(store.dir(), emitter.clone(), clock.clone()),
+            store,
+            events: SystemEvents::new(),
+            emitter,
+            clock,
+            workspace,
+        }
+    }
 }
 
 /// The clonable handle to the heartbeat.
@@ -219,8 +233,6 @@ struct Shared {
     /// The user paused background activity: every run is skipped (`paused`) until resumed.
     /// The schedule keeps its rhythm, so resuming needs no rescheduling.
     paused: AtomicBool,
-    /// Background tokens today, and the budget's notice.
-    ledger: budget::Ledger,
     /// `std` lock: the idle gate's state.
     idle: Mutex<IdleGate>,
 }
@@ -269,7 +281,7 @@ impl RunDurations {
 
 impl Heartbeat {
     pub fn new(deps: Deps, host: Arc<dyn HeartbeatHost>, config: HeartbeatConfig) -> Self {
-        let ledger = budget::Ledger::open(deps.store.dir());
+        deps.budget.set(config.daily_token_budget, config.zone.tz());
         let idle = Mutex::new(IdleGate {
             // Starting counts as the user being there.
             awake_since_ms: deps.clock.now_ms(),
@@ -284,7 +296,6 @@ impl Heartbeat {
                 config_changed: Notify::new(),
                 due_tasks: RwLock::new(None),
                 paused: AtomicBool::new(false),
-                ledger,
                 idle,
             }),
         }
@@ -303,6 +314,7 @@ impl Heartbeat {
         for w in &config.warnings {
             tracing::warn!("{w}");
         }
+        self.shared.deps.budget.set(config.daily_token_budget, config.zone.tz());
         *self.shared.config.write().unwrap_or_else(|e| e.into_inner()) = config;
         self.shared.config_changed.notify_one();
     }
@@ -365,56 +377,9 @@ impl Heartbeat {
         }
     }
 
-    fn today(&self, config: &HeartbeatConfig) -> String {
-        config.zone.date(self.shared.deps.clock.now_ms())
-    }
-
-    /// Adds a background run's tokens (a heartbeat run, a routine job, a continuation) to
-    /// today's totals.
-    pub fn record_background_usage(&self, usage: Usage) {
-        let config = self.config();
-        self.shared.ledger.add(&self.today(&config), usage);
-    }
-
-    /// Today's background totals.
-    pub fn usage_today(&self) -> budget::Day {
-        self.shared.ledger.today(&self.today(&self.config()))
-    }
-
-    /// Whether today's token budget for background work is spent. The first time it is
-    /// (per day and budget), one notification says so; the caller skips its model call.
-    pub fn background_budget_spent(&self) -> bool {
-        let config = self.config();
-        let today = self.today(&config);
-        let budget = config.daily_token_budget;
-        if !self.shared.ledger.spent(&today, budget) {
-            return false;
-        }
-        if self.shared.ledger.first_notice(&today, budget) {
-            let body = format!(
-                "Background work used today's {budget} tokens; the heartbeat, routines that need the model and \
-                 continuations wait until tomorrow or a higher budget (Settings → Heartbeat)."
-            );
-            tracing::info!("{body}");
-            self.shared
-                .deps
-                .emitter
-                .for_session(crate::session::PRIMARY_SESSION, Scope::Primary)
-                .emit(
-                    Source::Heartbeat,
-                    Event::Notification {
-                        kind: NotificationKind::Other,
-                        title: "Vigil: background budget spent".into(),
-                        body,
-                        event_id: None,
-                        process_id: None,
-                        approval_id: None,
-                        target_session_id: None,
-                        message_ts: None,
-                    },
-                );
-        }
-        true
+    /// The account background runs are charged to.
+    pub fn budget(&self) -> &crate::run::Budget {
+        &self.shared.deps.budget
     }
 
     /// Registers the source of due inline routines (the scheduler, issue 6).
@@ -426,8 +391,8 @@ impl Heartbeat {
     pub fn view(&self, wake: WakeStats) -> HeartbeatView {
         let config = self.config();
         let now_ms = self.shared.deps.clock.now_ms();
-        let today = self.shared.ledger.today(&config.zone.date(now_ms));
-        let budget_spent = self.shared.ledger.spent(&today.date, config.daily_token_budget);
+        let today = self.budget().today();
+        let budget_spent = self.budget().is_spent();
         let idle_factor = self.interval_factor();
         let state = self.state();
         let mut stats = state.stats.clone();

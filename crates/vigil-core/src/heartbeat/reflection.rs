@@ -128,7 +128,7 @@ impl Heartbeat {
             return None;
         }
         let briefing = briefing(&deps.meta, last.unwrap_or(now.saturating_sub(every)), &config.zone)?;
-        if self.background_budget_spent() {
+        if self.budget().spent() {
             return None;
         }
         let session = session_id(AGENT);

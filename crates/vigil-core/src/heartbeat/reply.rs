@@ -4,7 +4,7 @@
 //! Anything else is delivered, without the token.
 
 /// The reply meaning "nothing needs attention".
-pub const HEARTBEAT_TOKEN: &str = "HEARTBEAT_OK";
+pub const HEARTBEAT_TOKEN: &str = crate::run::deliver::HEARTBEAT_OK;
 
 /// What to do with a reply.
 #[derive(Debug, Clone, PartialEq, Eq)]

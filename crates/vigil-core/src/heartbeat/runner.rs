@@ -29,13 +29,13 @@ use vigil_protocol::{
     ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, Role, Scope, Source, StopReason, Usage, WakeReason,
 };
 
-use super::deliver::summarize;
 use super::file::{self, HeartbeatFile};
 use super::prompts::{heartbeat_prompt, system_section, PromptKind};
 use super::reply::{self, ReplyDecision};
 use super::turn::Deadline;
 use super::{run_lock, session_id, DueTask, Heartbeat, AGENT, PROVIDER_RETRIES};
 use crate::agent::TurnExtras;
+use crate::run::deliver::summarize;
 use crate::system_events;
 use crate::wake::{PendingWake, WakeOutcome};
 
@@ -221,7 +221,7 @@ impl Heartbeat {
                 Some("No provider is configured; open Settings to choose one.".into()),
             );
         }
-        if self.background_budget_spent() {
+        if self.budget().spent() {
             return Outcome::skipped(
                 HeartbeatSkip::Budget,
                 Some(format!(

@@ -57,14 +57,12 @@ async fn intervals_fire_on_schedule_and_a_busy_retry_does_not_move_them() {
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(1_700_000_000_000));
     let store = SessionStore::open_with(dir.path(), clock.clone(), Default::default()).unwrap();
     let sink = CollectingSink::default();
-    let deps = Deps {
-        meta: MetaStore::new(store.clone(), clock.clone()),
+    let deps = Deps::new(
         store,
-        events: SystemEvents::new(),
-        emitter: Emitter::new(Arc::new(sink.clone()), clock.clone()),
-        clock: clock.clone(),
+        Emitter::new(Arc::new(sink.clone()), clock.clone()),
+        clock.clone(),
         workspace,
-    };
+    );
     let host = Arc::new(FakeHost::default());
     let heartbeat = Heartbeat::new(deps.clone(), host.clone(), HeartbeatConfig::default());
     let shutdown = CancellationToken::new();

@@ -14,8 +14,7 @@ use vigil_protocol::{Event, HeartbeatSettings, Message, Role, StopReason};
 use super::{Deps, Heartbeat, HeartbeatConfig, HeartbeatHost, HeartbeatTurn, TurnResult};
 use crate::clock::{Clock, ManualClock};
 use crate::events::{CollectingSink, Emitter};
-use crate::session::{MetaStore, SessionStore};
-use crate::system_events::SystemEvents;
+use crate::session::SessionStore;
 use crate::wake::{Wake, WakeConfig};
 
 /// 2026-01-01T00:00:00Z.
@@ -99,14 +98,12 @@ pub(super) fn rig(settings: HeartbeatSettings, acts: &[(usize, Act)]) -> Rig {
     let dyn_clock: Arc<dyn Clock> = Arc::new(clock.clone());
     let store = SessionStore::open_with(dir.path(), dyn_clock.clone(), Default::default()).unwrap();
     let sink = CollectingSink::default();
-    let deps = Deps {
-        meta: MetaStore::new(store.clone(), dyn_clock.clone()),
-        store: store.clone(),
-        events: SystemEvents::new(),
-        emitter: Emitter::new(Arc::new(sink.clone()), dyn_clock.clone()),
-        clock: dyn_clock.clone(),
+    let deps = Deps::new(
+        store.clone(),
+        Emitter::new(Arc::new(sink.clone()), dyn_clock.clone()),
+        dyn_clock.clone(),
         workspace,
-    };
+    );
     let host = Arc::new(FakeHost {
         clock: clock.clone(),
         store,

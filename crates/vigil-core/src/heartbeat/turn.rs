@@ -156,7 +156,7 @@ impl Heartbeat {
         };
         if !turned.result.locked {
             if let Some(used) = turned.result.usage {
-                self.record_background_usage(used);
+                self.budget().charge(used);
             }
             let mut state = self.state();
             state.stats.runs += 1;

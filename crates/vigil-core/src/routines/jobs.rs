@@ -25,12 +25,11 @@ use vigil_protocol::{Event, NotificationKind, RoutineRun, RunOutcome, Scope, Sou
 use super::model::{Routine, KIND_TIME_REMINDER};
 use super::scheduler::{Claimed, RunResult, Scheduler};
 use super::{JobOutcome, JobTurn, Ran};
-use crate::session::{MailboxEvent, SessionType, PRIMARY_SESSION};
+use crate::run::deliver::{deliver, summarize, Delivery, Target};
+use crate::session::{SessionType, PRIMARY_SESSION};
 
 /// How long a timed-out job gets to stop after its cancellation, before it is let go.
 const STOP_GRACE: Duration = Duration::from_secs(10);
-/// Longest card summary / notification body.
-const SUMMARY_CHARS: usize = 160;
 
 /// The job session's addition to the system prompt (seed 003 §4.6 `JobContextStrategy`).
 pub const JOB_SECTION: &str = "## Scheduled job\n\
@@ -126,17 +125,6 @@ impl crate::agent::EffectWatch for JobEffects {
             })
             .await;
     }
-}
-
-/// The first non-blank line, cut to [`SUMMARY_CHARS`].
-fn summarize(text: &str) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    let mut short: String = line.chars().take(SUMMARY_CHARS).collect();
-    if short.len() < line.len() {
-        short.pop();
-        short.push('…');
-    }
-    short
 }
 
 /// The text of a deterministic kind, or why it cannot be made.
@@ -375,7 +363,7 @@ impl Scheduler {
         );
     }
 
-    /// Mailbox first (the durable copy), then the card and the notification.
+    /// Delivers a routine's result (see [`crate::run::deliver`]); one copy per run.
     async fn deliver(
         &self,
         source: &str,
@@ -385,55 +373,20 @@ impl Scheduler {
         text: &str,
     ) -> Result<(), String> {
         let deps = self.deps();
-        let summary = summarize(text);
-        let event = MailboxEvent {
-            event_id: uuid::Uuid::new_v4().to_string(),
-            source: source.to_string(),
-            detail: (summary != text.trim()).then(|| text.to_string()),
-            summary: summary.clone(),
-            created_at: deps.clock.now_ms(),
+        let notify = self.host().is_none_or(|h| h.notifications());
+        let delivery = Delivery {
+            from: source.to_string(),
             run_id: Some(c.run_id.clone()),
             event_type: event_type.into(),
-            priority: 1,
-            dedupe_key: Some(format!("routine:{}:{}", c.routine.id, c.run_id)),
-            claim: None,
-        };
-        let meta = deps
-            .meta
-            .deposit(PRIMARY_SESSION, event.clone())
-            .await
-            .map_err(|e| format!("could not deliver the result: {e}"))?;
-        let primary = deps.emitter.for_session(PRIMARY_SESSION, Scope::Primary);
-        primary.emit(
-            Source::Scheduler,
-            Event::BackgroundUpdate {
-                update: event.card(),
-                unread: meta.mailbox.len() as u32,
+            title: title.into(),
+            text: text.to_string(),
+            source: Source::Scheduler,
+            notify: notify.then_some(NotificationKind::Routine),
+            target: Target::Mailbox {
+                dedupe_key: Some(format!("routine:{}:{}", c.routine.id, c.run_id)),
             },
-        );
-        let notify = self
-            .shared
-            .host
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .is_none_or(|h| h.notifications());
-        if notify {
-            primary.emit(
-                Source::Scheduler,
-                Event::Notification {
-                    kind: NotificationKind::Routine,
-                    title: title.into(),
-                    body: summary,
-                    event_id: Some(event.event_id),
-                    process_id: None,
-                    approval_id: None,
-                    target_session_id: None,
-                    message_ts: None,
-                },
-            );
-        }
-        Ok(())
+        };
+        deliver(&deps.meta, &deps.emitter, deps.clock.now_ms(), delivery).await
     }
 
     /// Marks a finished job session archived (seed 003 §12 Phase 2) and applies retention:

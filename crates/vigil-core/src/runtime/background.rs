@@ -279,7 +279,7 @@ impl Runtime {
     ) -> TurnResult {
         // A routine's job needs the model: it waits for tomorrow (or a higher budget) once today's
         // budget for background work is spent; its run says why.
-        if scope == Scope::Job && self.inner.heartbeat.background_budget_spent() {
+        if scope == Scope::Job && self.inner.budget.spent() {
             return TurnResult {
                 error: Some(
                     "budget: today's token budget for background work is spent; the routine did not run (it resumes tomorrow or when the budget is raised)"
@@ -376,7 +376,7 @@ impl Runtime {
         let usage = tap.usage.lock().unwrap_or_else(|e| e.into_inner()).take();
         // The heartbeat adds its own (and carries them on its event); a job's are added here.
         if let (Some(used), true) = (usage, scope != Scope::Heartbeat) {
-            self.inner.heartbeat.record_background_usage(used);
+            self.inner.budget.charge(used);
         }
         TurnResult {
             error,

@@ -21,8 +21,9 @@ use vigil_protocol::{
 };
 
 use super::{Attendance, Lane, Runtime};
+use crate::run::deliver::{deliver, is_silent, Delivery, Target};
 use crate::session::meta::type_from_id;
-use crate::session::{MailboxEvent, SessionType, PRIMARY_SESSION};
+use crate::session::{MailboxEvent, SessionType};
 use crate::system_events::SystemEvent;
 
 /// Exits in one conversation this close together share one continuation (seed 004 §2's
@@ -33,9 +34,6 @@ pub const MERGE_WINDOW: Duration = Duration::from_millis(250);
 pub const CONTINUATION_PROMPT: &str = "A background command you started in this conversation has ended (see the \
 notice above). If the task has a next step, carry on with it. Otherwise tell the user the result in a sentence or \
 two. If there is nothing worth telling, reply exactly NO_REPLY.";
-
-/// Replies that mean "nothing to tell": no notification.
-const SILENT_REPLIES: [&str; 2] = ["NO_REPLY", crate::heartbeat::reply::HEARTBEAT_TOKEN];
 
 /// The limits of acting alone, set from the desktop settings.
 pub(super) struct Autonomy {
@@ -87,22 +85,6 @@ pub(super) fn continuation_text(events: &[SystemEvent]) -> String {
     text.push_str("\n\n");
     text.push_str(CONTINUATION_PROMPT);
     text
-}
-
-/// Whether a reply only says there is nothing to tell.
-pub fn is_silent(reply: &str) -> bool {
-    let reply = reply.trim().trim_matches(|c: char| c == '*' || c == '`' || c == '.');
-    reply.is_empty() || SILENT_REPLIES.iter().any(|s| reply.eq_ignore_ascii_case(s))
-}
-
-/// The first non-blank line, for a notification.
-fn first_line(text: &str) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    let mut short: String = line.chars().take(200).collect();
-    if short.len() < line.len() {
-        short.push('…');
-    }
-    short
 }
 
 impl Runtime {
@@ -226,7 +208,7 @@ impl Runtime {
         if events.is_empty() {
             return false;
         }
-        if self.inner.heartbeat.background_budget_spent() {
+        if self.inner.budget.spent() {
             // No model call: the notices wait for the user's next message, and the chat says why.
             self.leave_for_next_turn(session_id, &events).await;
             self.stopped_for_budget(session_id).await;
@@ -291,13 +273,13 @@ impl Runtime {
                 Some(s)
             });
         if let Some(used) = used {
-            self.inner.heartbeat.record_background_usage(used);
+            self.inner.budget.charge(used);
         }
         let reply = added
             .into_iter()
             .rfind(|m| m.role == Role::Assistant && !m.text().trim().is_empty());
         if let Some(reply) = reply.filter(|m| !is_silent(&m.text())) {
-            self.notify_reply(session_id, &reply);
+            self.notify_reply(session_id, &reply).await;
         }
         true
     }
@@ -348,67 +330,48 @@ impl Runtime {
 
     /// A job continuation's answer, delivered like the job's own result.
     async fn deliver_job_reply(&self, session_id: &str, run_id: &str, reply: &str) {
-        let summary = first_line(reply);
-        let event = MailboxEvent {
-            event_id: uuid::Uuid::new_v4().to_string(),
-            source: session_id.to_string(),
-            detail: (summary != reply.trim()).then(|| reply.to_string()),
-            summary: summary.clone(),
-            created_at: self.inner.clock.now_ms(),
+        let delivery = Delivery {
+            from: session_id.to_string(),
             run_id: Some(run_id.to_string()),
             event_type: "job_completed".into(),
-            priority: 1,
-            ..MailboxEvent::default()
+            title: "Vigil: routine finished".into(),
+            text: reply.to_string(),
+            source: Source::Background,
+            notify: Some(NotificationKind::Routine),
+            target: Target::Mailbox { dedupe_key: None },
         };
-        let meta = match self.inner.meta.deposit(PRIMARY_SESSION, event.clone()).await {
-            Ok(meta) => meta,
-            Err(e) => return tracing::warn!("could not deliver a job's continuation: {e}"),
-        };
-        let primary = self.inner.emitter.for_session(PRIMARY_SESSION, Scope::Primary);
-        primary.emit(
-            Source::Background,
-            Event::BackgroundUpdate {
-                update: event.card(),
-                unread: meta.mailbox.len() as u32,
-            },
-        );
-        primary.emit(
-            Source::Background,
-            Event::Notification {
-                kind: NotificationKind::Routine,
-                title: "Vigil: routine finished".into(),
-                body: summary,
-                event_id: Some(event.event_id),
-                process_id: None,
-                approval_id: None,
-                target_session_id: None,
-                message_ts: None,
-            },
-        );
+        let now = self.inner.clock.now_ms();
+        if let Err(e) = deliver(&self.inner.meta, &self.inner.emitter, now, delivery).await {
+            tracing::warn!("could not deliver a job's continuation: {e}");
+        }
     }
 
     /// One notification for a continuation's answer: its first line; a click opens the
     /// conversation at that message.
-    fn notify_reply(&self, session_id: &str, reply: &Message) {
+    async fn notify_reply(&self, session_id: &str, reply: &Message) {
         let title = self
             .inner
             .meta
             .load(session_id)
             .map(|l| l.meta.title)
             .unwrap_or_else(|_| "Vigil".into());
-        self.inner.emitter.for_session(session_id, Scope::Primary).emit(
-            Source::Background,
-            Event::Notification {
-                kind: NotificationKind::Process,
-                title,
-                body: first_line(&reply.text()),
-                event_id: None,
-                process_id: None,
-                approval_id: None,
-                target_session_id: Some(session_id.to_string()),
+        let delivery = Delivery {
+            from: session_id.to_string(),
+            run_id: None,
+            event_type: "continuation".into(),
+            title,
+            text: reply.text(),
+            source: Source::Background,
+            notify: Some(NotificationKind::Process),
+            target: Target::Conversation {
+                session_id: session_id.to_string(),
                 message_ts: Some(reply.ts),
             },
-        );
+        };
+        let now = self.inner.clock.now_ms();
+        if let Err(e) = deliver(&self.inner.meta, &self.inner.emitter, now, delivery).await {
+            tracing::warn!("could not tell of {session_id}'s continuation: {e}");
+        }
     }
 
     /// The raw exit notification, when no continuation tells the user.
@@ -517,27 +480,6 @@ The latest notice is kept for your next message; send one to carry on."
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_bare_token_is_silent() {
-        for silent in [
-            "NO_REPLY",
-            " no_reply\n",
-            "HEARTBEAT_OK",
-            "**NO_REPLY**",
-            "`NO_REPLY`.",
-            "",
-        ] {
-            assert!(is_silent(silent), "{silent:?}");
-        }
-        for said in [
-            "Tests passed; NO_REPLY needed",
-            "NO_REPLY but the build failed",
-            "Done.",
-        ] {
-            assert!(!is_silent(said), "{said:?}");
-        }
-    }
 
     #[test]
     fn the_text_carries_each_notice_in_the_seed_form() {

@@ -22,8 +22,9 @@ mod process_table;
 mod processes;
 mod routines;
 
+pub use crate::run::deliver::is_silent;
 pub use attachments::{stage_attachment, STAGING_DIR};
-pub use continuation::{is_silent, CONTINUATION_PROMPT, MERGE_WINDOW};
+pub use continuation::{CONTINUATION_PROMPT, MERGE_WINDOW};
 pub use processes::USER_OWNER;
 
 use lanes::{Attendance, Input, Lane};
@@ -110,6 +111,8 @@ struct Inner {
     shut_down: tokio::sync::OnceCell<()>,
     /// "What happened" lines waiting for each session's next turn.
     system_events: SystemEvents,
+    /// The daily account of background work (the heartbeat, continuations, jobs).
+    budget: crate::run::Budget,
     /// Settings and status of the heartbeat; runs only once background work started.
     heartbeat: Heartbeat,
     /// Routines and the one timing loop; ticks only once background work started.
@@ -193,6 +196,7 @@ impl Runtime {
         });
         let emitter = Emitter::new(sink, clock.clone());
         let system_events = SystemEvents::new();
+        let budget = crate::run::Budget::open(store.dir(), emitter.clone(), clock.clone());
         let routines = crate::routines::Scheduler::new(
             crate::routines::Deps {
                 store: crate::routines::RoutineStore::new(workspace.root(), store.locks().clone(), clock.clone()),
@@ -216,6 +220,7 @@ impl Runtime {
                 emitter: emitter.clone(),
                 clock: clock.clone(),
                 workspace: workspace.root().to_path_buf(),
+                budget: budget.clone(),
             };
             let host = Arc::new(background::Host(weak.clone()));
             let heartbeat = Heartbeat::new(deps, host, HeartbeatConfig::default());
@@ -241,6 +246,7 @@ impl Runtime {
                 started_at,
                 shut_down: tokio::sync::OnceCell::new(),
                 system_events,
+                budget,
                 heartbeat,
                 routines,
                 wake: OnceLock::new(),

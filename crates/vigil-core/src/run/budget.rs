@@ -5,14 +5,123 @@
 //! run, so a restart neither forgets what was spent nor raises the budget's notification again.
 //! Only today is kept: a new local date starts from zero (the budget resumes by itself).
 //!
+//! [`Budget`] is the account every background run is charged to ([`super::start`] charges it
+//! after the run; the heartbeat, continuations and jobs ask it before they call the model). The
+//! limit and the day's zone are the heartbeat settings' (`dailyTokenBudget`, its time zone).
+//!
 //! Must never: block a run on a file error (the totals stay in memory and the run goes on);
 //! notify twice for the same day and budget.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde::{Deserialize, Serialize};
-use vigil_protocol::Usage;
+use vigil_protocol::{Event, NotificationKind, Scope, Source, Usage};
+
+use crate::clock::Clock;
+use crate::events::Emitter;
+
+/// The daily account of background work: today's tokens against the limit.
+#[derive(Clone)]
+pub struct Budget {
+    shared: Arc<Account>,
+}
+
+struct Account {
+    ledger: Ledger,
+    /// Tokens a day; 0: no budget.
+    limit: AtomicU64,
+    /// The zone whose midnight starts a new day; `None`: the computer's. `std` lock: read for a copy.
+    zone: RwLock<Option<chrono_tz::Tz>>,
+    emitter: Emitter,
+    clock: Arc<dyn Clock>,
+}
+
+impl Budget {
+    /// Opens the account kept in `sessions_dir`, with no limit until [`Self::set`].
+    pub fn open(sessions_dir: &Path, emitter: Emitter, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            shared: Arc::new(Account {
+                ledger: Ledger::open(sessions_dir),
+                limit: AtomicU64::new(0),
+                zone: RwLock::new(None),
+                emitter,
+                clock,
+            }),
+        }
+    }
+
+    /// The daily limit (0: none) and the zone of the day, from the heartbeat settings.
+    pub fn set(&self, limit: u64, zone: Option<chrono_tz::Tz>) {
+        self.shared.limit.store(limit, Ordering::Relaxed);
+        *self.shared.zone.write().unwrap_or_else(|e| e.into_inner()) = zone;
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.shared.limit.load(Ordering::Relaxed)
+    }
+
+    /// The local date now, `YYYY-MM-DD`.
+    fn date(&self) -> String {
+        let now = self.shared.clock.now_ms();
+        let Some(utc) = chrono::DateTime::from_timestamp_millis(now) else {
+            return String::new();
+        };
+        match *self.shared.zone.read().unwrap_or_else(|e| e.into_inner()) {
+            Some(tz) => utc.with_timezone(&tz).format("%Y-%m-%d").to_string(),
+            None => utc.with_timezone(&chrono::Local).format("%Y-%m-%d").to_string(),
+        }
+    }
+
+    /// Charges a background run's tokens to today.
+    pub fn charge(&self, usage: Usage) {
+        self.shared.ledger.add(&self.date(), usage);
+    }
+
+    /// Today's totals.
+    pub fn today(&self) -> Day {
+        self.shared.ledger.today(&self.date())
+    }
+
+    /// Whether today's budget is spent, without telling anyone (the status view).
+    pub fn is_spent(&self) -> bool {
+        self.shared.ledger.spent(&self.date(), self.limit())
+    }
+
+    /// Whether today's budget is spent; the first time it is (per day and budget), one
+    /// notification says so. The caller skips its model call.
+    pub fn spent(&self) -> bool {
+        let (today, limit) = (self.date(), self.limit());
+        if !self.shared.ledger.spent(&today, limit) {
+            return false;
+        }
+        if self.shared.ledger.first_notice(&today, limit) {
+            let body = format!(
+                "Background work used today's {limit} tokens; the heartbeat, routines that need the model and \
+                 continuations wait until tomorrow or a higher budget (Settings → Heartbeat)."
+            );
+            tracing::info!("{body}");
+            self.shared
+                .emitter
+                .for_session(crate::session::PRIMARY_SESSION, Scope::Primary)
+                .emit(
+                    Source::Heartbeat,
+                    Event::Notification {
+                        kind: NotificationKind::Other,
+                        title: "Vigil: background budget spent".into(),
+                        body,
+                        event_id: None,
+                        process_id: None,
+                        approval_id: None,
+                        target_session_id: None,
+                        message_ts: None,
+                    },
+                );
+        }
+        true
+    }
+}
 
 /// The file, in the `sessions` folder.
 pub const FILE: &str = "background_usage.json";
@@ -55,7 +164,7 @@ impl Day {
 }
 
 /// The durable daily ledger.
-pub struct Ledger {
+struct Ledger {
     path: PathBuf,
     /// `std` lock: never held across an await.
     day: Mutex<Day>,
