@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use vigil_protocol::{Event, HeartbeatSettings};
+use vigil_protocol::{Event, HeartbeatSettings, StopReason, Usage};
 
 use super::*;
 use crate::events::CollectingSink;
@@ -32,12 +32,12 @@ impl Clock for PausedClock {
     }
 }
 
-#[derive(Default)]
 struct FakeHost {
     turns: Mutex<Vec<Instant>>,
+    /// Charged as the runtime's runs charge it.
+    budget: crate::run::Budget,
 }
 
-#[async_trait::async_trait]
 impl HeartbeatHost for FakeHost {
     fn conversation_busy(&self) -> bool {
         false
@@ -45,15 +45,21 @@ impl HeartbeatHost for FakeHost {
     fn has_provider(&self) -> bool {
         true
     }
-    async fn run_turn(&self, _turn: HeartbeatTurn) -> TurnResult {
+}
+
+#[async_trait::async_trait]
+impl crate::run::Runner for FakeHost {
+    async fn run(&self, _req: crate::run::RunRequest) -> crate::run::RunResult {
         self.turns.lock().unwrap().push(Instant::now());
-        TurnResult {
-            usage: Some(Usage {
-                input_tokens: 100,
-                output_tokens: 20,
-                ..Usage::default()
-            }),
-            ..TurnResult::ended(StopReason::EndTurn)
+        let usage = Usage {
+            input_tokens: 100,
+            output_tokens: 20,
+            ..Usage::default()
+        };
+        self.budget.charge(usage);
+        crate::run::RunResult {
+            usage: Some(usage),
+            ..crate::run::RunResult::ended(StopReason::EndTurn)
         }
     }
 }
@@ -90,7 +96,10 @@ fn rig(settings: HeartbeatSettings) -> Rig {
         dyn_clock.clone(),
         workspace,
     );
-    let host = Arc::new(FakeHost::default());
+    let host = Arc::new(FakeHost {
+        turns: Mutex::default(),
+        budget: deps.budget.clone(),
+    });
     let heartbeat = Heartbeat::new(deps.clone(), host.clone(), HeartbeatConfig::resolve(&settings));
     let shutdown = CancellationToken::new();
     let tasks = TaskTracker::new();

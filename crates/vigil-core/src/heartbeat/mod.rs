@@ -37,22 +37,17 @@ pub mod run_lock;
 mod runner;
 mod turn;
 
-pub(crate) use runner::last_reply;
-
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use vigil_protocol::{
-    ErrorKind, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView, StopReason, Usage, WakeReason,
-};
+use vigil_protocol::{HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView, Usage, WakeReason};
 
 pub use config::HeartbeatConfig;
 pub use reply::HEARTBEAT_TOKEN;
 
-use crate::agent::TurnExtras;
 use crate::clock::Clock;
 use crate::events::Emitter;
 use crate::session::{MetaStore, SessionStore};
@@ -74,63 +69,15 @@ pub const MAX_IDLE_FACTOR: u32 = 8;
 /// apart, by the wake loop) before it is recorded failed.
 pub const PROVIDER_RETRIES: u32 = 3;
 
-/// What the runtime does for the heartbeat: the parts that need its lanes and clients.
-#[async_trait::async_trait]
-pub trait HeartbeatHost: Send + Sync + 'static {
+/// What the runtime does for the heartbeat: runs its turns (through [`crate::run::Runner`]),
+/// and says whether a conversation is busy and a provider set.
+pub trait HeartbeatHost: crate::run::Runner {
     /// Whether a turn runs in any conversation now (the user's turn or a continuation; not
     /// a routine's job). The heartbeat waits for all of them: they share the provider and
     /// the user's attention.
     fn conversation_busy(&self) -> bool;
     /// Whether a provider is configured (else a run is skipped with a clear reason).
     fn has_provider(&self) -> bool;
-    /// Runs one turn in the heartbeat session.
-    async fn run_turn(&self, turn: HeartbeatTurn) -> TurnResult;
-}
-
-/// One heartbeat turn, for [`HeartbeatHost::run_turn`].
-#[derive(Debug, Clone)]
-pub struct HeartbeatTurn {
-    pub session_id: String,
-    pub run_id: String,
-    /// The user message (the prompt).
-    pub text: String,
-    pub extras: TurnExtras,
-    /// Overrides the configured model.
-    pub model: Option<String>,
-    /// Whether the run may ask for an approval and wait (a wake: a finished command, a
-    /// reminder, Check now). Interval polls deny at once, so a checklist cannot leave a
-    /// question every 30 minutes.
-    pub may_ask: bool,
-    /// Fired when the run passes its deadline: the turn stops, its open questions expire and
-    /// the commands it started are killed.
-    pub cancel: tokio_util::sync::CancellationToken,
-}
-
-/// How a heartbeat turn ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TurnResult {
-    pub stop_reason: StopReason,
-    /// The last error the turn reported, for the `heartbeat` event's detail.
-    pub error: Option<String>,
-    /// That error's kind: a provider error a later try may fix is retried.
-    pub error_kind: Option<ErrorKind>,
-    /// The heartbeat session's lane was taken (a turn already runs there): nothing ran.
-    pub locked: bool,
-    /// The tokens the turn's model calls used (`turn_finished`).
-    pub usage: Option<Usage>,
-}
-
-impl TurnResult {
-    /// A turn that ended with `stop_reason` and no error.
-    pub fn ended(stop_reason: StopReason) -> Self {
-        Self {
-            stop_reason,
-            error: None,
-            error_kind: None,
-            locked: false,
-            usage: None,
-        }
-    }
 }
 
 /// A routine due now, merged into the heartbeat turn as `## Due Tasks`.

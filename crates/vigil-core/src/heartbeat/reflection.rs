@@ -18,10 +18,11 @@ use vigil_protocol::{HeartbeatStatus, Message, MessageKind, Role, StopReason, Us
 use super::config::Zone;
 use super::prompts::{heartbeat_prompt, PromptKind};
 use super::reply::{self, ReplyDecision};
-use super::runner::{last_reply, Outcome};
+use super::runner::Outcome;
 use super::turn::Deadline;
 use super::{run_lock, session_id, Heartbeat, AGENT};
 use crate::agent::TurnExtras;
+use crate::run::RunKind;
 use crate::session::{MetaStore, SessionType};
 
 /// When the last reflection ran, in the heartbeat session's metadata.
@@ -152,7 +153,9 @@ impl Heartbeat {
             ..TurnExtras::default()
         };
         let deadline = Deadline::of(&config, &[]);
-        let turned = self.heartbeat_turn(&config, text, extras, false, &deadline).await;
+        let turned = self
+            .heartbeat_turn(&config, RunKind::Reflection, text, extras, false, &deadline)
+            .await;
         let result = turned.result;
         if result.locked {
             return None;
@@ -163,10 +166,7 @@ impl Heartbeat {
             }
             return Some((Outcome::timed_out(&deadline), result.usage));
         }
-        let reply_text = last_reply(
-            deps.store.load(&session).map(|l| l.messages).unwrap_or_default(),
-            mark.count,
-        );
+        let reply_text = result.reply_text();
         // Its work is the routines (announced by the scheduler); the transcript keeps nothing.
         self.take_back(&session, &mark).await;
         if matches!(result.stop_reason, StopReason::Error | StopReason::Cancelled) {

@@ -25,9 +25,7 @@
 //! (its routines `timed_out`, under their retry rules); it is not tried again, so the wake loop
 //! is free for the next poll at its time.
 
-use vigil_protocol::{
-    ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Message, Role, Scope, Source, StopReason, Usage, WakeReason,
-};
+use vigil_protocol::{ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Scope, Source, StopReason, Usage, WakeReason};
 
 use super::file::{self, HeartbeatFile};
 use super::prompts::{heartbeat_prompt, system_section, PromptKind};
@@ -36,6 +34,7 @@ use super::turn::Deadline;
 use super::{run_lock, session_id, DueTask, Heartbeat, AGENT, PROVIDER_RETRIES};
 use crate::agent::TurnExtras;
 use crate::run::deliver::summarize;
+use crate::run::RunKind;
 use crate::system_events;
 use crate::wake::{PendingWake, WakeOutcome};
 
@@ -268,7 +267,9 @@ impl Heartbeat {
             ..TurnExtras::default()
         };
         let deadline = Deadline::of(&config, &due);
-        let turned = self.heartbeat_turn(&config, text, extras, !interval, &deadline).await;
+        let turned = self
+            .heartbeat_turn(&config, RunKind::Heartbeat, text, extras, !interval, &deadline)
+            .await;
         let result = turned.result;
         if result.locked {
             // A turn already runs in the heartbeat's session: nothing ran.
@@ -304,10 +305,7 @@ impl Heartbeat {
             }
             return Outcome::failed(detail);
         }
-        let reply_text = last_reply(
-            deps.store.load(&session).map(|l| l.messages).unwrap_or_default(),
-            mark.count,
-        );
+        let reply_text = result.reply_text();
         let exec = kind == PromptKind::ExecEvent;
         // A due routine's result is what the user asked for: however short, it is delivered
         // (the ackMaxChars rule is for the poll's "nothing to report" remarks).
@@ -415,32 +413,5 @@ fn due_outcome(outcome: &Outcome) -> super::DueOutcome {
         }
         (HeartbeatStatus::Sent, _) => DueOutcome::Delivered(outcome.delivered.clone().unwrap_or_default()),
         (HeartbeatStatus::OkToken | HeartbeatStatus::OkEmpty, _) => DueOutcome::Acknowledged,
-    }
-}
-
-/// The text of the last assistant message the run added.
-pub(crate) fn last_reply(messages: Vec<Message>, before: usize) -> String {
-    messages
-        .into_iter()
-        .skip(before)
-        .filter(|m| m.role == Role::Assistant)
-        .map(|m| m.text())
-        .rfind(|t| !t.trim().is_empty())
-        .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_reply_is_the_last_assistant_text_of_the_run() {
-        let mut a = Message::user_text("old reply", 0);
-        a.role = Role::Assistant;
-        let mut b = Message::user_text("new reply", 0);
-        b.role = Role::Assistant;
-        let msgs = vec![a, Message::user_text("poll", 0), b];
-        assert_eq!(last_reply(msgs.clone(), 1), "new reply");
-        assert_eq!(last_reply(msgs, 3), "");
     }
 }

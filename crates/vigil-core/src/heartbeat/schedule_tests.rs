@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio_util::task::TaskTracker;
-use vigil_protocol::HeartbeatSettings;
+use vigil_protocol::{HeartbeatSettings, StopReason};
 
 use super::*;
 use crate::clock::ManualClock;
@@ -19,7 +19,6 @@ struct FakeHost {
     turns: Mutex<Vec<(Instant, String)>>,
 }
 
-#[async_trait::async_trait]
 impl HeartbeatHost for FakeHost {
     fn conversation_busy(&self) -> bool {
         self.busy.load(Ordering::SeqCst)
@@ -27,9 +26,13 @@ impl HeartbeatHost for FakeHost {
     fn has_provider(&self) -> bool {
         true
     }
-    async fn run_turn(&self, turn: HeartbeatTurn) -> TurnResult {
-        self.turns.lock().unwrap().push((Instant::now(), turn.text));
-        TurnResult::ended(StopReason::EndTurn)
+}
+
+#[async_trait::async_trait]
+impl crate::run::Runner for FakeHost {
+    async fn run(&self, req: crate::run::RunRequest) -> crate::run::RunResult {
+        self.turns.lock().unwrap().push((Instant::now(), req.input.text));
+        crate::run::RunResult::ended(StopReason::EndTurn)
     }
 }
 

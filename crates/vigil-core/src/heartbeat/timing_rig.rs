@@ -11,9 +11,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use vigil_protocol::{Event, HeartbeatSettings, Message, Role, StopReason};
 
-use super::{Deps, Heartbeat, HeartbeatConfig, HeartbeatHost, HeartbeatTurn, TurnResult};
+use super::{Deps, Heartbeat, HeartbeatConfig, HeartbeatHost};
 use crate::clock::{Clock, ManualClock};
 use crate::events::{CollectingSink, Emitter};
+use crate::run::{RunRequest, RunResult};
 use crate::session::SessionStore;
 use crate::wake::{Wake, WakeConfig};
 
@@ -46,7 +47,6 @@ pub(super) struct FakeHost {
     turns: Mutex<Vec<i64>>,
 }
 
-#[async_trait::async_trait]
 impl HeartbeatHost for FakeHost {
     fn conversation_busy(&self) -> bool {
         false
@@ -54,7 +54,11 @@ impl HeartbeatHost for FakeHost {
     fn has_provider(&self) -> bool {
         true
     }
-    async fn run_turn(&self, turn: HeartbeatTurn) -> TurnResult {
+}
+
+#[async_trait::async_trait]
+impl crate::run::Runner for FakeHost {
+    async fn run(&self, turn: RunRequest) -> RunResult {
         let act = {
             let mut turns = self.turns.lock().unwrap();
             turns.push(self.clock.now_ms());
@@ -63,16 +67,19 @@ impl HeartbeatHost for FakeHost {
         match act {
             Some(Act::Hang(Hang::Forever)) => std::future::pending().await,
             Some(Act::Hang(Hang::UntilCancelled)) => {
-                turn.cancel.cancelled().await;
-                TurnResult::ended(StopReason::Cancelled)
+                turn.deadline.expect("a heartbeat run has a deadline").cancelled().await;
+                RunResult::ended(StopReason::Cancelled)
             }
             Some(Act::Reply(text)) => {
                 let mut reply = Message::user_text(text, self.clock.now_ms());
                 reply.role = Role::Assistant;
                 self.store.append(&turn.session_id, &reply).unwrap();
-                TurnResult::ended(StopReason::EndTurn)
+                RunResult {
+                    reply: Some(reply),
+                    ..RunResult::ended(StopReason::EndTurn)
+                }
             }
-            None => TurnResult::ended(StopReason::EndTurn),
+            None => RunResult::ended(StopReason::EndTurn),
         }
     }
 }

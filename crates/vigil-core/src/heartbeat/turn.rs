@@ -11,9 +11,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use vigil_protocol::StopReason;
 
-use super::{session_id, DueTask, Heartbeat, HeartbeatConfig, HeartbeatTurn, TurnResult, AGENT};
+use super::{session_id, DueTask, Heartbeat, HeartbeatConfig, AGENT};
 use crate::agent::TurnExtras;
 use crate::approval::spoken_duration;
+use crate::run::{Attendance, RunKind, RunRequest, RunResult};
 
 /// Messages of the heartbeat session a run sees (seed 003 §4.3: "极短").
 pub(super) const HISTORY_LIMIT: usize = 6;
@@ -61,7 +62,7 @@ impl Deadline {
 /// A heartbeat turn as its deadline left it.
 pub(super) struct Turned {
     /// What the turn reported (for one let go, a cancelled turn's).
-    pub(super) result: TurnResult,
+    pub(super) result: RunResult,
     /// The deadline ended it.
     pub(super) timed_out: bool,
     /// It did not stop within [`STOP_GRACE`] of its cancellation and runs on by itself: it may
@@ -70,10 +71,10 @@ pub(super) struct Turned {
 }
 
 impl Turned {
-    fn ended(joined: Result<TurnResult, tokio::task::JoinError>) -> Self {
-        let result = joined.unwrap_or_else(|e| TurnResult {
+    fn ended(joined: Result<RunResult, tokio::task::JoinError>) -> Self {
+        let result = joined.unwrap_or_else(|e| RunResult {
             error: Some(format!("the heartbeat turn failed: {e}")),
-            ..TurnResult::ended(StopReason::Error)
+            ..RunResult::ended(StopReason::Error)
         });
         Self {
             result,
@@ -86,8 +87,6 @@ impl Turned {
 /// Where the heartbeat session stood before a run: what [`Heartbeat::take_back`] returns to.
 pub(super) struct Mark {
     size: u64,
-    /// Messages before the run: its reply is after them.
-    pub(super) count: usize,
     pub(super) updated_at: Option<i64>,
 }
 
@@ -97,17 +96,17 @@ impl Heartbeat {
         let deps = &self.shared.deps;
         Ok(Mark {
             size: deps.store.size(session)?,
-            count: deps.store.load(session).map(|l| l.messages.len()).unwrap_or(0),
             updated_at: deps.meta.load(session).ok().map(|l| l.meta.updated_at),
         })
     }
 
     /// One turn in the heartbeat session, with its system section, short history and cache
-    /// lifetime added to `extras`, ended at `deadline`. A turn that ran is counted, and its
-    /// tokens added to today's.
+    /// lifetime added to `extras`, ended at `deadline`. A turn that ran is counted (the run
+    /// charges its tokens to the budget).
     pub(super) async fn heartbeat_turn(
         &self,
         config: &super::HeartbeatConfig,
+        kind: RunKind,
         text: String,
         extras: TurnExtras,
         may_ask: bool,
@@ -121,19 +120,24 @@ impl Heartbeat {
         };
         let started = tokio::time::Instant::now();
         let cancel = CancellationToken::new();
-        let turn = HeartbeatTurn {
-            session_id: session_id(AGENT),
-            run_id: uuid::Uuid::new_v4().to_string(),
-            text,
+        let req = RunRequest {
             extras,
             model: config.model.clone(),
-            may_ask,
-            cancel: cancel.clone(),
+            deadline: Some(cancel.clone()),
+            ..RunRequest::new(
+                session_id(AGENT),
+                kind,
+                text,
+                // A wake (a finished command, a reminder, Check now) may ask and wait; an
+                // interval poll denies at once, so a checklist cannot leave a question every
+                // 30 minutes.
+                if may_ask { Attendance::Away } else { Attendance::Nobody },
+            )
         };
         // On a task of its own: a turn that does not stop when cancelled is let go, never
         // dropped half way (that would leave the heartbeat session's lane taken for good).
         let host = self.shared.host.clone();
-        let mut task = tokio::spawn(async move { host.run_turn(turn).await });
+        let mut task = tokio::spawn(async move { host.run(req).await });
         let turned = tokio::select! {
             joined = &mut task => Turned::ended(joined),
             () = tokio::time::sleep(deadline.limit) => {
@@ -146,7 +150,7 @@ impl Heartbeat {
                             spoken_duration(STOP_GRACE)
                         );
                         Turned {
-                            result: TurnResult::ended(StopReason::Cancelled),
+                            result: RunResult::ended(StopReason::Cancelled),
                             timed_out: true,
                             let_go: true,
                         }
@@ -155,9 +159,6 @@ impl Heartbeat {
             }
         };
         if !turned.result.locked {
-            if let Some(used) = turned.result.usage {
-                self.budget().charge(used);
-            }
             let mut state = self.state();
             state.stats.runs += 1;
             state.durations.add(started.elapsed().as_millis() as u64);

@@ -24,8 +24,9 @@ use vigil_protocol::{Event, NotificationKind, RoutineRun, RunOutcome, Scope, Sou
 
 use super::model::{Routine, KIND_TIME_REMINDER};
 use super::scheduler::{Claimed, RunResult, Scheduler};
-use super::{JobOutcome, JobTurn, Ran};
+use super::Ran;
 use crate::run::deliver::{deliver, summarize, Delivery, Target};
+use crate::run::{Attendance, RunKind, RunRequest, RunResult as RunOutput};
 use crate::session::{SessionType, PRIMARY_SESSION};
 
 /// How long a timed-out job gets to stop after its cancellation, before it is let go.
@@ -213,18 +214,23 @@ impl Scheduler {
             run_id: c.run_id.clone(),
             first: Default::default(),
         });
-        let turn = JobTurn {
-            session_id: session.clone(),
+        let mut req = RunRequest {
             run_id: c.run_id.clone(),
-            text: job_prompt(&c),
-            system_section: JOB_SECTION.into(),
-            cancel: cancel.clone(),
-            effects: crate::agent::Effects(effects.clone()),
-            cache_hour: back_within_the_hour(&c, &self.config().default_zone),
-            routine_id: c.routine.id.clone(),
+            deadline: Some(cancel.clone()),
+            ..RunRequest::new(
+                session.clone(),
+                RunKind::Job {
+                    routine_id: c.routine.id.clone(),
+                },
+                job_prompt(&c),
+                Attendance::Away,
+            )
         };
+        req.extras.system_section = Some(JOB_SECTION.into());
+        req.extras.effects = Some(crate::agent::Effects(effects.clone()));
+        req.extras.cache_hour = back_within_the_hour(&c, &self.config().default_zone);
         let timeout = Duration::from_secs(c.routine.timeout_seconds.max(1) as u64);
-        let job = host.run_job(turn);
+        let job = host.run(req);
         tokio::pin!(job);
         let outcome = tokio::select! {
             o = &mut job => Some(o),
@@ -242,7 +248,7 @@ impl Scheduler {
                 outcome: RunOutcome::TimedOut,
                 error: format!("timed out after {} s", timeout.as_secs()),
             },
-            Some(JobOutcome {
+            Some(RunOutput {
                 stop_reason: StopReason::Error | StopReason::Cancelled,
                 error,
                 ..
@@ -250,7 +256,8 @@ impl Scheduler {
                 outcome: RunOutcome::Failed,
                 error: error.unwrap_or_else(|| "the job's turn failed".into()),
             },
-            Some(JobOutcome { reply, .. }) => {
+            Some(done) => {
+                let reply = done.reply_text();
                 let text = if reply.trim().is_empty() {
                     format!("{} finished (no summary).", c.routine.title)
                 } else {

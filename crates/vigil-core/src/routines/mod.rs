@@ -47,8 +47,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
-use vigil_protocol::{RunOutcome, StopReason, WakeReason};
+use vigil_protocol::{RunOutcome, WakeReason};
 
 pub use model::{infer_execution_mode, Routine};
 pub use runlog::RunLog;
@@ -88,11 +87,9 @@ pub struct Deps {
     pub clock: Arc<dyn Clock>,
 }
 
-/// What the runtime does for an isolated job: the parts that need its lanes and clients.
-#[async_trait::async_trait]
-pub trait JobHost: Send + Sync + 'static {
-    /// Runs the job's turn (multi-round, with tools, never waiting for approval).
-    async fn run_job(&self, job: JobTurn) -> JobOutcome;
+/// What the runtime does for the scheduler: runs its jobs (through [`crate::run::Runner`]),
+/// and tells what the heartbeat and the user's settings say.
+pub trait JobHost: crate::run::Runner {
     /// Whether results raise a native notification.
     fn notifications(&self) -> bool {
         true
@@ -118,38 +115,6 @@ pub trait JobHost: Send + Sync + 'static {
     fn heartbeat_active(&self, _now_ms: i64) -> bool {
         true
     }
-}
-
-/// One job turn, for [`JobHost::run_job`].
-#[derive(Debug, Clone)]
-pub struct JobTurn {
-    /// `job_<routine>_<run>`.
-    pub session_id: String,
-    pub run_id: String,
-    /// The user message: the routine's task.
-    pub text: String,
-    /// Appended to the system prompt: the job instructions.
-    pub system_section: String,
-    /// Cancelled when the job's timeout passes; the turn must end promptly.
-    pub cancel: CancellationToken,
-    /// Goes into the turn's [`crate::agent::TurnExtras::effects`]: the job's first tool
-    /// call that changes something is written into its claim once approved, before it runs.
-    pub effects: crate::agent::Effects,
-    /// The routine comes back within the hour: cache the prefix for an hour.
-    pub cache_hour: bool,
-    /// The routine's id: the user's network grant for it applies to the job.
-    pub routine_id: String,
-}
-
-/// How a job turn ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobOutcome {
-    pub stop_reason: StopReason,
-    /// The last assistant text of the turn.
-    pub reply: String,
-    pub error: Option<String>,
-    /// The tokens the turn's model calls used, if it reported them.
-    pub usage: Option<vigil_protocol::Usage>,
 }
 
 /// How a run ran, for its run-log record ([`Scheduler::finish`]).

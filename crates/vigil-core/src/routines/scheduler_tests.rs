@@ -5,11 +5,12 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use tokio::sync::Semaphore;
-use vigil_protocol::{ExecutionMode, RoutineDraft, RoutineSource, RoutineState};
+use vigil_protocol::{ExecutionMode, Message, RoutineDraft, RoutineSource, RoutineState, StopReason};
 
 use super::*;
 use crate::clock::ManualClock;
 use crate::events::{CollectingSink, EventSink};
+use crate::run::{RunRequest, RunResult as RunOutput};
 use crate::session::{MetaStore, SessionStore, PRIMARY_SESSION};
 
 pub(super) const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
@@ -35,7 +36,6 @@ pub(super) struct FakeHost {
 
 use std::sync::Mutex;
 
-#[async_trait::async_trait]
 impl JobHost for FakeHost {
     fn paused(&self) -> bool {
         self.paused.load(Ordering::SeqCst)
@@ -48,19 +48,21 @@ impl JobHost for FakeHost {
     fn heartbeat_enabled(&self) -> bool {
         !self.heartbeat_off
     }
+}
 
-    async fn run_job(&self, job: JobTurn) -> JobOutcome {
+#[async_trait::async_trait]
+impl crate::run::Runner for FakeHost {
+    async fn run(&self, job: RunRequest) -> RunOutput {
         if self.changes_first {
             let exec = serde_json::json!({"command": "make deploy"});
-            job.effects.0.before_effect("exec", &exec).await;
+            let effects = job.extras.effects.as_ref().expect("a job tells its effects");
+            effects.0.before_effect("exec", &exec).await;
         }
         if self.hang {
-            job.cancel.cancelled().await;
-            return JobOutcome {
-                stop_reason: StopReason::Cancelled,
-                reply: String::new(),
+            job.deadline.expect("a job has a deadline").cancelled().await;
+            return RunOutput {
                 error: Some("cancelled".into()),
-                usage: None,
+                ..RunOutput::ended(StopReason::Cancelled)
             };
         }
         if let Some(g) = &self.gate {
@@ -72,18 +74,13 @@ impl JobHost for FakeHost {
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok()
         {
-            return JobOutcome {
-                stop_reason: StopReason::Error,
-                reply: String::new(),
-                error: Some("the provider failed".into()),
-                usage: None,
-            };
+            return RunOutput::failed("the provider failed");
         }
-        JobOutcome {
-            stop_reason: StopReason::EndTurn,
-            reply: format!("Done: {}", job.session_id),
-            error: None,
-            usage: None,
+        let mut reply = Message::user_text(format!("Done: {}", job.session_id), 0);
+        reply.role = vigil_protocol::Role::Assistant;
+        RunOutput {
+            reply: Some(reply),
+            ..RunOutput::ended(StopReason::EndTurn)
         }
     }
 }

@@ -42,14 +42,7 @@ impl Runtime {
 
     /// How many things run now: busy lanes plus running commands.
     pub fn running_tasks(&self) -> usize {
-        let lanes = self
-            .inner
-            .lanes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .filter(|l| l.lock().busy)
-            .count();
+        let lanes = self.inner.lanes.busy().len();
         lanes + self.inner.running_commands.load(Ordering::Relaxed)
     }
 

@@ -2,7 +2,7 @@
 //! ends, that conversation's own agent gets a turn with its whole history and the exit
 //! notice (seed 000 §7's system event + wake, applied per conversation). Exits within
 //! [`MERGE_WINDOW`] share one turn; a turn already running takes them in at its next step
-//! (see [`super::Lane`]); a chain of continuations without a user message stops at the
+//! (see [`crate::run::Lane`]); a chain of continuations without a user message stops at the
 //! limit and says so. The reply reaches the user as one notification, unless it only says
 //! there is nothing to tell.
 //!
@@ -12,16 +12,17 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use vigil_protocol::{
-    Event, Message, MessageKind, NotificationKind, Role, Scope, Source, StopReason, Usage,
-    DEFAULT_APPROVAL_TIMEOUT_SECS, DEFAULT_CONTINUATION_LIMIT,
+    Event, Message, MessageKind, NotificationKind, Scope, Source, DEFAULT_APPROVAL_TIMEOUT_SECS,
+    DEFAULT_CONTINUATION_LIMIT,
 };
 
-use super::{Attendance, Lane, Runtime};
+use super::Runtime;
 use crate::run::deliver::{deliver, is_silent, Delivery, Target};
+use crate::run::{Attendance, RunKind, RunRequest};
 use crate::session::meta::type_from_id;
 use crate::session::{MailboxEvent, SessionType};
 use crate::system_events::SystemEvent;
@@ -203,7 +204,7 @@ impl Runtime {
 
     /// One continuation turn in `lane` (already marked busy). Returns whether the
     /// conversation may go on after it (it ran and succeeded).
-    pub(super) async fn run_continuation(&self, session_id: &str, lane: &Arc<Lane>, run_id: &str) -> bool {
+    pub(super) async fn run_continuation(&self, session_id: &str, run_id: &str) -> bool {
         let events = self.inner.system_events.drain(session_id);
         if events.is_empty() {
             return false;
@@ -232,53 +233,24 @@ impl Runtime {
             }
         }
         self.sessions_changed(Ok(()));
-        let before = self.inner.store.load(session_id).map(|l| l.messages.len()).unwrap_or(0);
-        let cancel = lane.lock().cancel.clone();
-        let (client, config) = (self.client(), self.agent_config());
-        let background = self.take_background_context(session_id).await;
-        let mut extras = background.extras();
-        extras.message_kind = MessageKind::SystemEvent;
-        extras.source = Some(Source::Background);
-        let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, run_id);
-        let turn = self.turn(
-            session_id,
-            lane.as_ref(),
-            client,
-            emitter,
-            cancel,
-            config,
-            extras,
-            Attendance::Away,
-        );
-        let stop = turn.run(continuation_text(&events)).await;
-        self.finish_background_context(session_id, stop, background).await;
-        if matches!(stop, StopReason::Error | StopReason::Cancelled) {
+        let mut req = RunRequest {
+            run_id: run_id.to_string(),
+            ..RunRequest::new(
+                session_id,
+                RunKind::Continuation,
+                continuation_text(&events),
+                Attendance::Away,
+            )
+        };
+        req.extras.message_kind = MessageKind::SystemEvent;
+        req.extras.source = Some(Source::Background);
+        let result = self.run(req).await;
+        if !result.went_well() {
             // The notices are in the transcript; the user still hears that the command ended.
             self.announce_exits(session_id, &events);
             return false;
         }
-        let added = self
-            .inner
-            .store
-            .load(session_id)
-            .map(|l| l.messages.into_iter().skip(before).collect::<Vec<_>>())
-            .unwrap_or_default();
-        // A continuation is background work: its tokens count against the daily budget.
-        let used = added
-            .iter()
-            .filter_map(|m| m.usage)
-            .fold(None, |sum: Option<Usage>, u| {
-                let mut s = sum.unwrap_or_default();
-                s += u;
-                Some(s)
-            });
-        if let Some(used) = used {
-            self.inner.budget.charge(used);
-        }
-        let reply = added
-            .into_iter()
-            .rfind(|m| m.role == Role::Assistant && !m.text().trim().is_empty());
-        if let Some(reply) = reply.filter(|m| !is_silent(&m.text())) {
+        if let Some(reply) = result.reply.filter(|m| !is_silent(&m.text())) {
             self.notify_reply(session_id, &reply).await;
         }
         true
@@ -295,34 +267,20 @@ impl Runtime {
         if !matches!(self.admit(session_id).await, Admission::Go) {
             return self.announce_exits(session_id, &events);
         }
-        let before = self.inner.store.load(session_id).map(|l| l.messages.len()).unwrap_or(0);
-        let extras = crate::agent::TurnExtras {
-            message_kind: MessageKind::SystemEvent,
-            source: Some(Source::Background),
-            ..Default::default()
-        };
-        let run_id = uuid::Uuid::new_v4().to_string();
-        let result = self
-            .run_background_turn(
-                session_id,
-                &run_id,
-                continuation_text(&events),
-                extras,
-                None,
-                Scope::Job,
-                self.inner.shutdown.child_token(),
-                Attendance::Away,
-            )
-            .await;
-        if matches!(result.stop_reason, StopReason::Error | StopReason::Cancelled) {
+        let mut req = RunRequest::new(
+            session_id,
+            RunKind::JobContinuation,
+            continuation_text(&events),
+            Attendance::Away,
+        );
+        req.extras.message_kind = MessageKind::SystemEvent;
+        req.extras.source = Some(Source::Background);
+        let run_id = req.run_id.clone();
+        let result = self.run(req).await;
+        if !result.went_well() {
             return self.announce_exits(session_id, &events);
         }
-        let reply = self
-            .inner
-            .store
-            .load(session_id)
-            .map(|l| crate::heartbeat::last_reply(l.messages, before))
-            .unwrap_or_default();
+        let reply = result.reply_text();
         if !is_silent(&reply) {
             self.deliver_job_reply(session_id, &run_id, &reply).await;
         }

@@ -4,7 +4,7 @@
 //! mailbox and asks the process registry for its list; it changes nothing.
 
 use vigil_protocol::{
-    Event, HealthStatus, HealthView, HeartbeatHealth, HeartbeatSkip, LaneHealth, MailboxHealth, Scope, Source,
+    Event, HealthStatus, HealthView, HeartbeatHealth, HeartbeatSkip, LaneHealth, MailboxHealth, Source,
 };
 
 use super::Runtime;
@@ -70,16 +70,15 @@ impl Runtime {
 
     /// Sessions with a turn running, by id.
     fn busy_lanes(&self) -> Vec<LaneHealth> {
-        let lanes = self.inner.lanes.lock().unwrap_or_else(|e| e.into_inner());
-        let mut busy: Vec<LaneHealth> = lanes
-            .iter()
-            .filter_map(|(id, lane)| {
-                let state = lane.lock();
-                state.busy.then(|| LaneHealth {
-                    session_id: id.clone(),
-                    scope: state.scope.unwrap_or(Scope::Primary),
-                    queued: state.queue.len() as u32,
-                })
+        let mut busy: Vec<LaneHealth> = self
+            .inner
+            .lanes
+            .busy()
+            .into_iter()
+            .map(|(session_id, scope, queued)| LaneHealth {
+                session_id,
+                scope,
+                queued: queued as u32,
             })
             .collect();
         busy.sort_by(|a, b| a.session_id.cmp(&b.session_id));
@@ -173,7 +172,7 @@ fn times(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vigil_protocol::{LockHealth, RoutinesHealth};
+    use vigil_protocol::{LockHealth, RoutinesHealth, Scope};
 
     fn calm() -> HealthView {
         HealthView {

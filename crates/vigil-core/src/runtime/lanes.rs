@@ -1,42 +1,17 @@
-//! Lanes and the turns that run in them: one turn at a time per session; the user's
-//! messages and the session's notices queue while it runs and reach it at its next step;
-//! what queued too late starts the next turn (the user's message, or a continuation).
+//! A conversation's lane and the turns that run in it (one at a time, see [`crate::run::lane`]):
+//! the user's messages and the session's notices queue while one runs and reach it at its
+//! next step; what queued too late starts the next turn (the user's message, or a
+//! continuation). Every run starts through [`Runtime::run`].
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures_util::FutureExt as _;
-use tokio_util::sync::CancellationToken;
 use vigil_protocol::{ErrorKind, Event, Message, Scope, Source, StopReason};
 
-use super::{processes, title_from, Runtime, DEFAULT_TITLES};
-use crate::agent::{AgentConfig, SteerQueue, Turn, UserInput};
-use crate::events::Emitter;
-use crate::provider::ModelClient;
-use crate::session::{SessionType, PRIMARY_SESSION};
-use crate::system_events::SystemEvents;
-
-/// One session's lane: at most one turn runs; messages sent meanwhile queue here and
-/// reach the running turn at its next step (steering), as do the session's notices (a
-/// background command ended).
-pub(super) struct Lane {
-    /// `std` lock: held only to flip `busy` or move the queue, never across an await.
-    state: Mutex<LaneState>,
-    session_id: String,
-    notices: SystemEvents,
-}
-
-/// Who can answer a turn's approval questions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Attendance {
-    /// The user, at the screen: ask and wait.
-    User,
-    /// Nobody watches, but the run may ask (card, tray, notification) and wait up to the
-    /// approval timeout: continuations, routine jobs, woken heartbeats.
-    Away,
-    /// Nobody, and nobody is asked: the heartbeat's interval polls.
-    Nobody,
-}
+use super::{title_from, Runtime, DEFAULT_TITLES};
+use crate::agent::UserInput;
+use crate::run::start::Context;
+use crate::run::{Attendance, Lane, RunKind, RunRequest, RunResult};
 
 /// What starts a turn in a conversation's lane.
 pub(super) enum Input {
@@ -46,65 +21,50 @@ pub(super) enum Input {
     Continuation,
 }
 
-#[derive(Default)]
-pub(super) struct LaneState {
-    pub(super) busy: bool,
-    /// What kind of session runs the turn, for the health check; set with `busy`.
-    pub(super) scope: Option<Scope>,
-    pub(super) queue: Vec<UserInput>,
-    /// The running turn's token, for Stop.
-    pub(super) cancel: CancellationToken,
-}
-
-impl Lane {
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, LaneState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl SteerQueue for Lane {
-    fn drain(&self) -> Vec<UserInput> {
-        std::mem::take(&mut self.lock().queue)
-    }
-
-    fn drain_notices(&self) -> Vec<String> {
-        self.notices
-            .drain(&self.session_id)
-            .into_iter()
-            .map(|e| e.text)
-            .collect()
-    }
-}
-
 impl Runtime {
     pub(super) fn lane_if_exists(&self, session_id: &str) -> Option<Arc<Lane>> {
-        self.inner
-            .lanes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(session_id)
-            .cloned()
+        self.inner.lanes.get(session_id)
     }
 
     pub(super) fn lane(&self, session_id: &str) -> Arc<Lane> {
-        self.inner
-            .lanes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(session_id.to_string())
-            .or_insert_with(|| {
-                Arc::new(Lane {
-                    state: Mutex::default(),
-                    session_id: session_id.to_string(),
-                    notices: self.inner.system_events.clone(),
-                })
-            })
-            .clone()
+        self.inner.lanes.lane(session_id)
     }
 
     /// Whether a turn is running in `session_id` (the heartbeat waits for a free lane).
     pub fn is_busy(&self, session_id: &str) -> bool {
-        self.lane_if_exists(session_id).is_some_and(|l| l.lock().busy)
+        self.inner.lanes.is_busy(session_id)
+    }
+
+    /// Starts `req` (see [`crate::run::start`]) with what this runtime has now. A job whose
+    /// command ended after its turn's last step continues.
+    pub(super) async fn run(&self, req: RunRequest) -> RunResult {
+        let activity = || self.activity_changed();
+        let ctx = Context {
+            store: &self.inner.store,
+            meta: &self.inner.meta,
+            emitter: &self.inner.emitter,
+            clock: &self.inner.clock,
+            approvals: &self.inner.approvals,
+            workspace: &self.inner.workspace,
+            data_dir: &self.inner.data_dir,
+            notices: &self.inner.system_events,
+            lanes: &self.inner.lanes,
+            budget: &self.inner.budget,
+            shutdown: &self.inner.shutdown,
+            tools: self.tools(),
+            client: self.client(),
+            config: self.agent_config(),
+            approval_timeout: self.approval_timeout(),
+            processes: self.processes(),
+            activity: &activity,
+        };
+        let job = req.kind.scope() == Scope::Job;
+        let session_id = req.session_id.clone();
+        let result = crate::run::start::run(&ctx, req).await;
+        if job && !result.locked && !self.inner.system_events.peek(&session_id).is_empty() {
+            self.continue_after_merge(&session_id);
+        }
+        result
     }
 
     pub(super) fn start_turn(&self, session_id: String, input: UserInput) {
@@ -175,10 +135,10 @@ impl Runtime {
                 let turn = async {
                     match input {
                         Input::User(input) => {
-                            let stop = this.run_turn(&session_id, &lane, &run_id, input).await;
+                            let stop = this.run_turn(&session_id, &run_id, input).await;
                             !matches!(stop, StopReason::Error | StopReason::Cancelled)
                         }
-                        Input::Continuation => this.run_continuation(&session_id, &lane, &run_id).await,
+                        Input::Continuation => this.run_continuation(&session_id, &run_id).await,
                     }
                 };
                 let went_well = match std::panic::AssertUnwindSafe(turn).catch_unwind().await {
@@ -202,113 +162,19 @@ impl Runtime {
         let why = crate::tools::panic_text(panic);
         tracing::error!(session = session_id, "a turn panicked: {why}");
         let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, run_id);
-        emitter.emit(
-            Source::System,
-            Event::Error {
-                kind: ErrorKind::Internal,
-                message: format!(
-                    "Vigil hit an internal error and stopped this reply ({why}). What was said so far is kept; send your message again to carry on."
-                ),
-            },
-        );
-        emitter.emit(
-            Source::Agent,
-            Event::TurnFinished {
-                stop_reason: StopReason::Error,
-                usage: Default::default(),
-                detail: None,
-            },
-        );
+        crate::run::start::panicked(&emitter, &why);
     }
 
-    pub(super) async fn run_turn(
-        &self,
-        session_id: &str,
-        lane: &Arc<Lane>,
-        run_id: &str,
-        input: UserInput,
-    ) -> StopReason {
+    pub(super) async fn run_turn(&self, session_id: &str, run_id: &str, input: UserInput) -> StopReason {
         #[cfg(test)]
         if input.text == super::tests::PLANTED_BUG {
             panic!("a planted bug");
         }
-        let cancel = lane.lock().cancel.clone();
-        let (client, config) = (self.client(), self.agent_config());
-        let background = self.take_background_context(session_id).await;
-        let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, run_id);
-        let turn = self.turn(
-            session_id,
-            lane.as_ref(),
-            client,
-            emitter,
-            cancel,
-            config,
-            background.extras(),
-            Attendance::User,
-        );
-        let stop = turn.run(input).await;
-        self.finish_background_context(session_id, stop, background).await;
-        stop
-    }
-
-    /// A turn of `session_id` with this runtime's stores, tools, workspace and approval
-    /// policy; `attendance` says who can answer its questions.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn turn<'a>(
-        &'a self,
-        session_id: &'a str,
-        steer: &'a dyn SteerQueue,
-        client: Option<ModelClient>,
-        emitter: Emitter,
-        cancel: CancellationToken,
-        config: AgentConfig,
-        extras: crate::agent::TurnExtras,
-        attendance: Attendance,
-    ) -> Turn<'a> {
-        let interactive = attendance == Attendance::User;
-        // The heartbeat's and the jobs' sessions have no place in the window: their questions
-        // go to the main conversation, which the routines and the heartbeat report to.
-        let asks_in = match crate::session::meta::type_from_id(session_id) {
-            SessionType::Primary => emitter.clone(),
-            _ => emitter.for_session(PRIMARY_SESSION, Scope::Primary),
+        let req = RunRequest {
+            run_id: run_id.to_string(),
+            ..RunRequest::new(session_id, RunKind::User, input, Attendance::User)
         };
-        let gate = crate::approval::TurnGate {
-            approvals: self.inner.approvals.clone(),
-            workspace: self.workspace().to_path_buf(),
-            emitter: asks_in,
-            cancel: cancel.clone(),
-            interactive,
-            away: (attendance == Attendance::Away).then(|| self.approval_timeout()),
-            now_ms: self.inner.clock.now_ms(),
-        };
-        Turn {
-            session_id,
-            process_owner: processes::process_owner(session_id),
-            store: &self.inner.store,
-            client,
-            tools: self.tools(),
-            gate: Some(Arc::new(gate)),
-            data_dir: Some(self.inner.data_dir.clone()),
-            started: Default::default(),
-            sandbox: Some(crate::sandbox::TurnSandbox {
-                sandbox: self.inner.approvals.sandbox(),
-                settings: self
-                    .inner
-                    .approvals
-                    .sandbox_settings()
-                    .for_routine(extras.routine.as_deref()),
-                data_dir: self.inner.data_dir.clone(),
-                attended: interactive,
-                home: std::env::var_os("HOME").map(PathBuf::from),
-            }),
-            workspace: self.inner.workspace.clone(),
-            emitter,
-            clock: self.inner.clock.clone(),
-            cancel,
-            steer,
-            config,
-            extras,
-        }
+        self.run(req).await.stop_reason
     }
 
     /// Decides what follows a turn: messages that arrived too late for it start the next

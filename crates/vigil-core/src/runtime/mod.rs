@@ -27,9 +27,8 @@ pub use attachments::{stage_attachment, STAGING_DIR};
 pub use continuation::{CONTINUATION_PROMPT, MERGE_WINDOW};
 pub use processes::USER_OWNER;
 
-use lanes::{Attendance, Input, Lane};
+use lanes::Input;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
@@ -97,8 +96,8 @@ struct Inner {
     /// `std` lock: read for a clone at turn start, written when settings change; never held
     /// across an await.
     client: RwLock<Option<ModelClient>>,
-    /// Session id → its lane. `std` lock: only held to look a lane up.
-    lanes: Mutex<HashMap<String, Arc<Lane>>>,
+    /// Session id → its lane.
+    lanes: crate::run::Lanes,
     tasks: TaskTracker,
     /// Long-lived loops (wake, heartbeat schedule): not waited for by [`Runtime::idle`].
     background: TaskTracker,
@@ -239,7 +238,7 @@ impl Runtime {
                 workspace,
                 agent_config: RwLock::new(AgentConfig::default()),
                 client: RwLock::new(None),
-                lanes: Mutex::new(HashMap::new()),
+                lanes: crate::run::Lanes::new(system_events.clone()),
                 tasks: TaskTracker::new(),
                 background: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
@@ -334,11 +333,7 @@ impl Runtime {
                     self.inner.meta.delete(&session_id)
                 };
                 if done.is_ok() {
-                    self.inner
-                        .lanes
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&session_id);
+                    self.inner.lanes.remove(&session_id);
                 }
                 self.sessions_changed(done);
             }

@@ -24,12 +24,6 @@ use crate::tools::ToolRegistry;
 /// The owner of commands the user starts from the panel: no agent session is woken for them.
 pub const USER_OWNER: &str = "user";
 
-/// Whose processes a turn of `session_id` starts and sees: its own. A conversation's exits
-/// continue that conversation; the heartbeat's stay with the heartbeat.
-pub(super) fn process_owner(session_id: &str) -> &str {
-    session_id
-}
-
 pub(super) fn summary(info: &ProcessInfo) -> ProcessSummary {
     let exit = info.exit.clone().unwrap_or_default();
     ProcessSummary {

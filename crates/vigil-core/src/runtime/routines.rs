@@ -4,14 +4,13 @@
 
 use vigil_protocol::{
     ErrorKind, Event, HeartbeatChecks, RoutineDraft, RoutineRun, RoutineSource, RoutineView, RoutinesView,
-    SchedulePreview, Scope, Source,
+    SchedulePreview, Source,
 };
 
 use super::Runtime;
-use crate::agent::TurnExtras;
 use crate::heartbeat::file::is_effectively_empty;
 use crate::routines::view::{routine_view, with_last_run};
-use crate::routines::{JobOutcome, JobTurn, Scheduler, StoreError};
+use crate::routines::{Scheduler, StoreError};
 
 impl Runtime {
     /// The scheduler (routines, claims, the timing loop).
@@ -141,47 +140,6 @@ impl Runtime {
                 Err(e) => this.report(ErrorKind::InvalidOp, e.to_string()),
             }
         });
-    }
-
-    /// One job turn in its own lane (`job_<routine>_<run>`), never asking for approval.
-    pub(super) async fn run_job_turn(&self, job: JobTurn) -> JobOutcome {
-        let extras = TurnExtras {
-            system_section: Some(job.system_section),
-            effects: Some(job.effects),
-            cache_hour: job.cache_hour,
-            routine: Some(job.routine_id),
-            ..TurnExtras::default()
-        };
-        let before = self
-            .inner
-            .store
-            .load(&job.session_id)
-            .map(|l| l.messages.len())
-            .unwrap_or(0);
-        let result = self
-            .run_background_turn(
-                &job.session_id,
-                &job.run_id,
-                job.text,
-                extras,
-                None,
-                Scope::Job,
-                job.cancel,
-                super::Attendance::Away,
-            )
-            .await;
-        let reply = self
-            .inner
-            .store
-            .load(&job.session_id)
-            .map(|l| crate::heartbeat::last_reply(l.messages, before))
-            .unwrap_or_default();
-        JobOutcome {
-            stop_reason: result.stop_reason,
-            reply,
-            error: result.error,
-            usage: result.usage,
-        }
     }
 }
 
