@@ -147,6 +147,11 @@ impl SessionLocks {
         Self::new(sessions_dir, LockOptions::default(), Arc::new(SystemClock))
     }
 
+    /// The sessions folder these locks live in: Vigil's own, hidden from every sandbox.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
     pub fn options(&self) -> LockOptions {
         self.inner.opts
     }
