@@ -3,7 +3,8 @@
 //! Owns rewriting a file *in place* (the same inode) so that a crash never leaves it torn:
 //! the new content is first made durable in a journal somewhere else ([`write_atomic`]),
 //! then written over the file (from the start, cut to its length, fsync'd), then the journal
-//! is removed. [`recover`] finishes a rewrite a crash interrupted.
+//! is removed. [`recover`] finishes a rewrite a crash interrupted; a reader that may meet a
+//! rewrite half done takes the journal's text instead ([`pending`]).
 //!
 //! Why in place: `HEARTBEAT.md` is bound read-only onto itself in every sandbox, standing
 //! ones included. A rename over it on the host detaches that bind in every other mount
@@ -50,20 +51,20 @@ pub fn write_in_place(path: &Path, journal: &Path, bytes: &[u8]) -> io::Result<W
 /// very path, its content is written over the file and the journal removed. Returns whether
 /// there was one to finish. A journal for another path (the workspace moved) is left alone.
 pub fn recover(path: &Path, journal: &Path) -> io::Result<bool> {
-    let record = match fs::read(journal) {
-        Ok(r) => r,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e),
-    };
-    let Some(split) = record.iter().position(|b| *b == b'\n') else {
+    let Some(bytes) = pending(path, journal) else {
         return Ok(false);
     };
-    if record[..split] != *path.as_os_str().as_encoded_bytes() {
-        return Ok(false);
-    }
-    overwrite(path, &record[split + 1..])?;
+    overwrite(path, &bytes)?;
     remove_journal(journal)?;
     Ok(true)
+}
+
+/// The text a rewrite of `path` now in progress (or cut short by a crash) is writing, from
+/// its journal: what a reader should take instead of the file, which may be half written.
+pub fn pending(path: &Path, journal: &Path) -> Option<Vec<u8>> {
+    let record = fs::read(journal).ok()?;
+    let split = record.iter().position(|b| *b == b'\n')?;
+    (record[..split] == *path.as_os_str().as_encoded_bytes()).then(|| record[split + 1..].to_vec())
 }
 
 /// Writes `bytes` from the start of the file, cuts it there and fsyncs it. Never through a

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 
 #[cfg(unix)]
-pub use in_place::{recover as recover_in_place, write_in_place};
+pub use in_place::{pending as pending_in_place, recover as recover_in_place, write_in_place};
 
 #[cfg(unix)]
 mod in_place;

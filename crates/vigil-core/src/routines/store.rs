@@ -29,7 +29,7 @@ use serde_json::Map;
 use super::block::{block_json, find_block, join_checks};
 pub use super::block::{parse, render, same_tasks, split_checks, strip_block, Entry, Parsed};
 use crate::clock::Clock;
-use crate::durable::{recover_in_place, write_atomic, write_in_place};
+use crate::durable::{pending_in_place, recover_in_place, write_atomic, write_in_place};
 use crate::heartbeat::file::HEARTBEAT_FILE;
 use crate::session::{SessionError, SessionLocks};
 
@@ -226,13 +226,34 @@ impl RoutineStore {
         }
     }
 
-    /// The file's text, read beneath its folder (a symlink in its place is refused).
+    /// The file's text, read beneath its folder (a symlink in its place is refused). The file
+    /// is rewritten in place, so a read may meet a rewrite half done (the new text over the
+    /// old one's tail, not yet cut): while its journal is there, the journal's text is the
+    /// file's; a length that changed under the read means a rewrite ended meanwhile, and the
+    /// file is read again.
     fn read_text(&self) -> Result<String, StoreError> {
         use crate::beneath::BeneathError;
         let path = self.path();
         let folder = path.parent().unwrap_or(Path::new("."));
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(HEARTBEAT_FILE);
-        match crate::beneath::read(folder, name) {
+        let len = || std::fs::symlink_metadata(&path).map(|m| m.len()).ok();
+        let mut tries = 0;
+        let read = loop {
+            let before = len();
+            let got = crate::beneath::read(folder, name);
+            if let Some(next) = pending_in_place(&path, &self.journal_path()) {
+                break Ok(next);
+            }
+            tries += 1;
+            let settled = match &got {
+                Ok(bytes) => Some(bytes.len() as u64) == before && before == len(),
+                Err(_) => true,
+            };
+            if settled || tries == 5 {
+                break got;
+            }
+        };
+        match read {
             Ok(bytes) => String::from_utf8(bytes).map_err(|_| StoreError::Io {
                 action: "read",
                 path,
