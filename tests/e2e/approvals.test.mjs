@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Harness, quit, screenshot, send, By, waitFor } from './harness.mjs';
+import { Harness, invoke, quit, screenshot, send, By, waitFor } from './harness.mjs';
 
 const COMPOUND = 'git status && rm -rf build';
 const SHELL = "bash -c 'ls'";
@@ -50,19 +50,6 @@ async function cardFor(driver, command, not = null) {
 async function deny(driver, card) {
   await driver.findElement(By.css(`[data-approval-id="${card.id}"] [data-testid="approval-deny"]`)).click();
   await waitFor('the card to close', async () => !(await pendingCards(driver)).some((c) => c.id === card.id), 10000);
-}
-
-/** A Rust command called as the window calls it; resolves to `{ ok, value }` or `{ ok: false, error }`. */
-function invoke(driver, command, args = {}) {
-  return driver.executeAsyncScript(
-    `const done = arguments[arguments.length - 1];
-     window.__TAURI_INTERNALS__.invoke(arguments[0], arguments[1]).then(
-       (value) => done({ ok: true, value }),
-       (error) => done({ ok: false, error }),
-     );`,
-    command,
-    args,
-  );
 }
 
 async function openApprovalsPane(driver) {

@@ -177,6 +177,19 @@ export async function send(driver, text) {
   await input.sendKeys(text, '\uE007'); // Enter
 }
 
+/** A Rust command called as the window calls it; resolves to `{ ok, value }` or `{ ok: false, error }`. */
+export function invoke(driver, command, args = {}) {
+  return driver.executeAsyncScript(
+    `const done = arguments[arguments.length - 1];
+     window.__TAURI_INTERNALS__.invoke(arguments[0], arguments[1]).then(
+       (value) => done({ ok: true, value }),
+       (error) => done({ ok: false, error }),
+     );`,
+    command,
+    args,
+  );
+}
+
 export async function screenshot(driver, name) {
   // Two frames, so what the DOM holds now has been painted (WebKit can hand back the last frame).
   await driver.executeAsyncScript('const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 50)));');

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { flushSync, mount, tick, unmount } from 'svelte';
 import type { ApprovalsView, SandboxView } from '../lib/protocol';
-import { addFolder, hiddenLines, hiddenSlip, networkStatus, removeFolder, sandboxStatus } from './sandbox';
+import { addFolder, addSocket, hiddenLines, hiddenSlip, networkStatus, sandboxStatus } from './sandbox';
 
 const backend = vi.hoisted(() => ({
   view: null as unknown as ApprovalsView,
@@ -411,12 +411,13 @@ describe('the sandbox, pure', () => {
     );
   });
 
-  it('checks a typed folder and edits the list', () => {
+  it('checks a typed folder or socket before the list is saved', () => {
     expect(addFolder([], '')).toEqual({ error: expect.stringMatching(/full path/) });
     expect(addFolder([], '~/.npm')).toEqual({ error: 'Write ~/.npm from the root, like /home/you/.npm.' });
     expect(addFolder(['/a'], '/a/')).toEqual({ error: '/a is already writable.' });
-    expect(addFolder(['/a'], '/b')).toEqual({ folders: ['/a', '/b'] });
-    expect(addFolder([], '/')).toEqual({ folders: ['/'] });
-    expect(removeFolder(['/a', '/b'], '/a')).toEqual(['/b']);
+    expect(addFolder(['/a'], '/b')).toEqual({ paths: ['/a', '/b'] });
+    expect(addFolder([], '/')).toEqual({ paths: ['/'] });
+    expect(addSocket([], 'docker.sock')).toEqual({ error: expect.stringMatching(/not a full path/) });
+    expect(addSocket(['/a.sock'], ' /run/docker.sock ')).toEqual({ paths: ['/a.sock', '/run/docker.sock'] });
   });
 });

@@ -83,17 +83,19 @@ export function sameList(a: readonly string[], b: readonly string[]): boolean {
 }
 
 /** The list with `typed` added, or why it cannot be. */
-export function addFolder(folders: readonly string[], typed: string): { folders: string[] } | { error: string } {
+export function addFolder(folders: readonly string[], typed: string): { paths: string[] } | { error: string } {
   const folder = typed.trim();
   if (folder === '') return { error: 'Type the full path of a folder, like /home/you/.cache/pip.' };
   if (folder.startsWith('~')) return { error: `Write ${folder} from the root, like /home/you/${folder.replace(/^~\/?/, '')}.` };
   if (!folder.startsWith('/')) return { error: `“${folder}” is not a full path; write it from the root, like /home/you/${folder}.` };
   const bare = folder.length > 1 ? folder.replace(/\/+$/, '') : folder;
   if (folders.includes(bare)) return { error: `${bare} is already writable.` };
-  return { folders: [...folders, bare] };
+  return { paths: [...folders, bare] };
 }
 
-/** The list without `folder`. */
-export function removeFolder(folders: readonly string[], folder: string): string[] {
-  return folders.filter((f) => f !== folder);
+/** The socket list with `typed` added, or why it cannot be (a socket is named by its full path). */
+export function addSocket(sockets: readonly string[], typed: string): { paths: string[] } | { error: string } {
+  const socket = typed.trim();
+  if (!socket.startsWith('/')) return { error: `“${socket}” is not a full path; write it from the root, like /run/docker.sock.` };
+  return { paths: [...sockets, socket] };
 }

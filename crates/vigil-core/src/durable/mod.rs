@@ -4,8 +4,10 @@
 //! this process: writing the bytes, `fsync`/`fdatasync`, cutting a file, linking, renaming,
 //! and fsyncing a folder so a new name lasts. On top of them, the one whole-file replacement
 //! ([`write_atomic`], or [`stage`] then [`Staged::commit`] for a caller with a step between):
-//! temp file beside the target, data, fsync, rename, fsync the folder. And the folders the
-//! data lives in, made for the user alone ([`create_private_dir_all`], [`make_private_dir`]).
+//! temp file beside the target, data, fsync, rename, fsync the folder; for a file bound into
+//! sandboxes, the rewrite that keeps its inode ([`write_in_place`], journaled; `in_place.rs`).
+//! And the folders the data lives in, made for the user alone ([`create_private_dir_all`],
+//! [`make_private_dir`]).
 //!
 //! Every durable write goes through here: transcript appends and cuts, metadata commits and
 //! their `.bak`, `HEARTBEAT.md` and the routine files, approvals, pending wakes, the key file.
@@ -23,6 +25,11 @@ use std::path::{Path, PathBuf};
 
 use tempfile::NamedTempFile;
 
+#[cfg(unix)]
+pub use in_place::{pending as pending_in_place, recover as recover_in_place, write_in_place};
+
+#[cfg(unix)]
+mod in_place;
 #[cfg(test)]
 mod order_tests;
 #[cfg(test)]
@@ -83,6 +90,13 @@ pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
 pub fn hard_link(from: &Path, to: &Path) -> io::Result<()> {
     fs::hard_link(from, to)?;
     note!(from, to => Op::HardLink(from.to_owned(), to.to_owned()));
+    Ok(())
+}
+
+/// Removes the file `path`; durable only after a [`sync_dir`] of the folder.
+pub fn remove_file(path: &Path) -> io::Result<()> {
+    fs::remove_file(path)?;
+    note!(path => Op::Remove(path.to_owned()));
     Ok(())
 }
 

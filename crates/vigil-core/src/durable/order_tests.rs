@@ -125,7 +125,7 @@ fn a_metadata_commit_fsyncs_its_temp_file_before_any_rename_and_the_folder_after
 }
 
 #[tokio::test]
-async fn a_heartbeat_md_write_fsyncs_its_temp_file_before_the_rename_and_the_folder_after() {
+async fn a_heartbeat_md_write_is_journaled_then_made_in_place_and_the_journal_goes_last() {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().join("workspace");
     std::fs::create_dir_all(&workspace).unwrap();
@@ -142,20 +142,29 @@ async fn a_heartbeat_md_write_fsyncs_its_temp_file_before_the_rename_and_the_fol
         })
         .await
         .unwrap();
-    // HEARTBEAT.md, then the snapshot of its good task block beside it.
+    // The journal (in Vigil's own folder) made durable first, then HEARTBEAT.md rewritten
+    // in place (its inode stays: a sandbox's read-only bind of it stays attached) and
+    // fsync'd, and only then the journal removed; then the snapshot of the good task block.
+    let len = std::fs::metadata(workspace.join("HEARTBEAT.md")).unwrap().len();
+    let take = rec.take();
     assert_eq!(
-        rec.take(),
+        take,
         [
-            "create workspace/.vigil-tmp-<1>",
-            "write workspace/.vigil-tmp-<1>",
-            "fsync workspace/.vigil-tmp-<1>",
-            "rename workspace/.vigil-tmp-<1> -> workspace/HEARTBEAT.md",
-            "fsync dir workspace",
-            "create workspace/.vigil-tmp-<2>",
-            "write workspace/.vigil-tmp-<2>",
-            "fsync workspace/.vigil-tmp-<2>",
-            "rename workspace/.vigil-tmp-<2> -> workspace/.heartbeat_snapshot.json",
-            "fsync dir workspace",
+            "create sessions/.vigil-tmp-<1>".to_string(),
+            "write sessions/.vigil-tmp-<1>".into(),
+            "fsync sessions/.vigil-tmp-<1>".into(),
+            "rename sessions/.vigil-tmp-<1> -> sessions/.HEARTBEAT.md.journal".into(),
+            "fsync dir sessions".into(),
+            "write workspace/HEARTBEAT.md".into(),
+            format!("truncate workspace/HEARTBEAT.md to {len}"),
+            "fsync workspace/HEARTBEAT.md".into(),
+            "remove sessions/.HEARTBEAT.md.journal".into(),
+            "fsync dir sessions".into(),
+            "create workspace/.vigil-tmp-<2>".into(),
+            "write workspace/.vigil-tmp-<2>".into(),
+            "fsync workspace/.vigil-tmp-<2>".into(),
+            "rename workspace/.vigil-tmp-<2> -> workspace/.heartbeat_snapshot.json".into(),
+            "fsync dir workspace".into(),
         ]
     );
     let text = std::fs::read_to_string(workspace.join("HEARTBEAT.md")).unwrap();

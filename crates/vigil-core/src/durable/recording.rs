@@ -23,6 +23,7 @@ pub(crate) enum Op {
     Rename(PathBuf, PathBuf),
     HardLink(PathBuf, PathBuf),
     SyncDir(PathBuf),
+    Remove(PathBuf),
 }
 
 impl Op {
@@ -35,7 +36,8 @@ impl Op {
             | Op::SetLen(p, _)
             | Op::Rename(p, _)
             | Op::HardLink(p, _)
-            | Op::SyncDir(p) => p,
+            | Op::SyncDir(p)
+            | Op::Remove(p) => p,
         }
     }
 }
@@ -133,6 +135,7 @@ impl Recording {
                 Op::Rename(a, b) => format!("rename {} -> {}", show(a), show(b)),
                 Op::HardLink(a, b) => format!("link {} -> {}", show(a), show(b)),
                 Op::SyncDir(p) => format!("fsync dir {}", show(p)),
+                Op::Remove(p) => format!("remove {}", show(p)),
             })
             .collect()
     }

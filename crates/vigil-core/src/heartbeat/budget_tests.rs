@@ -6,12 +6,11 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 use vigil_protocol::{Event, HeartbeatSettings, StopReason, Usage};
 
+use super::timing_rig::Bench;
 use super::*;
 use crate::events::CollectingSink;
-use crate::wake::{Wake, WakeConfig};
 
 /// Wall time that follows tokio's paused clock, so "8 hours without a user message" passes
 /// as the simulated hours do.
@@ -76,10 +75,6 @@ struct Rig {
 
 /// A heartbeat with a non-empty checklist, its wake loop and the scheduler's timing loop.
 fn rig(settings: HeartbeatSettings) -> Rig {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("workspace");
-    std::fs::create_dir_all(&workspace).unwrap();
-    std::fs::write(workspace.join("HEARTBEAT.md"), "- check disk\n").unwrap();
     let t0 = Instant::now();
     let clock = Arc::new(PausedClock {
         // 2023-11-14 12:13 UTC: the budget test stays on one date in zones within ±7 hours.
@@ -87,40 +82,18 @@ fn rig(settings: HeartbeatSettings) -> Rig {
         t0,
         shift_ms: Mutex::new(0),
     });
-    let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let store = SessionStore::open_with(dir.path(), dyn_clock.clone(), Default::default()).unwrap();
-    let sink = CollectingSink::default();
-    let deps = Deps::new(
-        store,
-        Emitter::new(Arc::new(sink.clone()), dyn_clock.clone()),
-        dyn_clock.clone(),
-        workspace,
-    );
+    let bench = Bench::new(clock.clone());
     let host = Arc::new(FakeHost {
         turns: Mutex::default(),
-        budget: deps.budget.clone(),
+        budget: bench.deps.budget.clone(),
     });
-    let heartbeat = Heartbeat::new(deps.clone(), host.clone(), HeartbeatConfig::resolve(&settings));
+    let heartbeat = Heartbeat::new(bench.deps.clone(), host.clone(), HeartbeatConfig::resolve(&settings));
     let shutdown = CancellationToken::new();
-    let tasks = TaskTracker::new();
-    let wake = Wake::start(WakeConfig::default(), dyn_clock, shutdown.clone(), &tasks);
-    std::mem::forget(wake.set_handler(Arc::new(heartbeat.clone())));
-    let scheduler = crate::routines::Scheduler::new(
-        crate::routines::Deps {
-            store: crate::routines::RoutineStore::new(&deps.workspace, deps.store.locks().clone(), deps.clock.clone()),
-            runlog: crate::routines::RunLog::new(dir.path()),
-            meta: deps.meta.clone(),
-            emitter: deps.emitter.clone(),
-            clock: deps.clock.clone(),
-        },
-        crate::routines::SchedulerConfig::default(),
-    );
-    let timer = crate::routines::IntervalTimer::new(heartbeat.clone(), wake.clone());
-    tasks.spawn(scheduler.run(timer, shutdown.clone()));
+    bench.start(&heartbeat, Default::default(), &shutdown);
     Rig {
-        _dir: dir,
+        _dir: bench.dir,
         clock,
-        sink,
+        sink: bench.sink,
         host,
         heartbeat,
         shutdown,

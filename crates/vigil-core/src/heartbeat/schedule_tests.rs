@@ -4,14 +4,14 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use tokio_util::task::TaskTracker;
 use vigil_protocol::{HeartbeatSettings, StopReason};
 
+use tokio_util::sync::CancellationToken;
+
+use super::timing_rig::Bench;
 use super::*;
 use crate::clock::ManualClock;
 use crate::events::CollectingSink;
-use crate::wake::{Wake, WakeConfig};
-use tokio_util::sync::CancellationToken;
 
 #[derive(Default)]
 struct FakeHost {
@@ -53,39 +53,14 @@ fn events_of(sink: &CollectingSink) -> Vec<(WakeReason, HeartbeatStatus, Option<
 
 #[tokio::test(start_paused = true)]
 async fn intervals_fire_on_schedule_and_a_busy_retry_does_not_move_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("workspace");
-    std::fs::create_dir_all(&workspace).unwrap();
-    std::fs::write(workspace.join("HEARTBEAT.md"), "- check disk\n").unwrap();
-    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(1_700_000_000_000));
-    let store = SessionStore::open_with(dir.path(), clock.clone(), Default::default()).unwrap();
-    let sink = CollectingSink::default();
-    let deps = Deps::new(
-        store,
-        Emitter::new(Arc::new(sink.clone()), clock.clone()),
-        clock.clone(),
-        workspace,
-    );
+    let bench = Bench::new(Arc::new(ManualClock::new(1_700_000_000_000)));
     let host = Arc::new(FakeHost::default());
-    let heartbeat = Heartbeat::new(deps.clone(), host.clone(), HeartbeatConfig::default());
+    let heartbeat = Heartbeat::new(bench.deps.clone(), host.clone(), HeartbeatConfig::default());
     let shutdown = CancellationToken::new();
-    let tasks = TaskTracker::new();
-    let wake = Wake::start(WakeConfig::default(), clock, shutdown.clone(), &tasks);
-    let _reg = wake.set_handler(Arc::new(heartbeat.clone()));
     let t0 = Instant::now();
     // The one timing loop: the scheduler, with no routines in the file.
-    let scheduler = crate::routines::Scheduler::new(
-        crate::routines::Deps {
-            store: crate::routines::RoutineStore::new(&deps.workspace, deps.store.locks().clone(), deps.clock.clone()),
-            runlog: crate::routines::RunLog::new(dir.path()),
-            meta: deps.meta.clone(),
-            emitter: deps.emitter.clone(),
-            clock: deps.clock.clone(),
-        },
-        crate::routines::SchedulerConfig::default(),
-    );
-    let timer = crate::routines::IntervalTimer::new(heartbeat.clone(), wake.clone());
-    tasks.spawn(scheduler.run(timer, shutdown.clone()));
+    let (_, wake) = bench.start(&heartbeat, Default::default(), &shutdown);
+    let sink = bench.sink.clone();
     let minutes = |m: u64| Duration::from_secs(m * 60);
 
     tokio::time::sleep(minutes(29)).await;

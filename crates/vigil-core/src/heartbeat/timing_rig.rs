@@ -2,6 +2,8 @@
 //! source of due routines) and the one timing loop, on paused tokio time, with wall time on a
 //! [`ManualClock`] the test moves in step with it ([`Rig::pass`]). The host records turns
 //! instead of calling a model; a turn can hang, or reply with text as the model would.
+//! [`Bench`] is the part every timing test shares (the budget's and the schedule's too): the
+//! folder with a checklist, the heartbeat's dependencies, the wake and timing loops.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,6 +16,7 @@ use vigil_protocol::{Event, HeartbeatSettings, Message, Role, StopReason};
 use super::{Deps, Heartbeat, HeartbeatConfig, HeartbeatHost};
 use crate::clock::{Clock, ManualClock};
 use crate::events::{CollectingSink, Emitter};
+use crate::routines::SchedulerConfig;
 use crate::run::{RunRequest, RunResult};
 use crate::session::SessionStore;
 use crate::wake::{Wake, WakeConfig};
@@ -94,55 +97,83 @@ pub(super) struct Rig {
     pub(super) shutdown: CancellationToken,
 }
 
+/// What every timing test of the heartbeat starts from: a data folder whose workspace holds a
+/// non-empty checklist, and the heartbeat's dependencies on the test's clock.
+pub(super) struct Bench {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) deps: Deps,
+    pub(super) sink: CollectingSink,
+}
+
+impl Bench {
+    pub(super) fn new(clock: Arc<dyn Clock>) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("workspace");
+        std::fs::create_dir_all(&workspace).unwrap();
+        std::fs::write(workspace.join("HEARTBEAT.md"), "- check disk\n").unwrap();
+        let store = SessionStore::open_with(dir.path(), clock.clone(), Default::default()).unwrap();
+        let sink = CollectingSink::default();
+        let deps = Deps::new(store, Emitter::new(Arc::new(sink.clone()), clock.clone()), clock, workspace);
+        Self { dir, deps, sink }
+    }
+
+    /// Starts the wake loop with `heartbeat` as its handler, and the one timing loop: the
+    /// scheduler (with `config`), which also hands the heartbeat its due routines. Everything
+    /// stops with `shutdown`. Returns the scheduler and the wake loop's handle.
+    pub(super) fn start(
+        &self,
+        heartbeat: &Heartbeat,
+        config: SchedulerConfig,
+        shutdown: &CancellationToken,
+    ) -> (crate::routines::Scheduler, Wake) {
+        let deps = &self.deps;
+        let tasks = TaskTracker::new();
+        let wake = Wake::start(WakeConfig::default(), deps.clock.clone(), shutdown.clone(), &tasks);
+        std::mem::forget(wake.set_handler(Arc::new(heartbeat.clone())));
+        let scheduler = crate::routines::Scheduler::new(
+            crate::routines::Deps {
+                store: crate::routines::RoutineStore::new(
+                    &deps.workspace,
+                    deps.store.locks().clone(),
+                    deps.clock.clone(),
+                ),
+                runlog: crate::routines::RunLog::new(self.dir.path()),
+                meta: deps.meta.clone(),
+                emitter: deps.emitter.clone(),
+                clock: deps.clock.clone(),
+            },
+            config,
+        );
+        scheduler.set_wake(wake.clone());
+        heartbeat.set_due_tasks(Arc::new(scheduler.clone()));
+        let timer = crate::routines::IntervalTimer::new(heartbeat.clone(), wake.clone());
+        tasks.spawn(scheduler.clone().run(timer, shutdown.clone()));
+        (scheduler, wake)
+    }
+}
+
 /// A heartbeat with a non-empty checklist whose turns do what `acts` says (by turn index),
 /// with its wake loop, the scheduler and the timing loop running.
 pub(super) fn rig(settings: HeartbeatSettings, acts: &[(usize, Act)]) -> Rig {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("workspace");
-    std::fs::create_dir_all(&workspace).unwrap();
-    std::fs::write(workspace.join("HEARTBEAT.md"), "- check disk\n").unwrap();
     let clock = ManualClock::new(T0);
-    let dyn_clock: Arc<dyn Clock> = Arc::new(clock.clone());
-    let store = SessionStore::open_with(dir.path(), dyn_clock.clone(), Default::default()).unwrap();
-    let sink = CollectingSink::default();
-    let deps = Deps::new(
-        store.clone(),
-        Emitter::new(Arc::new(sink.clone()), dyn_clock.clone()),
-        dyn_clock.clone(),
-        workspace,
-    );
+    let bench = Bench::new(Arc::new(clock.clone()));
     let host = Arc::new(FakeHost {
         clock: clock.clone(),
-        store,
+        store: bench.deps.store.clone(),
         acts: Mutex::new(acts.iter().cloned().collect()),
         turns: Mutex::new(vec![]),
     });
-    let heartbeat = Heartbeat::new(deps.clone(), host.clone(), HeartbeatConfig::resolve(&settings));
+    let heartbeat = Heartbeat::new(bench.deps.clone(), host.clone(), HeartbeatConfig::resolve(&settings));
     let shutdown = CancellationToken::new();
-    let tasks = TaskTracker::new();
-    let wake = Wake::start(WakeConfig::default(), dyn_clock, shutdown.clone(), &tasks);
-    std::mem::forget(wake.set_handler(Arc::new(heartbeat.clone())));
-    let scheduler = crate::routines::Scheduler::new(
-        crate::routines::Deps {
-            store: crate::routines::RoutineStore::new(&deps.workspace, deps.store.locks().clone(), deps.clock.clone()),
-            runlog: crate::routines::RunLog::new(dir.path()),
-            meta: deps.meta.clone(),
-            emitter: deps.emitter.clone(),
-            clock: deps.clock.clone(),
-        },
-        crate::routines::SchedulerConfig {
-            default_zone: "UTC".into(),
-            ..Default::default()
-        },
-    );
-    scheduler.set_wake(wake.clone());
-    heartbeat.set_due_tasks(Arc::new(scheduler.clone()));
-    let timer = crate::routines::IntervalTimer::new(heartbeat.clone(), wake);
-    tasks.spawn(scheduler.clone().run(timer, shutdown.clone()));
+    let config = SchedulerConfig {
+        default_zone: "UTC".into(),
+        ..Default::default()
+    };
+    let (scheduler, _) = bench.start(&heartbeat, config, &shutdown);
     Rig {
-        _dir: dir,
+        _dir: bench.dir,
         clock,
-        sink,
+        sink: bench.sink,
         host,
         heartbeat,
         scheduler,

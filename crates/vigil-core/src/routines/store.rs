@@ -29,9 +29,13 @@ use serde_json::Map;
 use super::block::{block_json, find_block, join_checks};
 pub use super::block::{parse, render, same_tasks, split_checks, strip_block, Entry, Parsed};
 use crate::clock::Clock;
-use crate::durable::write_atomic;
+use crate::durable::{pending_in_place, recover_in_place, write_atomic, write_in_place};
 use crate::heartbeat::file::HEARTBEAT_FILE;
 use crate::session::{SessionError, SessionLocks};
+
+/// The journal of a rewrite of `HEARTBEAT.md` in progress, in the sessions folder (Vigil's
+/// own, which no sandbox sees: a journal a command could plant would be replayed as tasks).
+const JOURNAL_FILE: &str = ".HEARTBEAT.md.journal";
 
 /// The snapshot's file name, next to `HEARTBEAT.md`.
 pub const SNAPSHOT_FILE: &str = ".heartbeat_snapshot.json";
@@ -162,8 +166,9 @@ struct Inner {
 type Stamps = (Option<Stamp>, Option<Stamp>);
 
 impl RoutineStore {
+    /// A rewrite of `HEARTBEAT.md` a crash interrupted is finished here, under the lock.
     pub fn new(workspace: &Path, locks: SessionLocks, _clock: Arc<dyn Clock>) -> Self {
-        Self {
+        let store = Self {
             inner: Arc::new(Inner {
                 workspace: workspace.to_path_buf(),
                 locks,
@@ -172,6 +177,29 @@ impl RoutineStore {
                 snapshot: Mutex::new(None),
                 ahead: Mutex::new(Default::default()),
             }),
+        };
+        store.recover();
+        store
+    }
+
+    fn journal_path(&self) -> PathBuf {
+        self.inner.locks.dir().join(JOURNAL_FILE)
+    }
+
+    fn recover(&self) {
+        if !self.journal_path().exists() {
+            return;
+        }
+        let result = self
+            .inner
+            .locks
+            .acquire_blocking(&self.inner.lock_id)
+            .map_err(|e| std::io::Error::other(e.to_string()))
+            .and_then(|_guard| recover_in_place(&self.path(), &self.journal_path()));
+        match result {
+            Ok(true) => tracing::warn!("finished a rewrite of {HEARTBEAT_FILE} that a crash interrupted"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!("could not finish an interrupted rewrite of {HEARTBEAT_FILE}: {e}"),
         }
     }
 
@@ -198,13 +226,34 @@ impl RoutineStore {
         }
     }
 
-    /// The file's text, read beneath its folder (a symlink in its place is refused).
+    /// The file's text, read beneath its folder (a symlink in its place is refused). The file
+    /// is rewritten in place, so a read may meet a rewrite half done (the new text over the
+    /// old one's tail, not yet cut): while its journal is there, the journal's text is the
+    /// file's; a length that changed under the read means a rewrite ended meanwhile, and the
+    /// file is read again.
     fn read_text(&self) -> Result<String, StoreError> {
         use crate::beneath::BeneathError;
         let path = self.path();
         let folder = path.parent().unwrap_or(Path::new("."));
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(HEARTBEAT_FILE);
-        match crate::beneath::read(folder, name) {
+        let len = || std::fs::symlink_metadata(&path).map(|m| m.len()).ok();
+        let mut tries = 0;
+        let read = loop {
+            let before = len();
+            let got = crate::beneath::read(folder, name);
+            if let Some(next) = pending_in_place(&path, &self.journal_path()) {
+                break Ok(next);
+            }
+            tries += 1;
+            let settled = match &got {
+                Ok(bytes) => Some(bytes.len() as u64) == before && before == len(),
+                Err(_) => true,
+            };
+            if settled || tries == 5 {
+                break got;
+            }
+        };
+        match read {
             Ok(bytes) => String::from_utf8(bytes).map_err(|_| StoreError::Io {
                 action: "read",
                 path,
@@ -224,10 +273,13 @@ impl RoutineStore {
         }
     }
 
-    /// Replaces `HEARTBEAT.md` atomically; the caller holds the lock.
+    /// Rewrites `HEARTBEAT.md` in place, journaled (a crash leaves the old text or the new
+    /// one), so a standing sandbox's read-only bind of it stays attached and current: a
+    /// rename over it would detach the bind, and a command still running there could write
+    /// the new file (see `durable::in_place`). The caller holds the lock.
     fn write(&self, text: &str) -> Result<(), StoreError> {
         let path = self.path();
-        write_atomic(&path, text.as_bytes())
+        write_in_place(&path, &self.journal_path(), text.as_bytes())
             .map(|_| ())
             .map_err(|source| StoreError::Io {
                 action: "write",

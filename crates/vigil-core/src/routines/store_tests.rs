@@ -245,3 +245,39 @@ async fn saving_checks_keeps_the_routines_and_refuses_a_stale_or_smuggled_edit()
     p.save_checks("- water the plants\n", "").await.unwrap();
     assert_eq!(std::fs::read_to_string(p.path()).unwrap(), "");
 }
+
+/// `HEARTBEAT.md` is rewritten in place (a sandbox's bind of it must stay attached), so a
+/// read can meet a rewrite half done, or one a crash cut short: the new text written over a
+/// longer old one, not yet cut (the old tail would reach the editor and the next write). The
+/// journal in the sessions folder holds what the file is becoming: that is what the store
+/// reads, and what the next start writes.
+#[test]
+fn a_rewrite_half_done_reads_as_its_new_text_and_is_finished_at_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let new = file(r#"{"version": 2, "tasks": [{"id": "a", "title": "Water"}]}"#);
+    let old = file(&format!(
+        r#"{{"version": 2, "tasks": [{{"id": "b", "title": "{}"}}]}}"#,
+        "x".repeat(300)
+    ));
+    let torn = format!("{new}{}", &old[new.len()..]);
+    std::fs::write(s.path(), &torn).unwrap();
+    let mut record = s.path().as_os_str().as_encoded_bytes().to_vec();
+    record.push(b'\n');
+    record.extend_from_slice(new.as_bytes());
+    std::fs::write(dir.path().join("sessions").join(JOURNAL_FILE), &record).unwrap();
+
+    let read = s.read().unwrap();
+    assert_eq!(read.text, new);
+    let titles: Vec<String> = read
+        .parsed
+        .entries()
+        .iter()
+        .map(|e| e.routine.as_ref().unwrap().title.clone())
+        .collect();
+    assert_eq!(titles, ["Water"]);
+
+    let again = store(dir.path());
+    assert_eq!(std::fs::read_to_string(again.path()).unwrap(), new);
+    assert!(!dir.path().join("sessions").join(JOURNAL_FILE).exists());
+}

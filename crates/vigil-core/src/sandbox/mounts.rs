@@ -66,8 +66,12 @@ pub(super) fn arguments(bwrap: &Path, layout: &Layout) -> Vec<OsString> {
     // HEARTBEAT.md's task block registers routines: no command may create, replace, rename,
     // link over or change it. Bound read-only onto itself (a rename or unlink of a mount
     // point fails with EBUSY, a write with EROFS); when absent, an empty one is made first,
-    // which reads as absent does (no tasks). A standing sandbox whose bind shows a file
-    // since replaced (the routine tools write a new one) is retired: see `zygote`.
+    // which reads as absent does (no tasks). A bind lasts only while the path names the
+    // bound inode: a rename over the file on the host detaches it in every standing sandbox,
+    // where a command still running would then write the new file. So Vigil rewrites it in
+    // place (`durable::in_place`, journaled), and the bind stays attached and current. A
+    // standing sandbox whose bind shows another file (replaced by another program, an editor
+    // saving by rename) takes no new command: see `zygote`.
     if let Some(file) = task_file(layout) {
         push(&["--ro-bind".as_ref(), file.as_os_str(), file.as_os_str()]);
     }

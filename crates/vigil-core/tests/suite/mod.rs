@@ -38,6 +38,7 @@ mod sandbox_policy;
 mod sessions;
 mod steering;
 mod support;
+mod task_file_bind;
 mod tool_calls;
 mod trust;
 mod two_writers;

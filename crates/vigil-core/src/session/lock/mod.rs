@@ -19,22 +19,33 @@
 //! [`SessionLockGuard::ensure_held`] right before they commit. This replaces seed 004's
 //! in-holder watchdog (which would have to yank a lock from a task mid-write).
 //!
+//! Layout: this file holds the two layers and the guard; `record.rs` the lock file itself
+//! (one attempt on it, the holder's record, whether the path still names it, whether the
+//! holder lives); `wait.rs` the wait that ends in the lock, a reclaim or
+//! [`SessionError::Locked`].
+//!
 //! Must never: reclaim from a live holder within its maximum hold; block a tokio worker
 //! while waiting ([`SessionLocks::acquire`] sleeps with `tokio::time`).
 
+mod record;
+mod wait;
+
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{Seek, SeekFrom, Write};
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::OwnedMutexGuard;
 
+use self::record::{hms_utc, names_same_file, read_record};
+use self::wait::{Step, Waiting};
 use super::{io, session_file, suffix, validate_id, SessionError};
 use crate::clock::{Clock, SystemClock};
+
+pub use self::record::LockHolder;
+pub(crate) use self::record::{describe_holder, pid_alive};
 
 /// How long to wait and when a holder counts as stuck.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,27 +68,6 @@ impl Default for LockOptions {
             poll: Duration::from_millis(20),
         }
     }
-}
-
-/// Who holds a lock, as recorded in its lock file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LockHolder {
-    pub pid: u32,
-    /// Milliseconds since the Unix epoch.
-    pub acquired_at_ms: i64,
-}
-
-pub(crate) fn describe_holder(holder: Option<&LockHolder>) -> String {
-    match holder {
-        Some(h) => format!("pid {} since {}", h.pid, hms_utc(h.acquired_at_ms)),
-        None => "another process (its lock file names no holder)".to_string(),
-    }
-}
-
-/// `HH:MM:SS UTC`; enough to tell "just now" from "an hour ago" without a time-zone crate.
-fn hms_utc(ms: i64) -> String {
-    let s = ms.div_euclid(1000).rem_euclid(86_400);
-    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
 }
 
 /// The locks of one sessions folder. Clones share the in-process layer; two separate
@@ -139,73 +129,6 @@ impl std::fmt::Debug for SessionLockGuard {
     }
 }
 
-/// What one attempt on the file lock found.
-enum Attempt {
-    Got(File),
-    /// Someone holds it.
-    Busy,
-    /// We locked a file that had been unlinked meanwhile; try again at once.
-    Vanished,
-}
-
-/// The file-lock wait shared by the sync and async paths: each step either finishes or
-/// says how long to sleep.
-struct Waiting<'a> {
-    locks: &'a SessionLocks,
-    id: &'a str,
-    path: PathBuf,
-    started: Instant,
-    deadline: Instant,
-    reclaimed: bool,
-    /// The lock was taken when we first tried (in this process or another).
-    contended: bool,
-}
-
-enum Step {
-    Done(File),
-    Sleep(Duration),
-}
-
-impl Waiting<'_> {
-    fn step(&mut self) -> Result<Step, SessionError> {
-        loop {
-            match self.locks.attempt(&self.path)? {
-                Attempt::Got(file) => return Ok(Step::Done(file)),
-                Attempt::Vanished => continue,
-                Attempt::Busy => self.contended = true,
-            }
-            let now = Instant::now();
-            if now < self.deadline {
-                return Ok(Step::Sleep(self.locks.inner.opts.poll.min(self.deadline - now)));
-            }
-            let holder = read_record(&self.path);
-            let stale = holder.and_then(|h| self.locks.stale_reason(&h));
-            match (stale, self.reclaimed) {
-                (Some(reason), false) => {
-                    tracing::warn!("session {}: reclaiming its lock: {reason}", self.id);
-                    match fs::remove_file(&self.path) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(io("remove the stale lock", &self.path)(e)),
-                    }
-                    // One more full wait, in case another waiter wins the fresh file.
-                    self.reclaimed = true;
-                    self.locks.inner.counters.reclaimed.fetch_add(1, Ordering::Relaxed);
-                    self.deadline = Instant::now() + self.locks.inner.opts.timeout;
-                }
-                _ => {
-                    self.locks.inner.counters.timeouts.fetch_add(1, Ordering::Relaxed);
-                    return Err(SessionError::Locked {
-                        id: self.id.to_string(),
-                        holder,
-                        waited: self.started.elapsed(),
-                    });
-                }
-            }
-        }
-    }
-}
-
 impl SessionLocks {
     pub fn new(sessions_dir: &Path, opts: LockOptions, clock: Arc<dyn Clock>) -> Self {
         Self {
@@ -222,6 +145,11 @@ impl SessionLocks {
     /// Default options and the system clock.
     pub fn with_defaults(sessions_dir: &Path) -> Self {
         Self::new(sessions_dir, LockOptions::default(), Arc::new(SystemClock))
+    }
+
+    /// The sessions folder these locks live in: Vigil's own, hidden from every sandbox.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
     }
 
     pub fn options(&self) -> LockOptions {
@@ -274,18 +202,6 @@ impl SessionLocks {
                 Step::Done(file) => return Ok(self.guard(&waiting, file, local)),
                 Step::Sleep(d) => std::thread::sleep(d),
             }
-        }
-    }
-
-    fn waiting<'a>(&'a self, id: &'a str, started: Instant, contended: bool) -> Waiting<'a> {
-        Waiting {
-            locks: self,
-            id,
-            path: session_file(&self.inner.dir, id, suffix::LOCK),
-            started,
-            deadline: started + self.inner.opts.timeout,
-            reclaimed: false,
-            contended,
         }
     }
 
@@ -342,38 +258,6 @@ impl SessionLocks {
             .entry(id.to_string())
             .or_default()
             .clone()
-    }
-
-    fn attempt(&self, path: &Path) -> Result<Attempt, SessionError> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(io("open", path))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Ok(Attempt::Busy),
-            Err(TryLockError::Error(e)) => return Err(io("lock", path)(e)),
-        }
-        if !names_same_file(&file, path) {
-            return Ok(Attempt::Vanished);
-        }
-        let record = LockHolder {
-            pid: std::process::id(),
-            acquired_at_ms: self.inner.clock.now_ms(),
-        };
-        // Not fsync'd: the record is for diagnosis and staleness, and after a crash the
-        // kernel has already dropped the lock it describes. Written over the last record,
-        // then cut to its own length: truncating to zero first made ext4 flush the file as
-        // it was closed (auto_da_alloc), about 1.3 ms for every lock taken.
-        let bytes = serde_json::to_vec(&record).unwrap_or_default();
-        file.seek(SeekFrom::Start(0))
-            .and_then(|_| file.write_all(&bytes))
-            .and_then(|_| file.set_len(bytes.len() as u64))
-            .map_err(io("write the lock record", path))?;
-        Ok(Attempt::Got(file))
     }
 
     fn stale_reason(&self, holder: &LockHolder) -> Option<String> {
@@ -454,197 +338,5 @@ impl Drop for SessionLockGuard {
     }
 }
 
-fn read_record(path: &Path) -> Option<LockHolder> {
-    // On Windows a locked range cannot be read, so this is `None` there and only Unix
-    // reclaims; a Windows holder that dies still releases its lock through the kernel.
-    let bytes = fs::read(path).ok()?;
-    // The first record: a longer one it replaced may still trail it for an instant.
-    serde_json::Deserializer::from_slice(&bytes)
-        .into_iter::<LockHolder>()
-        .next()?
-        .ok()
-}
-
-/// Whether `path` still names the file `file` has open.
-#[cfg(unix)]
-fn names_same_file(file: &File, path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), fs::metadata(path)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
-}
-
-/// Windows refuses to delete a file another handle has open without share-delete, which
-/// the lock layer never sees in practice; only check that the path still exists.
-#[cfg(not(unix))]
-fn names_same_file(_file: &File, path: &Path) -> bool {
-    path.exists()
-}
-
-#[cfg(unix)]
-pub(crate) fn pid_alive(pid: u32) -> bool {
-    use rustix::process::{test_kill_process, Pid};
-    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
-        return false;
-    };
-    match test_kill_process(pid) {
-        Ok(()) => true,
-        // It exists but belongs to someone else.
-        Err(e) => e == rustix::io::Errno::PERM,
-    }
-}
-
-/// Without a cheap liveness probe, only age makes a record stale.
-#[cfg(not(unix))]
-pub(crate) fn pid_alive(_pid: u32) -> bool {
-    true
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_record_is_read_even_with_the_tail_of_a_longer_one_behind_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("main.lock");
-        let held = LockHolder {
-            pid: 42,
-            acquired_at_ms: 7,
-        };
-        let mut bytes = serde_json::to_vec(&held).unwrap();
-        bytes.extend_from_slice(b"000}");
-        fs::write(&path, &bytes).unwrap();
-        assert_eq!(read_record(&path), Some(held));
-    }
-
-    #[test]
-    fn a_new_record_replaces_a_longer_one_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("main.lock");
-        fs::write(
-            &path,
-            format!("{{\"pid\":1,\"acquired_at_ms\":1,\"note\":\"{}\"}}", "x".repeat(200)),
-        )
-        .unwrap();
-        let locks = locks(dir.path(), 100);
-        let guard = locks.acquire_blocking("main").unwrap();
-        let text = fs::read_to_string(&path).unwrap();
-        let record: LockHolder = serde_json::from_str(&text).expect("only the new record is left");
-        assert_eq!(record.pid, std::process::id());
-        drop(guard);
-    }
-
-    fn locks(dir: &Path, timeout_ms: u64) -> SessionLocks {
-        SessionLocks::new(
-            dir,
-            LockOptions {
-                timeout: Duration::from_millis(timeout_ms),
-                max_hold: Duration::from_secs(60),
-                poll: Duration::from_millis(5),
-            },
-            Arc::new(SystemClock),
-        )
-    }
-
-    #[test]
-    fn formats_holder_times() {
-        assert_eq!(hms_utc(3_723_000), "01:02:03 UTC");
-        assert_eq!(
-            describe_holder(Some(&LockHolder {
-                pid: 1234,
-                acquired_at_ms: 43_201_000
-            })),
-            "pid 1234 since 12:00:01 UTC"
-        );
-    }
-
-    #[test]
-    fn two_instances_in_one_process_exclude_each_other() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = locks(dir.path(), 100);
-        let b = locks(dir.path(), 100);
-        let held = a.acquire_blocking("main").unwrap();
-        let err = b.acquire_blocking("main").unwrap_err();
-        assert!(matches!(err, SessionError::Locked { .. }), "{err}");
-        let msg = err.to_string();
-        assert!(
-            msg.starts_with(&format!("session main is locked by pid {} since ", std::process::id())),
-            "{msg}"
-        );
-        assert!(msg.ends_with("; try again"), "{msg}");
-        drop(held);
-        b.acquire_blocking("main").unwrap();
-    }
-
-    #[test]
-    fn clones_share_the_in_process_layer_and_entries_are_cleaned_up() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = locks(dir.path(), 50);
-        let g = a.acquire_blocking("x").unwrap();
-        assert!(matches!(
-            a.clone().acquire_blocking("x"),
-            Err(SessionError::Locked { .. })
-        ));
-        drop(g);
-        assert!(a.inner.local.lock().unwrap().is_empty());
-    }
-
-    #[tokio::test]
-    async fn async_waiters_queue_behind_the_holder() {
-        let dir = tempfile::tempdir().unwrap();
-        let l = locks(dir.path(), 2_000);
-        let g = l.acquire("main").await.unwrap();
-        let l2 = l.clone();
-        let waiter = tokio::spawn(async move { l2.acquire("main").await.map(|_| ()) });
-        tokio::time::sleep(Duration::from_millis(30)).await;
-        assert!(!waiter.is_finished());
-        drop(g);
-        waiter.await.unwrap().unwrap();
-    }
-
-    #[tokio::test]
-    async fn the_health_check_counts_waits_timeouts_and_the_locks_held() {
-        let dir = tempfile::tempdir().unwrap();
-        let l = locks(dir.path(), 2_000);
-        let g = l.acquire("main").await.unwrap();
-        let other = l.acquire("other").await.unwrap();
-        assert_eq!((l.health().held, l.health().acquired, l.health().waited), (2, 2, 0));
-        drop(other);
-        let l2 = l.clone();
-        let waiter = tokio::spawn(async move { l2.acquire("main").await.map(drop) });
-        tokio::time::sleep(Duration::from_millis(40)).await;
-        drop(g);
-        waiter.await.unwrap().unwrap();
-        let h = l.health();
-        assert_eq!((h.held, h.acquired, h.waited, h.timeouts), (0, 3, 1, 0));
-        assert!(h.wait_ms_max >= 30 && h.wait_ms_total == h.wait_ms_max, "{h:?}");
-
-        // Another instance (the file layer) that gives up is a timeout, not an acquisition.
-        let held = l.acquire("main").await.unwrap();
-        let impatient = locks(dir.path(), 30);
-        assert!(impatient.acquire("main").await.is_err());
-        drop(held);
-        assert_eq!(
-            (
-                impatient.health().timeouts,
-                impatient.health().acquired,
-                impatient.health().held
-            ),
-            (1, 0, 0)
-        );
-    }
-
-    #[test]
-    fn a_deleted_lock_file_is_not_a_held_lock() {
-        let dir = tempfile::tempdir().unwrap();
-        let l = locks(dir.path(), 100);
-        let g = l.acquire_blocking("main").unwrap();
-        g.ensure_held().unwrap();
-        fs::remove_file(dir.path().join("main.lock")).unwrap();
-        assert!(matches!(g.ensure_held(), Err(SessionError::LockLost { .. })));
-        // Another instance gets a fresh file although `g` still locks the unlinked one.
-        locks(dir.path(), 100).acquire_blocking("main").unwrap();
-    }
-}
+mod tests;
