@@ -18,6 +18,7 @@
 //! - [`preferences`] — the desktop app's own preferences (close to tray, start at login, theme).
 //! - [`mcp`] — MCP servers as Settings → Tools shows them, and an MCP call's approval card.
 //! - [`images`] — images sent with a message: the attachment op field and the limits.
+//! - [`triggers`] — a routine's trigger, check and action, and its watch status.
 //!
 //! Rules: plain string ids, integer millisecond `ts`/`*_at` timestamps, no logic. TypeScript
 //! types are generated from these with ts-rs into `ui/src/lib/protocol.ts`; the test in
@@ -31,6 +32,7 @@ pub mod mcp;
 pub mod preferences;
 pub mod routines;
 pub mod settings;
+pub mod triggers;
 
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -58,6 +60,7 @@ pub use settings::{
     ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings,
     SandboxView, SettingsView, DEFAULT_MAX_TOKENS,
 };
+pub use triggers::{Action, Check, Trigger, UrlWhen, WatchStatus};
 
 /// A command into the runtime. Scripts depend on these names: keep them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -140,6 +143,9 @@ pub enum Op {
     RetryRoutineRun { id: String, run_id: String },
     /// Leave a routine's `unknown` run as it is: the user checked, nothing to redo.
     DismissRoutineRun { id: String, run_id: String },
+    /// Approve a routine's check or URL as it is written now (the card showed what runs,
+    /// how often, with what access); answered by `routines_changed`.
+    ApproveRoutine { id: String },
     /// Ask how the runtime is doing; answered by `health`.
     Health,
     /// This conversation's limit on continuing on its own (`0`: never); `None` goes back to
@@ -812,6 +818,11 @@ pub fn typescript_bindings() -> String {
         RoutineRun::decl(&cfg),
         SchedulePreview::decl(&cfg),
         RoutineSaved::decl(&cfg),
+        Trigger::decl(&cfg),
+        UrlWhen::decl(&cfg),
+        Check::decl(&cfg),
+        Action::decl(&cfg),
+        WatchStatus::decl(&cfg),
         HeartbeatChecks::decl(&cfg),
         Theme::decl(&cfg),
         NotificationKind::decl(&cfg),
