@@ -376,7 +376,7 @@ impl Scheduler {
     }
 
     /// Mailbox first (the durable copy), then the card and the notification.
-    async fn deliver(
+    pub(super) async fn deliver(
         &self,
         source: &str,
         c: &Claimed,

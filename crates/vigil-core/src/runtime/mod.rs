@@ -21,6 +21,7 @@ mod mcp;
 mod process_table;
 mod processes;
 mod routines;
+mod watching;
 
 pub use attachments::{stage_attachment, STAGING_DIR};
 pub use continuation::{is_silent, CONTINUATION_PROMPT, MERGE_WINDOW};
@@ -114,6 +115,8 @@ struct Inner {
     heartbeat: Heartbeat,
     /// Routines and the one timing loop; ticks only once background work started.
     routines: crate::routines::Scheduler,
+    /// Routine triggers and checks (issue 33); watches only once background work started.
+    watch: crate::watch::Watch,
     /// The wake loop, once [`Runtime::start_background`] ran.
     wake: OnceLock<background::Started>,
     /// The process registry, started with the background work (it needs a tokio runtime).
@@ -208,6 +211,7 @@ impl Runtime {
         tools.register(Arc::new(crate::tools::UpdatesTool::new(meta.clone())));
         let started_at = clock.now_ms();
         let mcp = crate::mcp::McpManager::open(data_dir, Secrets::new(data_dir), clock.clone(), emitter.clone());
+        let watch = watching::watch(&routines, data_dir, workspace.root(), &approvals);
         let inner = Arc::new_cyclic(|weak| {
             let deps = crate::heartbeat::Deps {
                 store: store.clone(),
@@ -243,6 +247,7 @@ impl Runtime {
                 system_events,
                 heartbeat,
                 routines,
+                watch,
                 wake: OnceLock::new(),
                 exec: OnceLock::new(),
                 exec_tools: OnceLock::new(),
@@ -365,6 +370,7 @@ impl Runtime {
             Op::SetRoutineEnabled { id, enabled } => self.routine_op(routines::RoutineOp::Enable(id, enabled)),
             Op::RetryRoutineRun { id, run_id } => self.routine_op(routines::RoutineOp::Resolve(id, run_id, true)),
             Op::DismissRoutineRun { id, run_id } => self.routine_op(routines::RoutineOp::Resolve(id, run_id, false)),
+            Op::ApproveRoutine { id } => self.approve_routine(&id),
             Op::Health => self.report_health(),
             Op::ListMcpServers => self.mcp_op(mcp::McpOp::List),
             Op::AddMcpServers { json, secret } => self.mcp_op(mcp::McpOp::Add(json, secret)),

@@ -39,6 +39,7 @@ mod sessions;
 mod steering;
 mod support;
 mod tool_calls;
+mod triggers;
 mod trust;
 mod two_writers;
 mod updates;
