@@ -208,7 +208,9 @@ impl Scheduler {
                         normalized(&r.title) == normalized(&title)
                             || (!description.trim().is_empty()
                                 && normalized(&r.description) == normalized(&description)
-                                && r.schedule_text() == schedule.as_deref().map(str::trim))
+                                && r.schedule_text() == schedule.as_deref().map(str::trim)
+                                && r.trigger == trigger
+                                && r.check == check)
                     });
                     if let Some(r) = same {
                         return Err(rejected_at("title", format!(

@@ -1,6 +1,7 @@
 //! A routine's check: its command run in the read-only sandbox (nothing writable, no
 //! network unless the user granted the routine one, no host socket, Vigil's data folder
-//! hidden) and its condition decided on the output. No model, nothing billed.
+//! hidden) and its condition decided on the output: it fires when the condition turns true
+//! (not again while it stays true). No model, nothing billed.
 //!
 //! Must never: run a check outside the sandbox (no bubblewrap → the check fails, says why);
 //! hand a check the environment of Vigil (keys live there); keep more output than
@@ -52,10 +53,17 @@ pub enum Verdict {
     Broken(String),
 }
 
-/// The last output of each routine's `changed` check (in memory: after a restart the
-/// first check only remembers again).
+/// What each routine's checks showed last (in memory: after a restart the first check only
+/// remembers again): the output, for `changed`, and whether the condition held, so a
+/// condition fires when it turns true and not again at every check while it stays true.
 #[derive(Default)]
-pub struct Memory(Mutex<HashMap<String, String>>);
+pub struct Memory(Mutex<HashMap<String, Seen>>);
+
+#[derive(Default)]
+struct Seen {
+    output: Option<String>,
+    held: bool,
+}
 
 impl CheckSandbox {
     /// The layout a check of `routine` runs in: read-only, with the network only if the
@@ -174,27 +182,36 @@ impl Memory {
         };
         let code = run.code.map_or("killed".to_string(), |c| c.to_string());
         let evidence = format!("exit code {code}\n{}", run.output.trim_end());
-        match condition {
-            Condition::Nonzero if run.code != Some(0) => Verdict::Fire(evidence),
-            Condition::Nonzero => Verdict::Quiet,
+        let mut memory = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let seen = memory.entry(routine.to_string()).or_default();
+        let holds = match condition {
+            Condition::Nonzero => run.code != Some(0),
             Condition::Changed => {
-                let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
-                match seen.insert(routine.to_string(), run.output.clone()) {
+                let before = seen.output.replace(run.output.clone());
+                return match before {
                     Some(before) if before != run.output => {
                         Verdict::Fire(format!("{evidence}\n(before: {})", cut(before.trim_end(), 1024)))
                     }
                     _ => Verdict::Quiet,
-                }
+                };
             }
             Condition::Compare(cmp, bound) => match first_number(&run.output) {
-                Some(n) if cmp.holds(n, bound) => Verdict::Fire(evidence),
-                Some(_) => Verdict::Quiet,
-                None => Verdict::Broken(format!(
-                    "the check's output has no number to compare ({}): {}",
-                    when.trim(),
-                    cut(run.output.trim(), 200)
-                )),
+                Some(n) => cmp.holds(n, bound),
+                None => {
+                    return Verdict::Broken(format!(
+                        "the check's output has no number to compare ({}): {}",
+                        when.trim(),
+                        cut(run.output.trim(), 200)
+                    ))
+                }
             },
+        };
+        // Fires when it turns true; while it stays true, quiet.
+        let was = std::mem::replace(&mut seen.held, holds);
+        if holds && !was {
+            Verdict::Fire(evidence)
+        } else {
+            Verdict::Quiet
         }
     }
 }
@@ -215,6 +232,10 @@ mod tests {
         let m = Memory::default();
         assert_eq!(m.decide("disk", "> 80", &ran(0, " 79%\n")), Verdict::Quiet);
         assert!(matches!(m.decide("disk", "> 80", &ran(0, " 83%\n")), Verdict::Fire(e) if e.contains("83%")));
+        // Still over: said once, not at every check.
+        assert_eq!(m.decide("disk", "> 80", &ran(0, " 85%\n")), Verdict::Quiet);
+        assert_eq!(m.decide("disk", "> 80", &ran(0, " 70%\n")), Verdict::Quiet);
+        assert!(matches!(m.decide("disk", "> 80", &ran(0, " 90%\n")), Verdict::Fire(_)));
         assert!(matches!(
             m.decide("disk", "> 80", &ran(0, "no disk")),
             Verdict::Broken(_)

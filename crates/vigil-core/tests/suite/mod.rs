@@ -40,6 +40,7 @@ mod steering;
 mod support;
 mod tool_calls;
 mod triggers;
+mod triggers_quiet;
 mod trust;
 mod two_writers;
 mod updates;
