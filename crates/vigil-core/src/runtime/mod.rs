@@ -370,7 +370,7 @@ impl Runtime {
             Op::SetRoutineEnabled { id, enabled } => self.routine_op(routines::RoutineOp::Enable(id, enabled)),
             Op::RetryRoutineRun { id, run_id } => self.routine_op(routines::RoutineOp::Resolve(id, run_id, true)),
             Op::DismissRoutineRun { id, run_id } => self.routine_op(routines::RoutineOp::Resolve(id, run_id, false)),
-            Op::ApproveRoutine { id } => self.approve_routine(&id),
+            Op::ApproveRoutine { id } => self.approve_routine_op(&id),
             Op::Health => self.report_health(),
             Op::ListMcpServers => self.mcp_op(mcp::McpOp::List),
             Op::AddMcpServers { json, secret } => self.mcp_op(mcp::McpOp::Add(json, secret)),

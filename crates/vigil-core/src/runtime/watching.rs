@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use vigil_protocol::{ErrorKind, Event, Source};
+use vigil_protocol::{ErrorKind, Event, RoutinesView, Source};
 
 use super::Runtime;
 use crate::approval::Approvals;
@@ -35,15 +35,20 @@ impl Runtime {
         self.inner.background.spawn(watch.run(self.inner.shutdown.clone()));
     }
 
-    /// The user approved routine `id`'s check or URL as it is written now.
-    pub(super) fn approve_routine(&self, id: &str) {
-        match self.inner.watch.approve(id) {
-            Ok(()) => self.inner.emitter.emit(
-                Source::Scheduler,
-                Event::RoutinesChanged {
-                    routines: self.routines(),
-                },
-            ),
+    /// The user approved routine `id`'s check or URL as it is written now (the card showed
+    /// what runs, how often, with what access); a pause by the rate limit ends with it.
+    pub fn approve_routine(&self, id: &str) -> Result<RoutinesView, String> {
+        self.inner.watch.approve(id)?;
+        Ok(self.routines())
+    }
+
+    /// The `approve_routine` op: answered by `routines_changed`, or an `error`.
+    pub(super) fn approve_routine_op(&self, id: &str) {
+        match self.approve_routine(id) {
+            Ok(routines) => self
+                .inner
+                .emitter
+                .emit(Source::Scheduler, Event::RoutinesChanged { routines }),
             Err(e) => self.report(ErrorKind::InvalidOp, e),
         }
     }
