@@ -100,7 +100,7 @@ impl Watch {
             }
             Some(Why::Ask) => {
                 let text = format!(
-                    "Routine \"{}\" changed since its check was approved, so it did not run. Open Routines to see what it would run and approve it again.",
+                    "Routine \"{}\" did not run: what it runs (its check or URL) is not approved as written now. Open Routines to see what it would run, how often and with what access, and approve it.",
                     r.title
                 );
                 self.record(
@@ -224,30 +224,35 @@ impl Watch {
     /// [`crate::routines::JobHost::check`]).
     pub async fn gate(&self, r: &Routine) -> CheckGate {
         if !self.approved(r) {
-            let granted = self.network_granted(&r.id);
-            let fingerprint = approval::fingerprint(r, granted);
-            let first = {
-                let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
-                let w = state.entry(r.id.clone()).or_default();
-                let first = w.asked.as_deref() != Some(fingerprint.as_str());
-                w.asked = Some(fingerprint);
-                first
-            };
-            if first {
-                let text = format!(
-                    "Routine \"{}\" changed since its check was approved, so it did not run. Open Routines to see what it would run and approve it again.",
-                    r.title
-                );
-                self.scheduler()
-                    .tell(r, "Vigil: a routine needs your approval", &text)
-                    .await;
-            }
+            self.ask_once(r).await;
             return CheckGate::Refused("not approved as written: approve it in Routines".into());
         }
         match self.checked(r, String::new()).await {
             Some(e) if self.count(r, &e).await => CheckGate::Act(Some(e)),
             Some(_) => CheckGate::Refused("paused: it fired too often in an hour".into()),
             None => CheckGate::Quiet,
+        }
+    }
+
+    /// Tells the user, once per text, that `r` waits for their approval.
+    pub(super) async fn ask_once(&self, r: &Routine) {
+        let fingerprint = approval::fingerprint(r, self.network_granted(&r.id));
+        let first = {
+            let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            let w = state.entry(r.id.clone()).or_default();
+            let first = w.asked.as_deref() != Some(fingerprint.as_str());
+            w.asked = Some(fingerprint);
+            first
+        };
+        if first {
+            let text = format!(
+                "Routine \"{}\" did not run: what it runs (its check or URL) is not approved as written now. Open Routines to see what it would run, how often and with what access, and approve it.",
+                r.title
+            );
+            self.scheduler()
+                .tell(r, "Vigil: a routine needs your approval", &text)
+                .await;
+            self.publish(r);
         }
     }
 }

@@ -12,6 +12,7 @@
 //! - [`plan`] — which folders the file triggers need watched, which routine a path is for.
 //! - [`files`] — the inotify instance.
 //! - [`diff`] — the evidence of a file change.
+//! - [`url`] — URL triggers: a look every `every`, a fire on a change.
 //! - `fire` — one fire from trigger to action: pause, merge, approval, check, limit, run.
 //!
 //! A fire ends in one call: [`crate::routines::Scheduler::run_fired`] (the run module takes
@@ -28,6 +29,7 @@ pub mod files;
 mod fire;
 pub mod plan;
 pub mod shape;
+pub mod url;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -73,6 +75,10 @@ struct Shared {
     /// Rebuild the file watches now (a routine changed).
     reload: Notify,
     max_per_hour: usize,
+    /// URL triggers look this often instead of their `every` (tests; `None` in the app).
+    url_every: Option<std::time::Duration>,
+    /// `std` lock: each URL trigger's last look, with the URL it was of.
+    looks: Mutex<HashMap<String, (String, url::Look)>>,
 }
 
 /// One routine's bounds and counters.
@@ -117,6 +123,12 @@ impl Watch {
 
     /// A watcher whose routines pause after `max` fires an hour (tests use a small one).
     pub fn with_max_per_hour(deps: WatchDeps, max: usize) -> Self {
+        Self::with_limits(deps, max, None)
+    }
+
+    /// A watcher with its bounds set: the hourly limit, and how often URL triggers look
+    /// (tests: a minute is too long to wait for).
+    pub fn with_limits(deps: WatchDeps, max: usize, url_every: Option<std::time::Duration>) -> Self {
         let approvals = approval::Approvals::open(&deps.data_dir);
         Self {
             shared: Arc::new(Shared {
@@ -126,6 +138,8 @@ impl Watch {
                 state: Mutex::new(HashMap::new()),
                 reload: Notify::new(),
                 max_per_hour: max,
+                url_every,
+                looks: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -227,6 +241,7 @@ impl Watch {
         let workspace = self.shared.deps.workspace.clone();
         let mut copies = diff::Copies::default();
         let mut pending: HashMap<String, (Instant, BTreeSet<PathBuf>)> = HashMap::new();
+        let mut url_tasks: Vec<tokio::task::AbortHandle> = Vec::new();
         loop {
             let routines = self.routines();
             for r in &routines {
@@ -236,6 +251,16 @@ impl Watch {
             let (watches, problems) = plan::file_watches(&routines, &workspace, &folders);
             for (id, p) in problems {
                 tracing::warn!("routine {id}'s file trigger cannot watch: {p}");
+            }
+            for t in url_tasks.drain(..) {
+                t.abort();
+            }
+            for r in &routines {
+                if let Some(w) = r.trigger.as_ref().and_then(|t| url::UrlWatch::from_trigger(&r.id, t)) {
+                    let this = self.clone();
+                    let stop = shutdown.clone();
+                    url_tasks.push(tokio::spawn(this.watch_url(w, stop)).abort_handle());
+                }
             }
             let mut files = match files::Files::new() {
                 Ok(f) => f,

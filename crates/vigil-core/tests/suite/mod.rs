@@ -41,6 +41,7 @@ mod support;
 mod tool_calls;
 mod triggers;
 mod triggers_quiet;
+mod triggers_url;
 mod trust;
 mod two_writers;
 mod updates;
