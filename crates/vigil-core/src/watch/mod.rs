@@ -13,6 +13,7 @@
 //! - [`files`] — the inotify instance.
 //! - [`diff`] — the evidence of a file change.
 //! - [`url`] — URL triggers: a look every `every`, a fire on a change.
+//! - [`webhook`] — the loopback listener, open only while a webhook routine exists.
 //! - `fire` — one fire from trigger to action: pause, merge, approval, check, limit, run.
 //!
 //! A fire ends in one call: [`crate::routines::Scheduler::run_fired`] (the run module takes
@@ -30,6 +31,7 @@ mod fire;
 pub mod plan;
 pub mod shape;
 pub mod url;
+pub mod webhook;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -79,6 +81,10 @@ struct Shared {
     url_every: Option<std::time::Duration>,
     /// `std` lock: each URL trigger's last look, with the URL it was of.
     looks: Mutex<HashMap<String, (String, url::Look)>>,
+    /// Webhook secrets and port (data folder).
+    webhooks: webhook::Secrets,
+    /// `tokio` lock: the webhook listener while a webhook routine exists.
+    listener: tokio::sync::Mutex<Option<webhook::Listener>>,
 }
 
 /// One routine's bounds and counters.
@@ -130,6 +136,7 @@ impl Watch {
     /// (tests: a minute is too long to wait for).
     pub fn with_limits(deps: WatchDeps, max: usize, url_every: Option<std::time::Duration>) -> Self {
         let approvals = approval::Approvals::open(&deps.data_dir);
+        let webhooks = webhook::Secrets::open(&deps.data_dir);
         Self {
             shared: Arc::new(Shared {
                 deps,
@@ -140,6 +147,8 @@ impl Watch {
                 max_per_hour: max,
                 url_every,
                 looks: Mutex::new(HashMap::new()),
+                webhooks,
+                listener: tokio::sync::Mutex::new(None),
             }),
         }
     }
@@ -217,8 +226,20 @@ impl Watch {
         let granted = self.network_granted(&r.id);
         let state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         let w = state.get(&r.id);
+        let mut summary = describe_trigger(r);
+        if matches!(r.trigger, Some(Trigger::Webhook)) {
+            let port = self.webhook_port();
+            summary = match port {
+                Some(port) => format!(
+                    "{summary}: POST http://127.0.0.1:{port}/hook/{}/{}",
+                    r.id,
+                    self.shared.webhooks.secret(&r.id)
+                ),
+                None => format!("{summary} (the listener is not running)"),
+            };
+        }
         let status = vigil_protocol::WatchStatus {
-            summary: describe_trigger(r),
+            summary,
             approved: self.shared.approvals.approved(r, granted),
             approval_text: approval::approval_text(r, granted),
             fired_today: w.map_or(0, |w| w.fired_today),
@@ -228,6 +249,40 @@ impl Watch {
         };
         drop(state);
         self.scheduler().deps().runlog.set_watch(&r.id, status);
+    }
+
+    /// The webhook listener's port, while it listens.
+    pub fn webhook_port(&self) -> Option<u16> {
+        self.shared
+            .listener
+            .try_lock()
+            .ok()
+            .and_then(|l| l.as_ref().map(|l| l.port))
+    }
+
+    /// Listens while a live webhook routine exists; closes the socket when none does.
+    async fn serve_webhooks(&self, routines: &[Routine]) {
+        let ids: Vec<String> = routines
+            .iter()
+            .filter(|r| matches!(r.trigger, Some(Trigger::Webhook)))
+            .map(|r| r.id.clone())
+            .collect();
+        let mut listener = self.shared.listener.lock().await;
+        listener.take();
+        if ids.is_empty() {
+            return;
+        }
+        for id in &ids {
+            self.shared.webhooks.secret(id);
+        }
+        match webhook::listen(self.clone(), ids).await {
+            Ok(l) => *listener = Some(l),
+            Err(e) => tracing::warn!("webhook triggers cannot listen ({e})"),
+        }
+        drop(listener);
+        for r in routines.iter().filter(|r| matches!(r.trigger, Some(Trigger::Webhook))) {
+            self.publish(r);
+        }
     }
 
     /// The routines changed: rebuild the watches.
@@ -262,6 +317,7 @@ impl Watch {
                     url_tasks.push(tokio::spawn(this.watch_url(w, stop)).abort_handle());
                 }
             }
+            self.serve_webhooks(&routines).await;
             let mut files = match files::Files::new() {
                 Ok(f) => f,
                 Err(e) => {
@@ -289,7 +345,10 @@ impl Watch {
                     }
                 };
                 tokio::select! {
-                    _ = shutdown.cancelled() => return,
+                    _ = shutdown.cancelled() => {
+                        self.shared.listener.lock().await.take();
+                        return;
+                    }
                     _ = self.shared.reload.notified() => break,
                     seen = files.next() => {
                         let seen = match seen {

@@ -42,6 +42,7 @@ mod tool_calls;
 mod triggers;
 mod triggers_quiet;
 mod triggers_url;
+mod triggers_webhook;
 mod trust;
 mod two_writers;
 mod updates;
