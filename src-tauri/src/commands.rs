@@ -432,6 +432,16 @@ pub async fn set_routine_enabled(
         .map_err(routine_error)
 }
 
+/// Approves a routine's check or URL as it is written now (its card showed what runs, how
+/// often, with what access).
+#[tauri::command]
+pub async fn approve_routine(state: State<'_, AppState>, id: String) -> Result<RoutinesView, CommandError> {
+    state
+        .runtime
+        .approve_routine(&id)
+        .map_err(|e| error("invalid_routine", e))
+}
+
 /// A routine's latest runs, oldest first.
 #[tauri::command]
 pub async fn routine_history(state: State<'_, AppState>, id: String) -> Result<Vec<RoutineRun>, CommandError> {

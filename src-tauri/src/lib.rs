@@ -346,6 +346,7 @@ pub fn run() {
             commands::retry_routine_run,
             commands::dismiss_routine_run,
             commands::set_routine_enabled,
+            commands::approve_routine,
             commands::routine_history,
             commands::preview_schedule,
             commands::restore_routines,

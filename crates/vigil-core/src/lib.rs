@@ -35,6 +35,8 @@
 //! - [`events`] — stamping events into envelopes and handing them to a sink.
 //! - [`system_events`] — per-session in-memory queues of "what happened" lines for the next turn.
 //! - [`wake`] — heartbeat wake requests: coalescing, priorities, retry, persisted pending wakes.
+//! - [`watch`] — routine triggers beyond the clock (files, …), checks in the read-only sandbox
+//!   with their approval, and the bounds on fires; a fire ends in one call into `routines`.
 //! - [`inhibit`] — a systemd-logind `sleep` lock held while any turn, job or background command
 //!   runs, released when nothing does; what Settings shows about it.
 //! - [`away`] — what happened while the user was away: the events a routine's log does not
@@ -79,6 +81,7 @@ pub mod shell;
 pub mod system_events;
 pub mod tools;
 pub mod wake;
+pub mod watch;
 pub mod workspace;
 
 pub use runtime::Runtime;

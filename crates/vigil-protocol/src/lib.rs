@@ -23,6 +23,8 @@
 //! - [`preferences`] — the desktop app's own preferences (close to tray, start at login, theme).
 //! - [`mcp`] — MCP servers as Settings → Tools shows them, and an MCP call's approval card.
 //! - [`images`] — images sent with a message: the attachment op field and the limits.
+//! - [`triggers`] — a routine's trigger, check and action, and its watch status.
+//! - [`triggers`] — a routine's trigger, check and action, and its watch status.
 //!
 //! Rules: plain string ids, integer millisecond `ts`/`*_at` timestamps, no logic. TypeScript
 //! types are generated from these with ts-rs into `ui/src/lib/protocol.ts`; the test in
@@ -36,6 +38,7 @@ pub mod mcp;
 pub mod preferences;
 pub mod routines;
 pub mod settings;
+pub mod triggers;
 
 mod approval;
 mod error;
@@ -74,6 +77,7 @@ pub use settings::{
     SandboxView, SettingsView, DEFAULT_MAX_TOKENS,
 };
 pub use transcript::{ContentBlock, History, Message, MessageKind, Role};
+pub use triggers::{Action, Check, Trigger, UrlWhen, WatchStatus};
 pub use typescript::typescript_bindings;
 pub use usage::Usage;
 pub use views::{ProcessSummary, SessionSummary};

@@ -90,6 +90,9 @@ pub enum Op {
     RetryRoutineRun { id: String, run_id: String },
     /// Leave a routine's `unknown` run as it is: the user checked, nothing to redo.
     DismissRoutineRun { id: String, run_id: String },
+    /// Approve a routine's check or URL as it is written now (the card showed what runs,
+    /// how often, with what access); answered by `routines_changed`.
+    ApproveRoutine { id: String },
     /// Ask how the runtime is doing; answered by `health`.
     Health,
     /// This conversation's limit on continuing on its own (`0`: never); `None` goes back to

@@ -139,6 +139,20 @@ pub struct RoutineView {
     /// Vigil's daily reflection suggested it: off until the user turns it on.
     #[serde(default)]
     pub suggested: bool,
+    /// Its trigger, check and action, when it has more than a schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub trigger: Option<crate::Trigger>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub check: Option<crate::Check>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub action: Option<crate::Action>,
+    /// How its trigger and check are doing (fires today, last evidence, approval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub watch: Option<crate::WatchStatus>,
 }
 
 /// The routine list and the state of the file it comes from.
@@ -208,6 +222,18 @@ pub struct RoutineDraft {
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub catch_up: Option<CatchUp>,
+    /// What wakes it besides its schedule (`{"kind": "file", "paths": [...]}`, …);
+    /// `{"kind": "schedule"}` goes back to the schedule.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<crate::Trigger>,
+    /// A command in the read-only sandbox and its condition; an empty command removes it.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<crate::Check>,
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<crate::Action>,
     /// Create even if a routine with the same title or task exists.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     #[ts(optional, as = "Option<bool>")]

@@ -452,6 +452,12 @@ export function setRoutineEnabled(id: string, enabled: boolean): Promise<Routine
   return call('set_routine_enabled', { id, enabled });
 }
 
+/** Approves a routine's check or URL as written now (its card showed what runs, how often,
+ *  with what access). */
+export function approveRoutine(id: string): Promise<RoutinesView> {
+  return call('approve_routine', { id });
+}
+
 /** A routine's latest runs, oldest first. */
 export function routineHistory(id: string): Promise<RoutineRun[]> {
   return call('routine_history', { id });

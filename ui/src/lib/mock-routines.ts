@@ -182,6 +182,13 @@ export function createMockRoutines(variant: string, emit: Emit) {
       changed();
       return routines[i];
     },
+    approve(id: string) {
+      const i = find(id);
+      const w = routines[i].watch;
+      if (w) routines[i] = { ...routines[i], watch: { ...w, approved: true, paused: null } };
+      changed();
+      return view();
+    },
     setEnabled(id: string, enabled: boolean) {
       const i = find(id);
       routines[i] = { ...routines[i], enabled, state: enabled && routines[i].state === 'failed' ? 'pending' : routines[i].state };

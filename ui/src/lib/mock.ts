@@ -255,6 +255,7 @@ export function createMockBackend(variant: string): Backend {
     remove_routine: (args) => routines.remove(args.id as string, args.hard === true),
     restore_routine: (args) => routines.restoreRemoved(args.id as string),
     set_routine_enabled: (args) => routines.setEnabled(args.id as string, args.enabled as boolean),
+    approve_routine: (args) => routines.approve(args.id as string),
     run_routine_now: (args) => routines.runNow(args.id as string),
     retry_routine_run: (args) => routines.resolve(args.id as string, args.runId as string, true),
     dismiss_routine_run: (args) => routines.resolve(args.id as string, args.runId as string, false),

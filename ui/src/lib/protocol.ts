@@ -9,7 +9,7 @@ export type Op = { "type": "user_message", text: string, session_id?: string,
  * downscaled and stored with the conversation before the message is saved; one that
  * cannot be read is an error and nothing is sent.
  */
-attachments?: Array<Attachment>, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "retry_routine_run", id: string, run_id: string, } | { "type": "dismiss_routine_run", id: string, run_id: string, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, } | { "type": "list_mcp_servers" } | { "type": "add_mcp_servers", json: string, secret?: Array<McpSecretField>, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_server_trusted", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "window_input" };
+attachments?: Array<Attachment>, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "retry_routine_run", id: string, run_id: string, } | { "type": "dismiss_routine_run", id: string, run_id: string, } | { "type": "approve_routine", id: string, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, } | { "type": "list_mcp_servers" } | { "type": "add_mcp_servers", json: string, secret?: Array<McpSecretField>, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_server_trusted", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "window_input" };
 
 export type Attachment = { 
 /**
@@ -612,7 +612,15 @@ unknown_run: string | null,
 /**
  * Vigil's daily reflection suggested it: off until the user turns it on.
  */
-suggested: boolean, };
+suggested: boolean, 
+/**
+ * Its trigger, check and action, when it has more than a schedule.
+ */
+trigger?: Trigger, check?: Check, action?: Action, 
+/**
+ * How its trigger and check are doing (fires today, last evidence, approval).
+ */
+watch?: WatchStatus, };
 
 export type RoutinesView = { status: ParseStatus, 
 /**
@@ -629,6 +637,15 @@ schedule?: string,
  * For a one-shot: when it runs (ms since the epoch).
  */
 next_run_at?: number, timezone?: string, execution_mode?: ExecutionMode, wake_mode?: WakeMode, timeout_seconds?: number, max_retry?: number, enabled?: boolean, kind?: string, catch_up?: CatchUp, 
+/**
+ * What wakes it besides its schedule (`{"kind": "file", "paths": [...]}`, …);
+ * `{"kind": "schedule"}` goes back to the schedule.
+ */
+trigger?: Trigger, 
+/**
+ * A command in the read-only sandbox and its condition; an empty command removes it.
+ */
+check?: Check, action?: Action, 
 /**
  * Create even if a routine with the same title or task exists.
  */
@@ -670,6 +687,58 @@ usage?: Usage, };
 export type SchedulePreview = { description: string, timezone: string, next_runs: Array<number>, };
 
 export type RoutineSaved = { routine: RoutineView, warnings: Array<string>, };
+
+export type Trigger = { "kind": "schedule" } | { "kind": "file", paths: Array<string>, 
+/**
+ * Changes closer together than this are one fire (default 300 ms).
+ */
+debounce_ms?: number, } | { "kind": "output", process: string, pattern: string, } | { "kind": "url", url: string, every?: string, 
+/**
+ * What counts as a change: the status (default) or the body's hash.
+ */
+when?: UrlWhen, 
+/**
+ * Fires when the response takes longer than this.
+ */
+slower_than_ms?: bigint, } | { "kind": "webhook" };
+
+export type UrlWhen = "status" | "content";
+
+export type Check = { command: string, 
+/**
+ * `nonzero` (the default: exit code ≠ 0), a comparison of the first number in the
+ * output (`> 80`, `>= 1`, `< 10`, `<= 5`, `== 0`, `!= 0`), or `changed` (output
+ * differs from the last check's).
+ */
+when: string, };
+
+export type Action = "agent" | "notify";
+
+export type WatchStatus = { 
+/**
+ * "Watching `logs/`", "Checking every 5 minutes".
+ */
+summary: string, 
+/**
+ * The check or URL is approved as written (a routine whose text changed since waits).
+ */
+approved: boolean, 
+/**
+ * What approval would allow, for the card: the command, how often, with what access.
+ */
+approval_text: string | null, 
+/**
+ * Fires since local midnight.
+ */
+fired_today: number, last_fired_at: number | null, 
+/**
+ * The last fire's evidence, one line.
+ */
+last_evidence: string | null, 
+/**
+ * Paused by the rate limit: why.
+ */
+paused: string | null, };
 
 export type HeartbeatChecks = { text: string, 
 /**

@@ -142,3 +142,41 @@ describe('a routine’s run history', () => {
     expect(q(item, 'routine-run-dismiss')).toBeNull();
   });
 });
+
+describe('a routine woken by a trigger', () => {
+  const watched = (over: Partial<RoutineView> = {}) =>
+    routine({
+      unknown_run: null,
+      schedule: null,
+      trigger: { kind: 'file', paths: ['logs/'] },
+      check: { command: 'grep -c ERROR logs/app.log', when: '> 0' },
+      action: 'notify',
+      watch: {
+        summary: 'Watching `logs/`',
+        approved: true,
+        approval_text: 'Runs `grep -c ERROR logs/app.log` (acts when: > 0)\nAccess: read-only sandbox, nothing writable, no network',
+        fired_today: 3,
+        last_fired_at: Date.UTC(2026, 1, 12, 10, 42),
+        last_evidence: 'ERROR db timeout',
+        paused: null,
+      },
+      ...over,
+    });
+
+  it('says what it watches, how often it fired today and what it fired on last', async () => {
+    const item = await show(watched());
+    expect(q(item, 'routine-trigger')?.textContent).toBe('Watching `logs/` · fired 3× today · last 10:42 — ERROR db timeout');
+    expect(q(item, 'routine-check')?.textContent).toBe('Check: grep -c ERROR logs/app.log (acts when > 0) · notifies you, no model');
+    expect(q(item, 'routine-approval')).toBeNull();
+  });
+
+  it('until approved shows what it would run, with what access, and Approve reaches the store', async () => {
+    const onApprove = vi.fn();
+    const w = watched().watch!;
+    const item = await show(watched({ watch: { ...w, approved: false } }), { onApprove });
+    expect(q(item, 'routine-approval-text')?.textContent).toContain('grep -c ERROR logs/app.log');
+    expect(q(item, 'routine-approval-text')?.textContent).toContain('no network');
+    q(item, 'routine-approve')?.click();
+    expect(onApprove).toHaveBeenCalledOnce();
+  });
+});

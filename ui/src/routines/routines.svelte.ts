@@ -87,6 +87,11 @@ export class RoutinesStore {
     return this.#act(() => ipc.dismissRoutineRun(id, runId));
   }
 
+  /** Approves routine `id`'s check or URL as written now (or resumes it after its rate limit). */
+  approve(id: string): Promise<boolean> {
+    return this.#act(() => ipc.approveRoutine(id));
+  }
+
   setEnabled(id: string, enabled: boolean): Promise<boolean> {
     return this.#act(() => ipc.setRoutineEnabled(id, enabled));
   }

@@ -113,7 +113,12 @@ impl Bench {
         std::fs::write(workspace.join("HEARTBEAT.md"), "- check disk\n").unwrap();
         let store = SessionStore::open_with(dir.path(), clock.clone(), Default::default()).unwrap();
         let sink = CollectingSink::default();
-        let deps = Deps::new(store, Emitter::new(Arc::new(sink.clone()), clock.clone()), clock, workspace);
+        let deps = Deps::new(
+            store,
+            Emitter::new(Arc::new(sink.clone()), clock.clone()),
+            clock,
+            workspace,
+        );
         Self { dir, deps, sink }
     }
 

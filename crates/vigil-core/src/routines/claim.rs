@@ -96,7 +96,8 @@ impl Scheduler {
                             }
                         }
                     }
-                    if !r.live() || r.state != RoutineState::Pending {
+                    // A triggered routine has no due time: `crate::watch` fires it.
+                    if !r.live() || r.state != RoutineState::Pending || r.triggered() {
                         continue;
                     }
                     let anchor = r.created_at.unwrap_or(now);

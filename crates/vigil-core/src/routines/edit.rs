@@ -181,8 +181,16 @@ impl Scheduler {
             .execution_mode
             .unwrap_or_else(|| model::infer_execution_mode(timeout, &description));
         let schedule = draft.schedule.clone().filter(|s| !s.trim().is_empty());
-        let (_, first) =
-            validate(schedule.as_deref(), draft.next_run_at, &timezone, now, now).map_err(StoreError::Rejected)?;
+        let (trigger, check, action) = crate::watch::shape::merged(None, &draft).map_err(|(f, m)| rejected_at(f, m))?;
+        // A routine a file, output, URL or webhook wakes has no due time.
+        let first = match trigger {
+            Some(_) => None,
+            None => Some(
+                validate(schedule.as_deref(), draft.next_run_at, &timezone, now, now)
+                    .map_err(StoreError::Rejected)?
+                    .1,
+            ),
+        };
         let result = self
             .deps()
             .store
@@ -200,7 +208,9 @@ impl Scheduler {
                         normalized(&r.title) == normalized(&title)
                             || (!description.trim().is_empty()
                                 && normalized(&r.description) == normalized(&description)
-                                && r.schedule_text() == schedule.as_deref().map(str::trim))
+                                && r.schedule_text() == schedule.as_deref().map(str::trim)
+                                && r.trigger == trigger
+                                && r.check == check)
                     });
                     if let Some(r) = same {
                         return Err(rejected_at("title", format!(
@@ -231,7 +241,10 @@ impl Scheduler {
                 r.catch_up = draft.catch_up.unwrap_or_default();
                 r.source = source;
                 r.enabled = draft.enabled.unwrap_or(true);
-                r.next_run_at = Some(first);
+                r.next_run_at = first;
+                r.trigger = trigger.clone();
+                r.check = check.clone();
+                r.action = action;
                 r.timeout_seconds = timeout;
                 r.max_retry = draft.max_retry.unwrap_or(model::DEFAULT_MAX_RETRY);
                 r.kind = draft.kind.clone();
@@ -293,8 +306,20 @@ impl Scheduler {
                 if changes.kind.is_some() {
                     r.kind = changes.kind.clone().filter(|k| !k.is_empty());
                 }
-                let timing = changes.schedule.is_some() || changes.timezone.is_some() || changes.next_run_at.is_some();
-                if timing {
+                let (trigger, check, action) =
+                    crate::watch::shape::merged(Some(r), &changes).map_err(|(f, m)| rejected_at(f, m))?;
+                let woken = trigger.is_some();
+                let was_woken = r.triggered();
+                (r.trigger, r.check, r.action) = (trigger, check, action);
+                if woken {
+                    r.schedule = None;
+                    r.next_run_at = None;
+                }
+                let timing = changes.schedule.is_some()
+                    || changes.timezone.is_some()
+                    || changes.next_run_at.is_some()
+                    || was_woken;
+                if timing && !woken {
                     let schedule = match &changes.schedule {
                         Some(s) => Some(s.clone()).filter(|s| !s.trim().is_empty()),
                         None => r.schedule.clone(),

@@ -21,7 +21,10 @@ impl Scheduler {
             .host()
             .is_none_or(|h| h.heartbeat_enabled() && h.heartbeat_active(now));
         for c in claimed {
-            if c.routine.kind.is_some() {
+            if c.routine.check.is_some() || c.routine.action == Some(vigil_protocol::Action::Notify) {
+                let this = self.clone();
+                self.shared.jobs.spawn(async move { this.run_checked(c).await });
+            } else if c.routine.kind.is_some() {
                 let this = self.clone();
                 self.shared.jobs.spawn(async move { this.run_deterministic(c).await });
             } else if c.routine.execution_mode == ExecutionMode::Inline && heartbeat_on {

@@ -371,7 +371,7 @@ impl Scheduler {
     }
 
     /// Delivers a routine's result (see [`crate::run::deliver`]); one copy per run.
-    async fn deliver(
+    pub(super) async fn deliver(
         &self,
         source: &str,
         c: &Claimed,

@@ -14,6 +14,8 @@
 //! - `state` — the state machine: done / next time / retry with back-off, `unknown`,
 //!   stale claims, the due times a routine passes over.
 //! - `catch_up` — missed runs by policy (`once`, `skip`, `all`) and the wake-up summary.
+//! - `fired` — runs a trigger or check started (`crate::watch`), the check gate in front
+//!   of a scheduled routine, notices without the model.
 //! - `jobs` — isolated job sessions, deterministic tasks, delivery to the mailbox, the
 //!   side-effect evidence that makes a cut-off run `unknown`.
 //! - [`edit`] — create / update / delete / run-now / pause, with the tools' validation.
@@ -32,6 +34,7 @@ mod catch_up;
 mod claim;
 mod describe;
 pub mod edit;
+mod fired;
 mod handoff;
 mod jobs;
 pub mod model;
@@ -49,6 +52,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use vigil_protocol::{RunOutcome, WakeReason};
 
+pub use fired::{with_evidence, CheckGate};
 pub use model::{infer_execution_mode, Routine};
 pub use runlog::RunLog;
 pub use schedule::Spec;
@@ -89,6 +93,7 @@ pub struct Deps {
 
 /// What the runtime does for the scheduler: runs its jobs (through [`crate::run::Runner`]),
 /// and tells what the heartbeat and the user's settings say.
+#[async_trait::async_trait]
 pub trait JobHost: crate::run::Runner {
     /// Whether results raise a native notification.
     fn notifications(&self) -> bool {
@@ -114,6 +119,11 @@ pub trait JobHost: crate::run::Runner {
     /// interval poll, never when a routine runs.
     fn heartbeat_active(&self, _now_ms: i64) -> bool {
         true
+    }
+    /// A scheduled routine with a check (issue 33): approval and the check in the read-only
+    /// sandbox, before anything else runs.
+    async fn check(&self, _routine: &Routine) -> CheckGate {
+        CheckGate::Refused("this host runs no checks".into())
     }
 }
 

@@ -113,6 +113,15 @@ pub struct Routine {
     /// user can restore it. `None` for a routine in use.
     #[serde(default, with = "iso", skip_serializing_if = "Option::is_none")]
     pub removed_at: Option<i64>,
+    /// What wakes it besides its schedule (issue 33); `None` is the schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<vigil_protocol::Trigger>,
+    /// A command in the read-only sandbox that decides, without the model, whether to act.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<vigil_protocol::Check>,
+    /// What a fire does; `None` is `agent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<vigil_protocol::Action>,
     /// Fields this version does not know, kept as they were.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -200,6 +209,9 @@ impl Routine {
             announced: false,
             suggested: false,
             removed_at: None,
+            trigger: None,
+            check: None,
+            action: None,
             extra: Default::default(),
         }
     }
@@ -212,6 +224,14 @@ impl Routine {
     /// Whether the routine repeats (has a schedule) rather than running once.
     pub fn recurring(&self) -> bool {
         self.schedule_text().is_some()
+    }
+
+    /// Woken by something other than the clock (a file, an output line, a URL, a webhook):
+    /// the scheduler's tick never claims it; `crate::watch` fires it.
+    pub fn triggered(&self) -> bool {
+        self.trigger
+            .as_ref()
+            .is_some_and(|t| !matches!(t, vigil_protocol::Trigger::Schedule))
     }
 
     /// May be claimed and run: enabled and not removed.

@@ -30,6 +30,9 @@ pub struct RunLog {
     lock: Arc<Mutex<()>>,
     /// Per routine: the latest run, and the file's length and time it was read from.
     last: Arc<Mutex<HashMap<String, LastRun>>>,
+    /// `std` lock: how each routine's trigger and check are doing (`crate::watch` writes it,
+    /// the routine list reads it). In memory: fires today start again at a restart.
+    watch: Arc<Mutex<HashMap<String, vigil_protocol::WatchStatus>>>,
 }
 
 #[derive(Clone)]
@@ -50,7 +53,23 @@ impl RunLog {
             dir: data_dir.join("routines").join("runs"),
             lock: Arc::default(),
             last: Arc::default(),
+            watch: Arc::default(),
         }
+    }
+
+    /// Sets how `routine_id`'s trigger and check are doing.
+    pub fn set_watch(&self, routine_id: &str, status: vigil_protocol::WatchStatus) {
+        let mut w = self.watch.lock().unwrap_or_else(|e| e.into_inner());
+        w.insert(routine_id.to_string(), status);
+    }
+
+    /// How `routine_id`'s trigger and check are doing, if it has either.
+    pub fn watch(&self, routine_id: &str) -> Option<vigil_protocol::WatchStatus> {
+        self.watch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(routine_id)
+            .cloned()
     }
 
     fn file(&self, routine_id: &str) -> PathBuf {

@@ -329,7 +329,10 @@ impl Scheduler {
                 || r.created_at.is_none()
                 || (r.source == RoutineSource::HeartbeatReflect && !r.announced)
                 || (r.state == RoutineState::Running && !in_flight.contains(&r.id))
-                || (r.live() && r.state == RoutineState::Pending && r.next_run_at.is_none_or(|t| t <= now));
+                || (r.live()
+                    && !r.triggered()
+                    && r.state == RoutineState::Pending
+                    && r.next_run_at.is_none_or(|t| t <= now));
         }
         for (id, p) in &problems {
             self.report_once(id, format!("Routine \"{id}\" cannot run: {p}"));

@@ -36,6 +36,7 @@ pub(super) struct FakeHost {
 
 use std::sync::Mutex;
 
+#[async_trait::async_trait]
 impl JobHost for FakeHost {
     fn paused(&self) -> bool {
         self.paused.load(Ordering::SeqCst)

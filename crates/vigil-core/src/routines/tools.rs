@@ -60,6 +60,21 @@ fn catch_up_word(c: CatchUp) -> &'static str {
     }
 }
 
+/// What the agent should tell the user about a routine with a check or URL.
+fn approval_note(r: &super::Routine) -> String {
+    let mut note = String::new();
+    if r.trigger.is_some() {
+        note.push_str(&format!(" — {}", crate::watch::describe_trigger(r)));
+    }
+    if crate::watch::approval::needs_approval(r) {
+        note.push_str(
+            " — it waits for the user's approval of its check or URL in Routines (the card shows what runs, how \
+             often, with what access); tell them",
+        );
+    }
+    note
+}
+
 /// The source of a routine the agent adds in a session of `session_type`.
 fn source_for(session_type: SessionType) -> RoutineSource {
     match session_type {
@@ -101,6 +116,12 @@ struct Fields {
     #[serde(default)]
     kind: Option<String>,
     #[serde(default)]
+    trigger: Option<vigil_protocol::Trigger>,
+    #[serde(default)]
+    check: Option<vigil_protocol::Check>,
+    #[serde(default)]
+    action: Option<vigil_protocol::Action>,
+    #[serde(default)]
     allow_duplicate: Option<bool>,
     #[serde(default)]
     include_disabled: Option<bool>,
@@ -127,6 +148,9 @@ impl Fields {
             enabled: self.enabled,
             kind: self.kind.clone(),
             catch_up: self.catch_up,
+            trigger: self.trigger.clone(),
+            check: self.check.clone(),
+            action: self.action,
             allow_duplicate: self.allow_duplicate.unwrap_or(false),
         })
     }
@@ -143,7 +167,10 @@ fn props(kind: Kind) -> serde_json::Value {
         "wake_mode": {"type": "string", "enum": ["now", "next_heartbeat"], "description": "For inline routines: now (default) wakes the heartbeat when due; next_heartbeat waits for the next regular heartbeat and rides along (fewer model calls, less punctual: fine for checks, not for reminders at a set time)."},
         "catch_up": {"type": "string", "enum": ["once", "skip", "all"], "description": "When its time passed while the computer slept or Vigil was not running: once (default) runs it once if at most a day late; skip waits for the next time (for things that only make sense on time); all runs it once, told how many times it missed (for digests that should cover every missed day)."},
         "timeout_seconds": {"type": "integer", "minimum": 1, "description": "Longest a run may take."},
-        "kind": {"type": "string", "enum": ["time_reminder"], "description": "time_reminder: a plain reminder delivered without calling the model."}
+        "kind": {"type": "string", "enum": ["time_reminder"], "description": "time_reminder: a plain reminder delivered without calling the model."},
+        "trigger": crate::watch::shape::trigger_schema(),
+        "check": {"type": "object", "description": "A command run without the model in a read-only sandbox (nothing writable, no network) each time the routine is woken; the routine acts only when its condition holds, with the output as evidence. Costs nothing while quiet. The user approves the command once before it runs.", "properties": {"command": {"type": "string", "description": "e.g. \"df --output=pcent / | tail -1\""}, "when": {"type": "string", "description": "\"nonzero\" (exit code not 0, the default), \"changed\" (output differs from the last check), or a comparison of the first number in the output: \"> 80\", \">= 1\", \"< 10\", \"== 0\"."}}, "required": ["command"], "additionalProperties": false},
+        "action": {"type": "string", "enum": ["agent", "notify"], "description": "agent (default): you run with the evidence. notify: the user gets a notification with the evidence, no model call."}
     });
     match kind {
         Kind::Add => {
@@ -177,7 +204,9 @@ impl Tool for RoutineTool {
         let (name, description, required) = match self.kind {
             Kind::Add => (
                 "routine_add",
-                "Register a routine: something to do on a schedule (cron or interval) or once at a time. Check \
+                "Register a routine: something to do on a schedule (cron or interval), once at a time, or when a \
+                 trigger fires (a file changes, an output line, a URL, a webhook), optionally only when a check \
+                 command's condition holds (no model call while quiet). Check \
                  routine_list first to avoid duplicates. A new routine starts at its next scheduled time.",
                 vec!["title"],
             ),
@@ -255,7 +284,7 @@ impl Tool for RoutineTool {
                 // Not `ctx.owner`: a heartbeat call's owner is the conversation's.
                 let source = source_for(ctx.session_type);
                 match s.create(draft, source, true).await {
-                    Ok((r, _)) => ToolOutput::ok(format!("Added routine {}", line(&r))),
+                    Ok((r, _)) => ToolOutput::ok(format!("Added routine {}{}", line(&r), approval_note(&r))),
                     Err(e) => refused("add", e),
                 }
             }
@@ -325,7 +354,7 @@ impl Tool for RoutineTool {
                     Err(out) => return out,
                 };
                 match s.update_routine(&id, draft).await {
-                    Ok(r) => ToolOutput::ok(format!("Updated routine {}", line(&r))),
+                    Ok(r) => ToolOutput::ok(format!("Updated routine {}{}", line(&r), approval_note(&r))),
                     Err(e) => refused("update", e),
                 }
             }

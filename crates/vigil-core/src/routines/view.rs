@@ -73,12 +73,18 @@ pub fn routine_view(r: &Routine, default_zone: &str, now: i64) -> RoutineView {
         catch_up: r.catch_up,
         unknown_run: r.unknown_run.as_ref().map(|u| u.run_id.clone()),
         suggested: r.suggested,
+        trigger: r.trigger.clone(),
+        check: r.check.clone(),
+        action: r.action,
+        // The watcher's to tell: [`with_last_run`].
+        watch: None,
     }
 }
 
 /// `v` with its latest run from the run log.
 pub fn with_last_run(mut v: RoutineView, runlog: &super::RunLog) -> RoutineView {
     v.last_run = runlog.last_run(&v.id);
+    v.watch = runlog.watch(&v.id);
     v
 }
 

@@ -67,6 +67,7 @@ impl Runtime {
         self.inner
             .background
             .spawn(scheduler.run(timer, self.inner.shutdown.clone()));
+        self.start_watch();
         true
     }
 
@@ -201,6 +202,7 @@ impl Runner for Host {
     }
 }
 
+#[async_trait::async_trait]
 impl JobHost for Host {
     fn notifications(&self) -> bool {
         self.runtime()
@@ -222,5 +224,12 @@ impl JobHost for Host {
     fn heartbeat_active(&self, now_ms: i64) -> bool {
         self.runtime()
             .is_none_or(|rt| rt.inner.heartbeat.config().is_active_at(now_ms))
+    }
+
+    async fn check(&self, routine: &crate::routines::Routine) -> crate::routines::CheckGate {
+        match self.runtime() {
+            Some(rt) => rt.inner.watch.gate(routine).await,
+            None => crate::routines::CheckGate::Refused("Vigil is shutting down".into()),
+        }
     }
 }

@@ -21,6 +21,7 @@ mod mcp;
 mod process_table;
 mod processes;
 mod routines;
+mod watching;
 
 pub use crate::run::deliver::is_silent;
 pub use attachments::{stage_attachment, STAGING_DIR};
@@ -116,6 +117,8 @@ struct Inner {
     heartbeat: Heartbeat,
     /// Routines and the one timing loop; ticks only once background work started.
     routines: crate::routines::Scheduler,
+    /// Routine triggers and checks (issue 33); watches only once background work started.
+    watch: crate::watch::Watch,
     /// The wake loop, once [`Runtime::start_background`] ran.
     wake: OnceLock<background::Started>,
     /// The process registry, started with the background work (it needs a tokio runtime).
@@ -211,6 +214,7 @@ impl Runtime {
         tools.register(Arc::new(crate::tools::UpdatesTool::new(meta.clone())));
         let started_at = clock.now_ms();
         let mcp = crate::mcp::McpManager::open(data_dir, Secrets::new(data_dir), clock.clone(), emitter.clone());
+        let watch = watching::watch(&routines, data_dir, workspace.root(), &approvals);
         let inner = Arc::new_cyclic(|weak| {
             let deps = crate::heartbeat::Deps {
                 store: store.clone(),
@@ -248,6 +252,7 @@ impl Runtime {
                 budget,
                 heartbeat,
                 routines,
+                watch,
                 wake: OnceLock::new(),
                 exec: OnceLock::new(),
                 exec_tools: OnceLock::new(),
@@ -366,6 +371,7 @@ impl Runtime {
             Op::SetRoutineEnabled { id, enabled } => self.routine_op(routines::RoutineOp::Enable(id, enabled)),
             Op::RetryRoutineRun { id, run_id } => self.routine_op(routines::RoutineOp::Resolve(id, run_id, true)),
             Op::DismissRoutineRun { id, run_id } => self.routine_op(routines::RoutineOp::Resolve(id, run_id, false)),
+            Op::ApproveRoutine { id } => self.approve_routine_op(&id),
             Op::Health => self.report_health(),
             Op::ListMcpServers => self.mcp_op(mcp::McpOp::List),
             Op::AddMcpServers { json, secret } => self.mcp_op(mcp::McpOp::Add(json, secret)),

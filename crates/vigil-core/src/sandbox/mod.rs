@@ -69,6 +69,11 @@ pub struct SandboxSettings {
     /// host listens on covered. Never for runs nobody watches, nor the read-only sandbox.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sockets: Vec<PathBuf>,
+    /// Set only for a routine's check (`crate::watch::check`) when the user granted that
+    /// routine the network: the read-only sandbox then gets one (never the host's loopback
+    /// or sockets). Never saved, never set for anything else.
+    #[serde(skip)]
+    pub check_network: bool,
 }
 
 fn yes() -> bool {
@@ -118,6 +123,7 @@ impl Default for SandboxSettings {
             writable: Vec::new(),
             network_routines: Vec::new(),
             sockets: Vec::new(),
+            check_network: false,
         }
     }
 }
@@ -402,7 +408,7 @@ impl Layout {
     /// Whether this run's commands get a network (never the host's loopback or sockets).
     pub fn network(&self) -> bool {
         if self.read_only {
-            return false;
+            return self.settings.check_network;
         }
         match self.attended {
             true => self.settings.network,

@@ -1,0 +1,433 @@
+//! # watch
+//!
+//! Owns what wakes a routine besides the clock (issue 33): file triggers (inotify, debounced,
+//! with the changed paths and a bounded diff as evidence), the checks that decide without a
+//! model whether anything happened (a command in the read-only sandbox and a condition), the
+//! approval of a check or URL as it was written, and the bounds on fires (at most
+//! [`DEFAULT_MAX_FIRES_PER_HOUR`] an hour, fires during a run merged into the next).
+//!
+//! - [`shape`] — the one shape (`trigger`, `check`, `action`) checked, conditions parsed.
+//! - [`check`] — a check run in the read-only sandbox, and its verdict.
+//! - [`approval`] — the approvals, as hashes in the data folder.
+//! - [`plan`] — which folders the file triggers need watched, which routine a path is for.
+//! - [`files`] — the inotify instance.
+//! - [`diff`] — the evidence of a file change.
+//! - [`url`] — URL triggers: a look every `every`, a fire on a change.
+//! - [`webhook`] — the loopback listener, open only while a webhook routine exists.
+//! - `fire` — one fire from trigger to action: pause, merge, approval, check, limit, run.
+//!
+//! A fire ends in one call: [`crate::routines::Scheduler::run_fired`] (the run module takes
+//! it from there). Quiet checks end before it: nothing runs, nothing is billed.
+//!
+//! Must never: run a check or look at a URL the user did not approve as written; run a
+//! check outside the read-only sandbox; drop a fire silently (a paused routine's fires are
+//! recorded in its history); call the model while nothing happened.
+
+pub mod approval;
+pub mod check;
+pub mod diff;
+pub mod files;
+mod fire;
+pub mod plan;
+pub mod shape;
+pub mod url;
+pub mod webhook;
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use vigil_protocol::Trigger;
+
+use crate::routines::{Routine, Scheduler};
+use crate::sandbox::{Sandbox, SandboxSettings};
+
+/// A routine that fires more often than this in an hour pauses itself.
+pub const DEFAULT_MAX_FIRES_PER_HOUR: usize = 12;
+
+/// The sandbox and the user's sandbox settings as they are now (they change in Settings).
+pub type SandboxSource = Arc<dyn Fn() -> (Sandbox, SandboxSettings) + Send + Sync>;
+
+/// What the watcher works with, all owned elsewhere.
+#[derive(Clone)]
+pub struct WatchDeps {
+    pub scheduler: Scheduler,
+    pub data_dir: PathBuf,
+    pub workspace: PathBuf,
+    pub sandbox: SandboxSource,
+    /// `$HOME`, for the sandbox's hidden list.
+    pub home: Option<PathBuf>,
+}
+
+/// The watcher: a cheap clonable handle.
+#[derive(Clone)]
+pub struct Watch {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    deps: WatchDeps,
+    approvals: approval::Approvals,
+    memory: check::Memory,
+    /// `std` lock: each routine's fires, pause and merged evidence; never held across an await.
+    state: Mutex<HashMap<String, RoutineWatch>>,
+    /// Rebuild the file watches now (a routine changed).
+    reload: Notify,
+    max_per_hour: usize,
+    /// URL triggers look this often instead of their `every` (tests; `None` in the app).
+    url_every: Option<std::time::Duration>,
+    /// `std` lock: each URL trigger's last look, with the URL it was of.
+    looks: Mutex<HashMap<String, (String, url::Look)>>,
+    /// Webhook secrets and port (data folder).
+    webhooks: webhook::Secrets,
+    /// `tokio` lock: the webhook listener while a webhook routine exists.
+    listener: tokio::sync::Mutex<Option<webhook::Listener>>,
+}
+
+/// One routine's bounds and counters.
+#[derive(Default)]
+struct RoutineWatch {
+    /// When it fired in the last hour (ms).
+    fires: VecDeque<i64>,
+    /// Paused by the rate limit: why.
+    paused: Option<String>,
+    /// A run of it is going: later fires wait here, merged.
+    running: bool,
+    merged: Option<String>,
+    fired_today: u32,
+    day: i64,
+    last_fired_at: Option<i64>,
+    last_evidence: Option<String>,
+    /// The fingerprint the user was last asked to approve (asked once per text).
+    asked: Option<String>,
+}
+
+/// "Watching `logs/`", "Checking `df …` on its schedule".
+pub fn describe_trigger(r: &Routine) -> String {
+    match &r.trigger {
+        Some(Trigger::File { paths, .. }) => {
+            let shown: Vec<String> = paths.iter().map(|p| format!("`{p}`")).collect();
+            format!("Watching {}", shown.join(", "))
+        }
+        Some(Trigger::Output { process, pattern }) => format!("Watching the output of {process} for `{pattern}`"),
+        Some(Trigger::Url { url, every, .. }) => format!("Watching {url} every {}", every.as_deref().unwrap_or("5m")),
+        Some(Trigger::Webhook) => "On a webhook call".into(),
+        Some(Trigger::Schedule) | None => match r.schedule_text() {
+            Some(s) => format!("On its schedule ({s})"),
+            None => "Once, at its time".into(),
+        },
+    }
+}
+
+impl Watch {
+    pub fn new(deps: WatchDeps) -> Self {
+        Self::with_max_per_hour(deps, DEFAULT_MAX_FIRES_PER_HOUR)
+    }
+
+    /// A watcher whose routines pause after `max` fires an hour (tests use a small one).
+    pub fn with_max_per_hour(deps: WatchDeps, max: usize) -> Self {
+        Self::with_limits(deps, max, None)
+    }
+
+    /// A watcher with its bounds set: the hourly limit, and how often URL triggers look
+    /// (tests: a minute is too long to wait for).
+    pub fn with_limits(deps: WatchDeps, max: usize, url_every: Option<std::time::Duration>) -> Self {
+        let approvals = approval::Approvals::open(&deps.data_dir);
+        let webhooks = webhook::Secrets::open(&deps.data_dir);
+        Self {
+            shared: Arc::new(Shared {
+                deps,
+                approvals,
+                memory: check::Memory::default(),
+                state: Mutex::new(HashMap::new()),
+                reload: Notify::new(),
+                max_per_hour: max,
+                url_every,
+                looks: Mutex::new(HashMap::new()),
+                webhooks,
+                listener: tokio::sync::Mutex::new(None),
+            }),
+        }
+    }
+
+    fn scheduler(&self) -> &Scheduler {
+        &self.shared.deps.scheduler
+    }
+
+    /// The live routines of the task block.
+    fn routines(&self) -> Vec<Routine> {
+        match self.scheduler().deps().store.read() {
+            Ok(state) => state
+                .routines()
+                .entries()
+                .iter()
+                .filter_map(|e| e.routine.as_ref().ok())
+                .filter(|r| r.live())
+                .cloned()
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    fn routine(&self, id: &str) -> Option<Routine> {
+        self.routines().into_iter().find(|r| r.id == id)
+    }
+
+    /// The check sandbox as the user's settings are now.
+    fn check_sandbox(&self) -> check::CheckSandbox {
+        let (sandbox, settings) = (self.shared.deps.sandbox)();
+        check::CheckSandbox {
+            sandbox,
+            settings,
+            data_dir: self.shared.deps.data_dir.clone(),
+            workspace: self.shared.deps.workspace.clone(),
+            home: self.shared.deps.home.clone(),
+        }
+    }
+
+    fn network_granted(&self, id: &str) -> bool {
+        (self.shared.deps.sandbox)().1.network_routines.iter().any(|g| g == id)
+    }
+
+    /// Approves routine `id`'s check or URL as written now; a pause by the rate limit ends.
+    pub fn approve(&self, id: &str) -> Result<(), String> {
+        let r = self
+            .routine(id)
+            .ok_or_else(|| format!("there is no routine \"{id}\" in use"))?;
+        self.shared
+            .approvals
+            .approve(&r, self.network_granted(id))
+            .map_err(|e| format!("the approval could not be saved: {e}"))?;
+        {
+            let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            let w = state.entry(id.to_string()).or_default();
+            w.paused = None;
+            w.fires.clear();
+            w.asked = None;
+        }
+        self.publish(&r);
+        self.scheduler().changed();
+        Ok(())
+    }
+
+    /// Whether `r` as written now is approved (or needs no approval).
+    pub fn approved(&self, r: &Routine) -> bool {
+        self.shared.approvals.approved(r, self.network_granted(&r.id))
+    }
+
+    /// Puts `r`'s watch status where the routine list finds it.
+    fn publish(&self, r: &Routine) {
+        if r.trigger.is_none() && r.check.is_none() {
+            return;
+        }
+        let granted = self.network_granted(&r.id);
+        let state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        let w = state.get(&r.id);
+        let mut summary = describe_trigger(r);
+        if matches!(r.trigger, Some(Trigger::Webhook)) {
+            let port = self.webhook_port();
+            summary = match port {
+                Some(port) => format!(
+                    "{summary}: POST http://127.0.0.1:{port}/hook/{}/{}",
+                    r.id,
+                    self.shared.webhooks.secret(&r.id)
+                ),
+                None => format!("{summary} (the listener is not running)"),
+            };
+        }
+        let status = vigil_protocol::WatchStatus {
+            summary,
+            approved: self.shared.approvals.approved(r, granted),
+            approval_text: approval::approval_text(r, granted),
+            fired_today: w.map_or(0, |w| w.fired_today),
+            last_fired_at: w.and_then(|w| w.last_fired_at),
+            last_evidence: w.and_then(|w| w.last_evidence.clone()),
+            paused: w.and_then(|w| w.paused.clone()),
+        };
+        drop(state);
+        self.scheduler().deps().runlog.set_watch(&r.id, status);
+    }
+
+    /// The webhook listener's port, while it listens.
+    pub fn webhook_port(&self) -> Option<u16> {
+        self.shared
+            .listener
+            .try_lock()
+            .ok()
+            .and_then(|l| l.as_ref().map(|l| l.port))
+    }
+
+    /// Listens while a live webhook routine exists; closes the socket when none does.
+    async fn serve_webhooks(&self, routines: &[Routine]) {
+        let ids: Vec<String> = routines
+            .iter()
+            .filter(|r| matches!(r.trigger, Some(Trigger::Webhook)))
+            .map(|r| r.id.clone())
+            .collect();
+        let mut listener = self.shared.listener.lock().await;
+        listener.take();
+        if ids.is_empty() {
+            return;
+        }
+        for id in &ids {
+            self.shared.webhooks.secret(id);
+        }
+        match webhook::listen(self.clone(), ids).await {
+            Ok(l) => *listener = Some(l),
+            Err(e) => tracing::warn!("webhook triggers cannot listen ({e})"),
+        }
+        drop(listener);
+        for r in routines.iter().filter(|r| matches!(r.trigger, Some(Trigger::Webhook))) {
+            self.publish(r);
+        }
+    }
+
+    /// The routines changed: rebuild the watches.
+    pub fn reload(&self) {
+        self.shared.reload.notify_one();
+    }
+
+    /// The watching loop: file triggers until `shutdown`. An idle loop is one descriptor in
+    /// the reactor and no timer.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let workspace = self.shared.deps.workspace.clone();
+        let mut copies = diff::Copies::default();
+        let mut pending: HashMap<String, (Instant, BTreeSet<PathBuf>)> = HashMap::new();
+        let mut url_tasks: Vec<tokio::task::AbortHandle> = Vec::new();
+        loop {
+            let routines = self.routines();
+            for r in &routines {
+                self.publish(r);
+            }
+            let folders = (self.shared.deps.sandbox)().1.writable;
+            let (watches, problems) = plan::file_watches(&routines, &workspace, &folders);
+            for (id, p) in problems {
+                tracing::warn!("routine {id}'s file trigger cannot watch: {p}");
+            }
+            for t in url_tasks.drain(..) {
+                t.abort();
+            }
+            for r in &routines {
+                if let Some(w) = r.trigger.as_ref().and_then(|t| url::UrlWatch::from_trigger(&r.id, t)) {
+                    let this = self.clone();
+                    let stop = shutdown.clone();
+                    url_tasks.push(tokio::spawn(this.watch_url(w, stop)).abort_handle());
+                }
+            }
+            self.serve_webhooks(&routines).await;
+            let mut files = match files::Files::new() {
+                Ok(f) => f,
+                Err(e) => {
+                    tracing::warn!("file triggers cannot watch ({e})");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = self.shared.reload.notified() => continue,
+                    }
+                }
+            };
+            // The task file's folder: a routine changed by hand or by a tool.
+            files.watch(&workspace, false);
+            for w in &watches {
+                for (dir, deep) in &w.dirs {
+                    files.watch(dir, *deep);
+                    keep_copies(&mut copies, dir, *deep, w);
+                }
+            }
+            loop {
+                let next = pending.values().map(|(at, _)| *at).min();
+                let sleep = async {
+                    match next {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    _ = shutdown.cancelled() => {
+                        self.shared.listener.lock().await.take();
+                        return;
+                    }
+                    _ = self.shared.reload.notified() => break,
+                    seen = files.next() => {
+                        let seen = match seen {
+                            Ok(s) => s,
+                            Err(e) => {
+                                tracing::warn!("file triggers stopped watching ({e})");
+                                break;
+                            }
+                        };
+                        let task_file = workspace.join("HEARTBEAT.md");
+                        let mut changed = seen.paths.iter().any(|p| *p == task_file);
+                        for path in seen.paths.iter().filter(|p| plan::may_fire(p, &workspace)) {
+                            for w in watches.iter().filter(|w| w.matches(path)) {
+                                let entry = pending.entry(w.id.clone()).or_insert_with(|| (Instant::now(), BTreeSet::new()));
+                                entry.0 = Instant::now() + w.debounce;
+                                entry.1.insert(path.clone());
+                            }
+                        }
+                        changed |= seen.overflow;
+                        if changed {
+                            break;
+                        }
+                    }
+                    () = sleep => {
+                        let now = Instant::now();
+                        let due: Vec<String> = pending.iter().filter(|(_, (at, _))| *at <= now).map(|(id, _)| id.clone()).collect();
+                        for id in due {
+                            let Some((_, paths)) = pending.remove(&id) else { continue };
+                            let evidence = file_evidence(&mut copies, &paths, &workspace);
+                            let this = self.clone();
+                            tokio::spawn(async move { this.fire(&id, evidence).await });
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Copies of the small text files a trigger matches now, so its first change has a diff.
+fn keep_copies(copies: &mut diff::Copies, dir: &Path, deep: bool, w: &plan::FileWatch) {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0;
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            seen += 1;
+            if seen > 2000 {
+                return;
+            }
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() && deep => stack.push(p),
+                Ok(t) if t.is_file() && w.matches(&p) => copies.keep(&p),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Every path of one fire, and what changed in each, bounded.
+fn file_evidence(copies: &mut diff::Copies, paths: &BTreeSet<PathBuf>, workspace: &Path) -> String {
+    let shown = |p: &Path| {
+        p.strip_prefix(workspace)
+            .map(|r| r.display().to_string())
+            .unwrap_or_else(|_| p.display().to_string())
+    };
+    let mut out = format!(
+        "Files changed: {}",
+        paths.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ")
+    );
+    for p in paths {
+        let part = copies.change(p, &shown(p));
+        if out.len() + part.len() + 2 > diff::MAX_EVIDENCE {
+            out.push_str("\n\n(more changes not shown)");
+            break;
+        }
+        out.push_str("\n\n");
+        out.push_str(&part);
+    }
+    out
+}
