@@ -131,12 +131,15 @@ fn resolve(p: &str, workspace: &Path, folders: &[PathBuf]) -> Result<(Pattern, P
     Ok((pattern, dir, deep))
 }
 
-/// Whether a changed path may fire anything: not the task file, not inside a skipped folder.
+/// Whether a changed path may fire anything: not the task file, not inside a skipped folder
+/// of the workspace (where the workspace itself lies is no reason: a project under
+/// `~/target/` is watched like any other).
 pub fn may_fire(path: &Path, workspace: &Path) -> bool {
     if path == workspace.join("HEARTBEAT.md") {
         return false;
     }
-    !path
+    let inside = path.strip_prefix(workspace).unwrap_or(path);
+    !inside
         .components()
         .any(|c| matches!(c.as_os_str().to_str(), Some(".git" | "node_modules" | "target")))
 }
@@ -152,6 +155,15 @@ mod tests {
             debounce_ms: None,
         });
         r
+    }
+
+    #[test]
+    fn only_skipped_folders_inside_the_workspace_stop_a_fire() {
+        let ws = Path::new("/home/u/target/project");
+        assert!(may_fire(&ws.join("notes/plan.md"), ws));
+        assert!(!may_fire(&ws.join("target/debug/x"), ws));
+        assert!(!may_fire(&ws.join("sub/.git/index"), ws));
+        assert!(!may_fire(&ws.join("HEARTBEAT.md"), ws));
     }
 
     #[test]
