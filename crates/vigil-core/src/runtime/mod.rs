@@ -147,7 +147,7 @@ impl Runtime {
     /// preferences in `settings.json`; a start that has read them already uses
     /// [`Runtime::open`].
     pub fn new(data_dir: &Path, clock: Arc<dyn Clock>, sink: Arc<dyn EventSink>) -> Result<Self, SessionError> {
-        let desktop = crate::preferences::load(data_dir).settings;
+        let desktop = crate::settings::desktop::load(data_dir).settings;
         Self::open(data_dir, clock, sink, &desktop)
     }
 
@@ -172,7 +172,7 @@ impl Runtime {
             tracing::warn!("{w}");
         }
         let mut startup_warnings = approval_warnings;
-        let (workspace_dir, workspace_warning) = crate::preferences::workspace_dir(data_dir, desktop);
+        let (workspace_dir, workspace_warning) = crate::settings::desktop::workspace_dir(data_dir, desktop);
         if let Some(w) = workspace_warning {
             tracing::warn!("{w}");
             startup_warnings.push(w);
