@@ -30,7 +30,6 @@ use vigil_protocol::{
 };
 
 use super::deliver::summarize;
-use super::file::{self, HeartbeatFile};
 use super::prompts::{heartbeat_prompt, system_section, PromptKind};
 use super::reply::{self, ReplyDecision};
 use super::turn::Deadline;
@@ -38,6 +37,7 @@ use super::{run_lock, session_id, DueTask, Heartbeat, AGENT, PROVIDER_RETRIES};
 use crate::agent::TurnExtras;
 use crate::system_events;
 use crate::wake::{PendingWake, WakeOutcome};
+use crate::workspace::heartbeat_file::{self as file, HeartbeatFile};
 
 /// How a run ended, before it is recorded.
 pub(super) struct Outcome {

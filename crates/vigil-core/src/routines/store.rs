@@ -30,13 +30,11 @@ use super::block::{block_json, find_block, join_checks};
 pub use super::block::{parse, render, same_tasks, split_checks, strip_block, Entry, Parsed};
 use crate::clock::Clock;
 use crate::durable::write_atomic;
-use crate::heartbeat::file::HEARTBEAT_FILE;
 use crate::session::{SessionError, SessionLocks};
+use crate::workspace::heartbeat_file::HEARTBEAT_FILE;
 
 /// The snapshot's file name, next to `HEARTBEAT.md`.
 pub const SNAPSHOT_FILE: &str = ".heartbeat_snapshot.json";
-/// The schema version written.
-pub const SCHEMA_VERSION: u64 = 2;
 
 /// Why the store could not do something; each says how to recover.
 #[derive(Debug, thiserror::Error)]

@@ -183,7 +183,7 @@ impl Runtime {
             source,
         })?;
         crate::leftovers::sweep_in_background(data_dir, workspace.root());
-        if let Err(e) = crate::heartbeat::file::write_template_once(workspace.root(), data_dir) {
+        if let Err(e) = crate::workspace::heartbeat_file::write_template_once(workspace.root(), data_dir) {
             tracing::warn!("could not write the HEARTBEAT.md template: {e}");
         }
         let journal = crate::away::Journal::default();

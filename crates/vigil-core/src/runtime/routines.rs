@@ -9,9 +9,9 @@ use vigil_protocol::{
 
 use super::Runtime;
 use crate::agent::TurnExtras;
-use crate::heartbeat::file::is_effectively_empty;
 use crate::routines::view::{routine_view, with_last_run};
 use crate::routines::{JobOutcome, JobTurn, Scheduler, StoreError};
+use crate::workspace::heartbeat_file::is_effectively_empty;
 
 impl Runtime {
     /// The scheduler (routines, claims, the timing loop).
