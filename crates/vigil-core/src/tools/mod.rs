@@ -38,7 +38,7 @@ pub use path::{resolve_path, PathError, ResolvedPath};
 pub use process::{encode_keys, ProcessTool};
 pub use read::ReadTool;
 pub use truncate::truncate_head_tail;
-pub use updates::UpdatesTool;
+pub use updates::{UpdatesTool, UPDATES_TOOL};
 pub use write::WriteTool;
 
 /// Asks whether the agent may do something (the approval policy of this turn).
