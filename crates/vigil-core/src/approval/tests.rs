@@ -1,5 +1,6 @@
 //! The gate's own tests: rules, policies, the data folder, durations.
 
+use super::rules::rule_covers;
 use super::*;
 use crate::clock::ManualClock;
 use crate::events::CollectingSink;
