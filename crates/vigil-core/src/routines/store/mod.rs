@@ -410,10 +410,8 @@ impl RoutineStore {
     }
 }
 
-#[path = "kept.rs"]
 mod kept;
 use kept::repaired;
 
 #[cfg(test)]
-#[path = "store_tests.rs"]
 mod tests;
