@@ -3,10 +3,9 @@
 //!
 //! Must never: let an inline run wait for a heartbeat that is off or will not come.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use vigil_protocol::{ExecutionMode, WakeMode};
+use vigil_protocol::ExecutionMode;
 
 use super::scheduler::{Claimed, Scheduler};
 use crate::heartbeat::DueTask;
@@ -36,26 +35,6 @@ impl Scheduler {
         }
     }
 
-    /// Hands inline runs to the next heartbeat turn. Runs that ask for it (`wake_mode:
-    /// now`) wake the heartbeat through the wake loop; the others wait for the next interval
-    /// heartbeat, unless none is scheduled.
-    pub(super) fn queue_inline(&self, runs: Vec<Claimed>) {
-        let wake_now = runs.iter().any(|c| c.routine.wake_mode == WakeMode::Now) || !self.heartbeat_scheduled();
-        self.shared
-            .inline
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .waiting
-            .extend(runs);
-        if !wake_now {
-            return;
-        }
-        match self.shared.wake.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            Some(w) => w.request_wake(vigil_protocol::WakeReason::Cron, crate::heartbeat::AGENT),
-            None => tracing::debug!("inline routines wait: no wake loop yet"),
-        }
-    }
-
     /// The heartbeat was switched off: inline runs waiting for its turn run as jobs of
     /// their own instead (those a heartbeat turn already took finish there).
     pub fn heartbeat_turned_off(&self) {
@@ -69,14 +48,6 @@ impl Scheduler {
             let this = self.clone();
             self.shared.jobs.spawn(async move { this.run_isolated(c).await });
         }
-    }
-
-    fn heartbeat_scheduled(&self) -> bool {
-        self.host().is_some_and(|h| h.heartbeat_scheduled())
-    }
-
-    pub(super) fn host(&self) -> Option<Arc<dyn super::JobHost>> {
-        self.shared.host.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Inline runs waiting for a heartbeat (for the heartbeat seam and tests).
