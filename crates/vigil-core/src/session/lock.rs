@@ -30,10 +30,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::OwnedMutexGuard;
 
-use super::{io, session_file, suffix, validate_id, SessionError};
+use super::{hms_utc, io, session_file, suffix, validate_id, LockHolder, SessionError};
 use crate::clock::{Clock, SystemClock};
 
 /// How long to wait and when a holder counts as stuck.
@@ -57,27 +56,6 @@ impl Default for LockOptions {
             poll: Duration::from_millis(20),
         }
     }
-}
-
-/// Who holds a lock, as recorded in its lock file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LockHolder {
-    pub pid: u32,
-    /// Milliseconds since the Unix epoch.
-    pub acquired_at_ms: i64,
-}
-
-pub(crate) fn describe_holder(holder: Option<&LockHolder>) -> String {
-    match holder {
-        Some(h) => format!("pid {} since {}", h.pid, hms_utc(h.acquired_at_ms)),
-        None => "another process (its lock file names no holder)".to_string(),
-    }
-}
-
-/// `HH:MM:SS UTC`; enough to tell "just now" from "an hour ago" without a time-zone crate.
-fn hms_utc(ms: i64) -> String {
-    let s = ms.div_euclid(1000).rem_euclid(86_400);
-    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
 }
 
 /// The locks of one sessions folder. Clones share the in-process layer; two separate
@@ -504,6 +482,7 @@ pub(crate) fn pid_alive(_pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::describe_holder;
 
     #[test]
     fn a_record_is_read_even_with_the_tail_of_a_longer_one_behind_it() {

@@ -30,7 +30,9 @@ pub mod transcript;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use lock::{LockHolder, LockOptions, SessionLockGuard, SessionLocks};
+use serde::{Deserialize, Serialize};
+
+pub use lock::{LockOptions, SessionLockGuard, SessionLocks};
 pub use meta::{Listed, MailboxEvent, MetaLoaded, MetaStore, SessionMeta, SessionType};
 pub use repair::repair_tool_chain;
 pub use transcript::{Loaded, SessionStore, Unsynced};
@@ -55,7 +57,7 @@ pub enum SessionError {
     },
     /// Another task or process holds the session and is neither dead nor over its maximum
     /// hold. Recover: try again shortly (a heartbeat skips its tick).
-    #[error("session {id} is locked by {}; try again", lock::describe_holder(.holder.as_ref()))]
+    #[error("session {id} is locked by {}; try again", describe_holder(.holder.as_ref()))]
     Locked {
         id: String,
         /// Who holds it, as its lock file says; `None` when the file has no readable record.
@@ -80,6 +82,28 @@ pub enum SessionError {
     /// The session is working on a turn. Recover: stop it or wait, then try again.
     #[error("conversation {0} is busy with a turn; stop it first")]
     Busy(String),
+}
+
+/// Who holds a lock, as recorded in its lock file. Here, beside [`SessionError::Locked`]
+/// that names it, so the error does not reach into the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockHolder {
+    pub pid: u32,
+    /// Milliseconds since the Unix epoch.
+    pub acquired_at_ms: i64,
+}
+
+pub(crate) fn describe_holder(holder: Option<&LockHolder>) -> String {
+    match holder {
+        Some(h) => format!("pid {} since {}", h.pid, hms_utc(h.acquired_at_ms)),
+        None => "another process (its lock file names no holder)".to_string(),
+    }
+}
+
+/// `HH:MM:SS UTC`; enough to tell "just now" from "an hour ago" without a time-zone crate.
+fn hms_utc(ms: i64) -> String {
+    let s = ms.div_euclid(1000).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
 }
 
 pub(crate) fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> SessionError + 'a {
