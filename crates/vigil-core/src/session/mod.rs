@@ -13,17 +13,23 @@
 //!   ([`archive`]), so the agent can still open one by its id.
 //!
 //! and [`drain`], which keeps a mailbox event with one turn between showing and acknowledging
-//! it, and [`repair`], which makes a loaded history safe to send to a provider.
+//! it, and [`repair`], which makes a loaded history safe to send to a provider. The metadata
+//! is [`meta`] (the store and its one write path) over `record` (what the file holds and its
+//! bytes) and `mailbox` (a background result waiting), with `catalog` (list, create, delete,
+//! rename) on top.
 //!
 //! Must never: write a session file without holding its lock; overwrite a file it could not
 //! read without keeping a copy; drop a whole session because one part of it is bad.
 
 pub mod archive;
 pub mod blobs;
+mod catalog;
 pub mod drain;
 pub mod lock;
+mod mailbox;
 pub mod meta;
 mod parsed;
+mod record;
 pub mod repair;
 pub mod transcript;
 
@@ -33,7 +39,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use lock::{LockOptions, SessionLockGuard, SessionLocks};
-pub use meta::{Listed, MailboxEvent, MetaLoaded, MetaStore, SessionMeta, SessionType};
+pub use mailbox::MailboxEvent;
+pub use meta::{Listed, MetaLoaded, MetaStore, SessionMeta, SessionType};
 pub use repair::repair_tool_chain;
 pub use transcript::{Loaded, SessionStore, Unsynced};
 
