@@ -362,7 +362,7 @@ pub fn run() {
             preferences::get_desktop_settings,
             preferences::save_desktop_settings,
             lifecycle::quit,
-            lifecycle::set_attention,
+            tray::set_attention,
             ui_ready,
         ])
         .on_window_event(lifecycle::on_window_event)

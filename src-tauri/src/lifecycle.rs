@@ -113,10 +113,3 @@ pub fn shutdown_and_exit(app: &AppHandle) {
         app.exit(0);
     });
 }
-
-/// The window's "something needs you" state, for the tray icon.
-#[tauri::command]
-pub async fn set_attention(app: AppHandle, needed: bool) -> Result<(), CommandError> {
-    crate::tray::set_attention(&app, needed);
-    Ok(())
-}

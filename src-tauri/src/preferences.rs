@@ -3,7 +3,7 @@
 //! before the "While you were away" card): thin adapters
 //! between the settings pane, the store's `desktop` entry, the login item
 //! (tauri-plugin-autostart), [`crate::lifecycle`] and the runtime's limits of acting alone.
-//! Reading a hand-edited entry is core's job ([`vigil_core::preferences`]); the theme is
+//! Reading a hand-edited entry is core's job ([`vigil_core::settings::desktop`]); the theme is
 //! applied by the window.
 
 use std::sync::atomic::Ordering;
@@ -12,8 +12,8 @@ use std::sync::Mutex;
 use tauri::{AppHandle, Manager, State};
 use tauri_plugin_autostart::ManagerExt as _;
 use tauri_plugin_store::StoreExt as _;
-use vigil_core::preferences::DESKTOP_KEY;
 use vigil_core::protocol::{CommandError, DesktopSettings, DesktopSettingsView, NotificationKind};
+use vigil_core::settings::desktop::DESKTOP_KEY;
 
 use crate::lifecycle::Lifecycle;
 use crate::AppState;
@@ -105,7 +105,7 @@ pub async fn save_desktop_settings(
             )
         });
     }
-    if !(vigil_core::preferences::MIN_AWAY_AFTER_MINUTES..=vigil_core::preferences::MAX_AWAY_AFTER_MINUTES)
+    if !(vigil_core::settings::desktop::MIN_AWAY_AFTER_MINUTES..=vigil_core::settings::desktop::MAX_AWAY_AFTER_MINUTES)
         .contains(&settings.away_after_minutes)
     {
         return Err(CommandError {
@@ -117,12 +117,11 @@ pub async fn save_desktop_settings(
         });
     }
     settings.workspace =
-        vigil_core::preferences::validate_workspace(settings.workspace.as_deref(), state.runtime.data_dir()).map_err(
-            |m| CommandError {
+        vigil_core::settings::desktop::validate_workspace(settings.workspace.as_deref(), state.runtime.data_dir())
+            .map_err(|m| CommandError {
                 field: Some("workspace".into()),
                 ..error("invalid_workspace", m)
-            },
-        )?;
+            })?;
     let autolaunch = app.autolaunch();
     let enabled = autolaunch.is_enabled().unwrap_or(false);
     if settings.start_at_login != enabled {

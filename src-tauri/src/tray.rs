@@ -20,7 +20,7 @@ use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, Menu, MenuEvent, MenuItem, PredefinedMenuItem};
 use tauri::tray::{TrayIcon, TrayIconBuilder};
 use tauri::{AppHandle, Manager, Wry};
-use vigil_core::protocol::ProcessSummary;
+use vigil_core::protocol::{CommandError, ProcessSummary};
 use vigil_core::Runtime;
 
 use crate::AppState;
@@ -209,8 +209,16 @@ fn on_menu_event(app: &AppHandle, event: MenuEvent) {
     }
 }
 
+/// The window's "something needs you" state, for the tray icon. The tray's own command:
+/// the tray calls into the lifecycle (Open, Quit), so the lifecycle does not call back here.
+#[tauri::command]
+pub async fn set_attention(app: AppHandle, needed: bool) -> Result<(), CommandError> {
+    note_attention(&app, needed);
+    Ok(())
+}
+
 /// Records the window's attention state and refreshes the tray if it changed.
-pub fn set_attention(app: &AppHandle, needed: bool) {
+fn note_attention(app: &AppHandle, needed: bool) {
     let Some(state) = app.try_state::<TrayState>() else {
         return;
     };

@@ -29,8 +29,8 @@
 //!     (`update_atomic`) with a `.bak` fallback.
 //!   - [`session::lock`] — the per-session lock: in-process mutex + `flock`, stale holders reclaimed.
 //!   - [`session::repair`] — closes broken tool-call chains before a history is sent.
-//! - [`settings`] — stored settings + environment overrides → a provider config.
-//! - [`preferences`] — the desktop app's preferences (close to tray, login, theme), read leniently.
+//! - [`settings`] — `settings.json` + environment overrides → a provider config; its
+//!   [`settings::desktop`] entry (close to tray, login, theme…) read leniently.
 //! - [`secrets`] — API keys in the OS keyring, or a user-only file when there is none.
 //! - [`events`] — stamping events into envelopes and handing them to a sink.
 //! - [`system_events`] — per-session in-memory queues of "what happened" lines for the next turn.
@@ -67,7 +67,6 @@ pub mod images;
 pub mod inhibit;
 pub mod leftovers;
 pub mod mcp;
-pub mod preferences;
 pub mod presence;
 pub mod provider;
 pub mod routines;

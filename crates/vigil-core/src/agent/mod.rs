@@ -49,7 +49,7 @@ use overflow::Overflow;
 pub use policy::AgentConfig;
 use policy::Policy;
 use saving::Saving;
-pub use updates::{background_updates, BACKGROUND_UPDATES_HEADING, UPDATES_TOOL};
+pub use updates::{background_updates, BACKGROUND_UPDATES_HEADING};
 
 /// What the user sent: the text, and the images sent with it (already stored with the
 /// session, so each is an [`ContentBlock::Image`]).

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 
 use super::context::short_time;
 use crate::session::MailboxEvent;
+use crate::tools::UPDATES_TOOL;
 
 /// Heads the mailbox block at the top of a primary turn's context (seed 003 §4.5).
 pub const BACKGROUND_UPDATES_HEADING: &str = "## Background Updates";
@@ -42,9 +43,6 @@ pub const DIGEST_SUMMARY_CHARS: usize = 100;
 /// Past this many characters of digest (about 12 000 tokens), the oldest lines lose their
 /// summary: kind, time and id stay, so the agent can still open each one.
 pub const DIGEST_BOUND: usize = 48_000;
-
-/// The tool the block tells the agent to open an update with.
-pub const UPDATES_TOOL: &str = "updates";
 
 /// One distinct update: the events that say it, oldest first.
 struct Group<'a> {

@@ -1,8 +1,16 @@
 //! The gate's own tests: rules, policies, the data folder, durations.
 
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use vigil_protocol::Event;
+
+use super::rules::rule_covers;
 use super::*;
 use crate::clock::ManualClock;
 use crate::events::CollectingSink;
+use crate::events::Emitter;
+use crate::shell::{self, Analysis};
 
 fn exec(cmd: &str, interactive: bool) -> Request {
     Request {

@@ -96,7 +96,7 @@ async fn main() -> std::process::ExitCode {
     let (desktop, file, mut warnings) = match &config {
         Some(path) => {
             let (file, warnings) = settings::read_config_file(path);
-            (vigil_core::preferences::load(&data_dir).settings, file, warnings)
+            (vigil_core::settings::desktop::load(&data_dir).settings, file, warnings)
         }
         None => {
             let start = settings::load_at_start(&data_dir, clock.now_ms());

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::actor::Actor;
+use super::actor::{Actor, Killer, Msg, Reply};
 use super::{
     ExecError, ExecEvents, LogView, Outcome, Polled, ProcessInfo, RegistryConfig, SpawnRequest, TermSize, Yielded,
 };
@@ -22,109 +22,6 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Room for chunks between the reader threads and the actor. With 64 KiB reads this bounds
 /// output in flight to a few MiB however many processes flood at once.
 const PUMP_CAPACITY: usize = 64;
-
-pub(super) type Reply<T> = oneshot::Sender<Result<T, ExecError>>;
-
-/// The actor's mailbox. `owner: None` means unscoped (the panel).
-pub(super) enum Msg {
-    Spawn {
-        req: SpawnRequest,
-        reply: Reply<ProcessInfo>,
-    },
-    Info {
-        owner: String,
-        id: String,
-        reply: Reply<ProcessInfo>,
-    },
-    List {
-        owner: Option<String>,
-        reply: oneshot::Sender<Vec<ProcessInfo>>,
-    },
-    Yield {
-        owner: String,
-        id: String,
-        reply: Reply<Yielded>,
-    },
-    Wait {
-        owner: String,
-        id: String,
-        reply: Reply<Outcome>,
-    },
-    Changed {
-        owner: String,
-        id: String,
-        reply: Reply<()>,
-    },
-    Tail {
-        owner: String,
-        id: String,
-        reply: Reply<(ProcessInfo, String)>,
-    },
-    Poll {
-        owner: String,
-        id: String,
-        reply: Reply<Polled>,
-    },
-    Log {
-        owner: String,
-        id: String,
-        reply: Reply<LogView>,
-    },
-    Write {
-        owner: String,
-        id: String,
-        data: Vec<u8>,
-        eof: bool,
-        reply: Reply<()>,
-    },
-    Kill {
-        owner: Option<String>,
-        id: String,
-        by: Killer,
-        reply: Option<Reply<Outcome>>,
-    },
-    Clear {
-        owner: String,
-        id: String,
-        reply: Reply<ProcessInfo>,
-    },
-    Remove {
-        owner: String,
-        id: String,
-        reply: Reply<ProcessInfo>,
-    },
-    Resize {
-        id: String,
-        size: TermSize,
-        reply: Reply<()>,
-    },
-    Raw {
-        id: String,
-        reply: Reply<Vec<u8>>,
-    },
-    Sweep {
-        reply: oneshot::Sender<usize>,
-    },
-    Shutdown {
-        reply: oneshot::Sender<()>,
-    },
-    /// From the actor's own timers.
-    TimedOut {
-        id: Arc<str>,
-    },
-    Drained {
-        id: Arc<str>,
-    },
-}
-
-/// Who asked for a kill, which decides who hears of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Killer {
-    /// The owner (its agent's `process kill`, a cancelled turn): it knows, so no exit notice.
-    Owner,
-    /// The user, from the Processes panel: news to the owner, whose exit notice says so.
-    User,
-}
 
 /// A cheap, clonable handle to the process registry. When every handle is dropped, or the
 /// cancellation token given at start fires, the registry kills what still runs and stops.

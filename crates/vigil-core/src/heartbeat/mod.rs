@@ -9,7 +9,8 @@
 //! raised as a notification.
 //!
 //! - [`config`] — settings → the values a run uses; active hours in an IANA zone.
-//! - [`file`] — reading `HEARTBEAT.md` and the effectively-empty rule.
+//! - `HEARTBEAT.md` itself (the checklist, the effectively-empty rule, the template) is
+//!   the workspace's: [`crate::workspace::heartbeat_file`], the file's one owner.
 //! - [`prompts`] — the poll, exec-event and cron prompts, the system-prompt section.
 //! - [`reply`] — `HEARTBEAT_OK` stripping and the suppress/deliver decision.
 //! - [`reflection`] — the daily reflection: the user's recent words → suggested routines.
@@ -29,7 +30,6 @@
 
 pub mod config;
 mod deliver;
-pub mod file;
 pub mod prompts;
 pub mod reflection;
 pub mod reply;

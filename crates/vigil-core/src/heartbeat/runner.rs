@@ -27,7 +27,6 @@
 
 use vigil_protocol::{ErrorKind, Event, HeartbeatSkip, HeartbeatStatus, Scope, Source, StopReason, Usage, WakeReason};
 
-use super::file::{self, HeartbeatFile};
 use super::prompts::{heartbeat_prompt, system_section, PromptKind};
 use super::reply::{self, ReplyDecision};
 use super::turn::Deadline;
@@ -37,6 +36,7 @@ use crate::run::deliver::summarize;
 use crate::run::RunKind;
 use crate::system_events;
 use crate::wake::{PendingWake, WakeOutcome};
+use crate::workspace::heartbeat_file::{self as file, HeartbeatFile};
 
 /// How a run ended, before it is recorded.
 pub(super) struct Outcome {

@@ -9,7 +9,9 @@
 use serde_json::{Map, Value};
 
 use super::model::Routine;
-use super::store::SCHEMA_VERSION;
+
+/// The schema version the block is written with.
+pub const SCHEMA_VERSION: u64 = 2;
 
 /// One task of the block: its text as found, and the routine if it could be read.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,9 +9,10 @@ use std::collections::HashMap;
 use vigil_protocol::{RoutineRun, RoutineSource, RoutineState, RunOutcome};
 
 use super::catch_up::{decide, Watch};
+use super::model::short_id;
 use super::model::Routine;
 use super::schedule::Spec;
-use super::scheduler::{is_job, short_id, Claimed, RunResult, Scheduler, TickReport};
+use super::scheduler::{is_job, Claimed, RunResult, Scheduler, TickReport};
 use super::state::{
     apply_failure, apply_missed, apply_skipped, apply_success, apply_unknown, covered, gap_entry, release, run_entry,
     stale_claim,

@@ -5,6 +5,9 @@
 //! the change, the broken file kept as `HEARTBEAT.md.corrupt`. On real files, with a manual
 //! clock and a host that records jobs.
 
+use std::sync::Arc;
+
+use crate::clock::Clock;
 use vigil_protocol::{Event, ExecutionMode, RoutineDraft, RoutineSource, RoutineState};
 
 use super::scheduler_tests::{scheduler, FakeHost, MIN, T0};

@@ -1,6 +1,7 @@
 //! A cron expression in words, in the pane's style ("every weekday at 09:00", "every 2 hours
 //! at :00 on weekends"): the time of day and the days are read apart and put together.
-//! Shapes it does not know are shown as the expression itself.
+//! Shapes it does not know are shown as the expression itself. Also the words after "every"
+//! for an interval; [`super::schedule`] puts a schedule in words through these two.
 //!
 //! Written here rather than taken from a crate: the crates that describe cron (cron-descriptor,
 //! cronspeak) speak another register ("At 09:00 AM, Monday through Friday", 12-hour clock)
@@ -50,8 +51,6 @@ enum Days {
 }
 
 use std::time::Duration;
-
-use super::schedule::duration_words;
 
 /// Words for `text`, or `cron "<text>"` when it has a shape without words.
 pub(super) fn describe_cron(text: &str) -> String {
@@ -200,5 +199,26 @@ fn week(dow: &str) -> Option<Days> {
             let list = and_list(&names);
             pair(&list, &list)
         }
+    }
+}
+
+/// "15 minutes", "hour", "2 days": the words after "every".
+pub(super) fn duration_words(d: Duration) -> String {
+    let s = d.as_secs();
+    let unit = |n: u64, one: &str| {
+        if n == 1 {
+            one.to_string()
+        } else {
+            format!("{n} {one}s")
+        }
+    };
+    if s.is_multiple_of(86_400) {
+        unit(s / 86_400, "day")
+    } else if s.is_multiple_of(3600) {
+        unit(s / 3600, "hour")
+    } else if s.is_multiple_of(60) {
+        unit(s / 60, "minute")
+    } else {
+        humantime::format_duration(d).to_string()
     }
 }

@@ -9,14 +9,13 @@
 use vigil_protocol::{ExecutionMode, RoutineDraft, RoutineSource, RoutineState};
 
 use super::model::{self, Routine, DEFAULT_JOB_TIMEOUT_SECONDS, DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS};
-use super::schedule::{parse_zone, Schedule, Spec};
+use super::schedule::Spec;
 use super::scheduler::Scheduler;
 use super::store::{Entry, Refusal, StoreError};
+pub use super::validate::validate;
 
 /// Active routines the agent may have before `routine_add` refuses (seed 003 §14: 20).
 pub const SOFT_LIMIT: usize = 20;
-/// A one-shot may be this far in the past when created (a clock that is a bit ahead).
-const PAST_SLACK_MS: i64 = 60_000;
 /// How long a removed routine can be restored; after that the next removal deletes it for
 /// good, with its run history, so the block does not grow without end.
 pub const REMOVED_KEPT_MS: i64 = 30 * 24 * 3600 * 1000;
@@ -45,7 +44,7 @@ fn new_id(title: &str, taken: &[&str]) -> String {
     }
     let slug = slug.trim_end_matches('_').to_string();
     let base = if slug.is_empty() {
-        format!("routine_{}", super::scheduler::short_id())
+        format!("routine_{}", super::model::short_id())
     } else {
         slug
     };
@@ -60,38 +59,6 @@ fn new_id(title: &str, taken: &[&str]) -> String {
 
 fn normalized(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
-}
-
-/// Checks a schedule, zone and one-shot time together; the first run time on success.
-pub fn validate(
-    schedule: Option<&str>,
-    next_run_at: Option<i64>,
-    timezone: &str,
-    now: i64,
-    anchor: i64,
-) -> Result<(Spec, i64), Refusal> {
-    parse_zone(timezone).map_err(|m| Refusal::at("timezone", m))?;
-    let spec = Spec::parse(schedule, timezone).map_err(|m| Refusal::at("schedule", m))?;
-    let first = match (&spec.schedule, next_run_at) {
-        (Schedule::Once, None) => {
-            return Err(Refusal::at("schedule", "give a schedule (a cron expression like \"0 9 * * 1-5\" or an interval like \"30m\"), or next_run_at for a one-time routine"))
-        }
-        (_, Some(t)) if t < now - PAST_SLACK_MS => {
-            return Err(Refusal::at(
-                "next_run_at",
-                format!(
-                    "next_run_at {} is in the past (now is {})",
-                    model::iso_string(t),
-                    model::iso_string(now)
-                ),
-            ))
-        }
-        (_, Some(t)) => t,
-        (_, None) => spec
-            .next_after(now, anchor)
-            .ok_or_else(|| Refusal::at("schedule", "this cron expression has no future run time"))?,
-    };
-    Ok((spec, first))
 }
 
 fn check_kind(kind: Option<&str>) -> Result<(), StoreError> {

@@ -1,6 +1,7 @@
 //! Runs that a trigger or a check started (issue 33): the one entry `crate::watch` calls
-//! ([`Scheduler::run_fired`]), the check gate in front of a scheduled routine's run, and
-//! notices to the user that need no model.
+//! ([`Scheduler::run_fired`]), what the check gate in front of a scheduled routine's run
+//! decides ([`super::CheckGate`]; the gate itself is handed on in `handoff`), and notices to the
+//! user that need no model.
 //!
 //! A fired run is not claimed: its routine has no due time, so [`Scheduler::finish`] leaves
 //! the task block alone and only records the run. The evidence (changed paths and their
@@ -13,17 +14,6 @@ use vigil_protocol::{Action, RunOutcome};
 use super::model::Routine;
 use super::scheduler::{Claimed, RunResult, Scheduler};
 use super::Ran;
-
-/// What the check in front of a scheduled routine decided ([`super::JobHost::check`]).
-#[derive(Debug, Clone, PartialEq)]
-pub enum CheckGate {
-    /// Run it, with this evidence (none when it has no check).
-    Act(Option<String>),
-    /// The condition is false: nothing runs, nothing is billed.
-    Quiet,
-    /// It may not run (its check changed since it was approved, or the check is broken): why.
-    Refused(String),
-}
 
 /// How the evidence reaches the model: fenced, after the task, marked as data.
 pub fn with_evidence(task: &str, evidence: &str) -> String {
@@ -55,7 +45,7 @@ impl Scheduler {
     }
 
     /// The action of `c`, once any check let it through.
-    async fn act(&self, c: Claimed, evidence: Option<String>) -> RunOutcome {
+    pub(super) async fn act(&self, c: Claimed, evidence: Option<String>) -> RunOutcome {
         let id = c.routine.id.clone();
         match c.routine.action {
             Some(Action::Notify) => {
@@ -93,34 +83,6 @@ impl Scheduler {
                     .runlog
                     .last_run(&id)
                     .map_or(RunOutcome::Failed, |r| r.outcome)
-            }
-        }
-    }
-
-    /// A claimed scheduled routine with a check or a `notify` action: the check first (by
-    /// the host), then the action; a quiet check ends the run acknowledged, with no model.
-    pub(super) async fn run_checked(&self, mut c: Claimed) {
-        let gate = match (&c.routine.check, self.host()) {
-            (Some(_), Some(host)) => host.check(&c.routine).await,
-            (Some(_), None) => CheckGate::Refused("checks cannot run yet (the runtime has not started)".into()),
-            (None, _) => CheckGate::Act(None),
-        };
-        match gate {
-            CheckGate::Quiet => self.finish(&c, RunResult::Acknowledged, Ran::default()).await,
-            CheckGate::Refused(why) => {
-                let result = RunResult::Skipped(why);
-                self.finish(&c, result, Ran::default()).await
-            }
-            CheckGate::Act(evidence) => {
-                if let Some(e) = &evidence {
-                    c.routine.description = with_evidence(&c.routine.description, e);
-                }
-                if c.routine.action == Some(Action::Notify) {
-                    self.act(c, evidence).await;
-                } else {
-                    c.routine.check = None;
-                    self.dispatch(vec![c]);
-                }
             }
         }
     }

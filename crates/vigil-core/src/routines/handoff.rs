@@ -1,14 +1,17 @@
 //! Handing claimed runs on: deterministic kinds and isolated routines start a job each,
-//! inline ones wait for one heartbeat turn (`## Due Tasks`), woken through the wake loop.
+//! inline ones wait for one heartbeat turn (`## Due Tasks`), woken through the wake loop;
+//! routines with a check pass it first.
 //!
 //! Must never: let an inline run wait for a heartbeat that is off or will not come.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use vigil_protocol::{ExecutionMode, WakeMode};
+use vigil_protocol::{Action, ExecutionMode};
 
-use super::scheduler::{Claimed, Scheduler};
+use super::fired::with_evidence;
+use super::host::CheckGate;
+use super::scheduler::{Claimed, RunResult, Scheduler};
+use super::Ran;
 use crate::heartbeat::DueTask;
 
 impl Scheduler {
@@ -39,26 +42,6 @@ impl Scheduler {
         }
     }
 
-    /// Hands inline runs to the next heartbeat turn. Runs that ask for it (`wake_mode:
-    /// now`) wake the heartbeat through the wake loop; the others wait for the next interval
-    /// heartbeat, unless none is scheduled.
-    pub(super) fn queue_inline(&self, runs: Vec<Claimed>) {
-        let wake_now = runs.iter().any(|c| c.routine.wake_mode == WakeMode::Now) || !self.heartbeat_scheduled();
-        self.shared
-            .inline
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .waiting
-            .extend(runs);
-        if !wake_now {
-            return;
-        }
-        match self.shared.wake.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            Some(w) => w.request_wake(vigil_protocol::WakeReason::Cron, crate::heartbeat::AGENT),
-            None => tracing::debug!("inline routines wait: no wake loop yet"),
-        }
-    }
-
     /// The heartbeat was switched off: inline runs waiting for its turn run as jobs of
     /// their own instead (those a heartbeat turn already took finish there).
     pub fn heartbeat_turned_off(&self) {
@@ -74,18 +57,38 @@ impl Scheduler {
         }
     }
 
-    fn heartbeat_scheduled(&self) -> bool {
-        self.host().is_some_and(|h| h.heartbeat_scheduled())
-    }
-
-    pub(super) fn host(&self) -> Option<Arc<dyn super::JobHost>> {
-        self.shared.host.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
     /// Inline runs waiting for a heartbeat (for the heartbeat seam and tests).
     pub fn inline_waiting(&self) -> Vec<DueTask> {
         let q = self.shared.inline.lock().unwrap_or_else(|e| e.into_inner());
         q.waiting.iter().map(due_task).collect()
+    }
+
+    /// A claimed scheduled routine with a check or a `notify` action: the check first (by
+    /// the host), then the action; a quiet check ends the run acknowledged, with no model.
+    pub(super) async fn run_checked(&self, mut c: Claimed) {
+        let gate = match (&c.routine.check, self.host()) {
+            (Some(_), Some(host)) => host.check(&c.routine).await,
+            (Some(_), None) => CheckGate::Refused("checks cannot run yet (the runtime has not started)".into()),
+            (None, _) => CheckGate::Act(None),
+        };
+        match gate {
+            CheckGate::Quiet => self.finish(&c, RunResult::Acknowledged, Ran::default()).await,
+            CheckGate::Refused(why) => {
+                let result = RunResult::Skipped(why);
+                self.finish(&c, result, Ran::default()).await
+            }
+            CheckGate::Act(evidence) => {
+                if let Some(e) = &evidence {
+                    c.routine.description = with_evidence(&c.routine.description, e);
+                }
+                if c.routine.action == Some(Action::Notify) {
+                    self.act(c, evidence).await;
+                } else {
+                    c.routine.check = None;
+                    self.dispatch(vec![c]);
+                }
+            }
+        }
     }
 }
 

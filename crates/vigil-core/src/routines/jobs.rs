@@ -454,7 +454,7 @@ impl Scheduler {
         };
         let c = Claimed {
             routine: r.clone(),
-            run_id: super::scheduler::short_id(),
+            run_id: super::model::short_id(),
             due_at: 0,
             started_at: 0,
         };

@@ -8,7 +8,10 @@
 //! - `block` — the task block's text: find, parse (`ok | corrupted | empty`), render.
 //! - [`store`] — `HEARTBEAT.md` on disk: cached reads, atomic locked writes,
 //!   `.heartbeat_snapshot.json`.
-//! - [`scheduler`] — the tick (claim before run), the single timing loop.
+//! - [`scheduler`] — the scheduler's handle and shared state, what a claim and a result are.
+//! - `tick` — the tick (claim before run) and the single timing loop, over everything below.
+//! - `host` — what the scheduler is given ([`Deps`]) and the [`JobHost`] that runs its jobs.
+//! - `validate` — whether a schedule, zone and one-shot time can be used; the first run.
 //! - `claim` — the tick's locked write that claims due runs, and `finish`, which ends them.
 //! - `handoff` — claimed runs on to a job each, or to the next heartbeat turn.
 //! - `state` — the state machine: done / next time / retry with back-off, `unknown`,
@@ -23,7 +26,11 @@
 //! - [`runlog`] — each routine's bounded run history.
 //! - [`tools`] — `routine_add`, `routine_list`, `routine_update`, `routine_remove`,
 //!   `routine_restore`.
-//! - [`IntervalTimer`] (here) — the heartbeat interval, timed by the scheduler's loop.
+//! - `interval` — [`IntervalTimer`], the heartbeat interval, timed by the scheduler's loop.
+//!
+//! They depend one way: `model`, `schedule`, `state` and `host` at the bottom; the
+//! scheduler's state above them; claiming, handing off, jobs, the view and editing above
+//! that; `tick` (and this module's [`DueTasks`] seam) on top. `make check-circles` holds it.
 //!
 //! Must never: run a routine it has not claimed; write `HEARTBEAT.md` outside [`store`];
 //! read the system clock.
@@ -36,6 +43,8 @@ mod describe;
 pub mod edit;
 mod fired;
 mod handoff;
+mod host;
+mod interval;
 mod jobs;
 pub mod model;
 pub mod runlog;
@@ -43,182 +52,24 @@ pub mod schedule;
 pub mod scheduler;
 mod state;
 pub mod store;
+mod tick;
 pub mod tools;
+mod validate;
 pub mod view;
 
-use std::sync::Arc;
-use std::time::Duration;
+use vigil_protocol::RunOutcome;
 
-use tokio::time::Instant;
-use vigil_protocol::{RunOutcome, WakeReason};
-
-pub use fired::{with_evidence, CheckGate};
+pub use fired::with_evidence;
+pub use host::{CheckGate, Deps, JobHost, Ran};
+pub use interval::IntervalTimer;
+pub(crate) use model::safe_name;
 pub use model::{infer_execution_mode, Routine};
 pub use runlog::RunLog;
 pub use schedule::Spec;
 pub use scheduler::{Claimed, RunResult, Scheduler, SchedulerConfig, TickReport};
 pub use store::{Parsed, Refusal, RoutineStore, StoreError};
 
-use crate::clock::Clock;
-use crate::events::Emitter;
-use crate::heartbeat::{DueOutcome, DueTask, DueTasks, Heartbeat, AGENT};
-use crate::session::MetaStore;
-use crate::wake::Wake;
-
-/// `id` as a file or session name part: ASCII letters, digits, `-` and `_` kept, anything
-/// else `_`, at most `max` characters.
-pub(crate) fn safe_name(id: &str, max: usize) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(max)
-        .collect()
-}
-
-/// What routines work with, all owned elsewhere.
-#[derive(Clone)]
-pub struct Deps {
-    pub store: RoutineStore,
-    pub runlog: RunLog,
-    /// The primary session's mailbox (deliveries) and job sessions (archive, retention).
-    pub meta: MetaStore,
-    pub emitter: Emitter,
-    pub clock: Arc<dyn Clock>,
-}
-
-/// What the runtime does for the scheduler: runs its jobs (through [`crate::run::Runner`]),
-/// and tells what the heartbeat and the user's settings say.
-#[async_trait::async_trait]
-pub trait JobHost: crate::run::Runner {
-    /// Whether results raise a native notification.
-    fn notifications(&self) -> bool {
-        true
-    }
-    /// Whether the user paused background activity (the tray): nothing is claimed or run
-    /// meanwhile; what fell due runs once on resume, by the catch-up rule.
-    fn paused(&self) -> bool {
-        false
-    }
-    /// Whether an interval heartbeat is scheduled: inline routines that wait for the next
-    /// heartbeat (`wake_mode: next_heartbeat`) wake it themselves when none will come.
-    fn heartbeat_scheduled(&self) -> bool {
-        false
-    }
-    /// Whether the heartbeat is on. While it is off, inline routines run as jobs of their
-    /// own instead of waiting, claimed, for a heartbeat turn that never comes.
-    fn heartbeat_enabled(&self) -> bool {
-        true
-    }
-    /// Whether `now_ms` is inside the heartbeat's active hours. Outside them an inline
-    /// routine that needs the model runs as a job at its time: active hours govern the
-    /// interval poll, never when a routine runs.
-    fn heartbeat_active(&self, _now_ms: i64) -> bool {
-        true
-    }
-    /// A scheduled routine with a check (issue 33): approval and the check in the read-only
-    /// sandbox, before anything else runs.
-    async fn check(&self, _routine: &Routine) -> CheckGate {
-        CheckGate::Refused("this host runs no checks".into())
-    }
-}
-
-/// How a run ran, for its run-log record ([`Scheduler::finish`]).
-#[derive(Debug, Clone, Default)]
-pub struct Ran {
-    /// The job session, or the heartbeat session for an inline run.
-    pub session_id: Option<String>,
-    /// The model was not called (a deterministic kind).
-    pub deterministic: bool,
-    /// The tokens of the model turn it ran in (for an inline run, the heartbeat run's).
-    pub usage: Option<vigil_protocol::Usage>,
-}
-
-/// The heartbeat's interval, timed by [`Scheduler::run`]: the one loop that owns timing.
-/// Counted from when the interval was set, so retries and event-driven runs never move it;
-/// after a long sleep (a suspended laptop) it fires once, not a burst. The idle gate
-/// ([`Heartbeat::interval_factor`]) stretches the period from the last interval run: quiet
-/// runs with the user away double it, a user message brings the next run within one interval.
-pub struct IntervalTimer {
-    heartbeat: Heartbeat,
-    wake: Wake,
-    current: Option<Duration>,
-    due: Option<Instant>,
-    /// The idle gate's factor `due` was computed with, and when the last interval run fired.
-    factor: u32,
-    last_fired: Option<Instant>,
-}
-
-impl IntervalTimer {
-    pub fn new(heartbeat: Heartbeat, wake: Wake) -> Self {
-        Self {
-            heartbeat,
-            wake,
-            current: None,
-            due: None,
-            factor: 1,
-            last_fired: None,
-        }
-    }
-
-    fn refresh(&mut self) {
-        let interval = self.heartbeat.interval();
-        if interval != self.current {
-            self.current = interval;
-            self.due = interval.map(|i| Instant::now() + i);
-            self.factor = 1;
-            self.last_fired = None;
-            self.heartbeat.set_next_due(self.due);
-        }
-        let factor = self.heartbeat.interval_factor().max(1);
-        if factor != self.factor {
-            if let (Some(i), Some(last), Some(due)) = (self.current, self.last_fired, self.due) {
-                // Stretched from the last run; back to normal (a user message): within one
-                // interval from now, never later than it was going to be.
-                self.due = Some(if factor < self.factor {
-                    due.min(Instant::now() + i)
-                } else {
-                    last + i * factor
-                });
-                self.heartbeat.set_next_due(self.due);
-            }
-            self.factor = factor;
-        }
-    }
-
-    /// Asks for an `interval` run if one is due.
-    pub fn fire_if_due(&mut self) {
-        self.refresh();
-        let (Some(i), Some(d)) = (self.current, self.due) else {
-            return;
-        };
-        let now = Instant::now();
-        if now < d {
-            return;
-        }
-        self.wake.request_wake(WakeReason::Interval, AGENT);
-        // Counted from the time it was due, unless that is more than an interval ago (a sleep).
-        let base = if d + i > now { d } else { now };
-        self.last_fired = Some(base);
-        let next = base + i * self.factor;
-        self.due = Some(next);
-        self.heartbeat.set_next_due(self.due);
-    }
-
-    /// The earlier of the next interval run and `other`.
-    pub fn deadline(&mut self, other: Instant) -> Instant {
-        self.refresh();
-        self.due.map_or(other, |d| d.min(other))
-    }
-
-    pub async fn config_changed(&self) {
-        self.heartbeat.config_changed().await
-    }
-}
+use crate::heartbeat::{DueOutcome, DueTask, DueTasks, AGENT};
 
 /// The heartbeat's instructions for routines (seed 003 §8.3): due tasks, and reflection in
 /// its own daily run ([`crate::heartbeat::reflection`]). Byte-stable, so the prompt cache holds.

@@ -300,6 +300,26 @@ mod iso {
     }
 }
 
+/// `id` as a file or session name part: ASCII letters, digits, `-` and `_` kept, anything
+/// else `_`, at most `max` characters.
+pub(crate) fn safe_name(id: &str, max: usize) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(max)
+        .collect()
+}
+
+/// 8 hex characters.
+pub(crate) fn short_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,8 @@ use std::time::Duration;
 use chrono::{DateTime, FixedOffset, NaiveDateTime, Offset, TimeZone, Utc};
 use chrono_tz::Tz;
 
+use super::describe::{describe_cron, duration_words};
+
 /// The shortest interval accepted: the scheduler works in minutes.
 pub const MIN_INTERVAL: Duration = Duration::from_secs(60);
 /// The longest interval accepted.
@@ -278,7 +280,7 @@ impl Spec {
                 ),
                 None => "once (no time set)".into(),
             },
-            Schedule::Cron { text, .. } => format!("{}, {zone}", super::describe::describe_cron(text)),
+            Schedule::Cron { text, .. } => format!("{}, {zone}", describe_cron(text)),
         }
     }
 }
@@ -320,27 +322,6 @@ fn gap_end(tz: Tz, naive: NaiveDateTime) -> Option<i64> {
         }
     }
     None
-}
-
-/// "15 minutes", "hour", "2 days": the words after "every".
-pub(super) fn duration_words(d: Duration) -> String {
-    let s = d.as_secs();
-    let unit = |n: u64, one: &str| {
-        if n == 1 {
-            one.to_string()
-        } else {
-            format!("{n} {one}s")
-        }
-    };
-    if s.is_multiple_of(86_400) {
-        unit(s / 86_400, "day")
-    } else if s.is_multiple_of(3600) {
-        unit(s / 3600, "hour")
-    } else if s.is_multiple_of(60) {
-        unit(s / 60, "minute")
-    } else {
-        humantime::format_duration(d).to_string()
-    }
 }
 
 #[cfg(test)]

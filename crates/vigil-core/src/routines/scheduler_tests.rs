@@ -2,6 +2,10 @@
 //! calling a model: claims under concurrent ticks, one-shots, inline hand-over, retries,
 //! crash and restart, stuck runs, catch-up, bad input, corruption, announcements, timeouts.
 
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::events::Emitter;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use tokio::sync::Semaphore;

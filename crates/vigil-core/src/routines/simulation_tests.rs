@@ -5,6 +5,9 @@
 //! pass while Vigil cannot run it: every due time is accounted for exactly once, by a run or
 //! a `missed` record, as the policy says (0 duplicates, 0 silent misses).
 
+use std::sync::Arc;
+
+use crate::clock::Clock;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -14,9 +14,8 @@ use std::time::Duration;
 
 use vigil_protocol::{RoutineRun, RoutineState, RunOutcome};
 
-use super::model::{iso_string, Routine, UnknownRun};
+use super::model::{iso_string, short_id, Routine, UnknownRun};
 use super::schedule::Spec;
-use super::scheduler::short_id;
 
 /// Why a claim not running here is stale, or `None` while it may still be alive.
 pub(super) fn stale_claim(r: &Routine, instance: &str, now: i64, grace: i64) -> Option<String> {

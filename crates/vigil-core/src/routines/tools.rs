@@ -404,7 +404,7 @@ async fn restore(s: &Scheduler) -> ToolOutput {
             ToolOutput::ok(format!(
                 "Restored {n} routine(s) from {}; the broken file is kept as {}.corrupt. Tell the user.",
                 super::store::SNAPSHOT_FILE,
-                crate::heartbeat::file::HEARTBEAT_FILE
+                crate::workspace::heartbeat_file::HEARTBEAT_FILE
             ))
         }
         Err(e) => ToolOutput::error(format!("Could not restore the routines: {e}")),

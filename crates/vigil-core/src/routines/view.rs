@@ -4,14 +4,14 @@
 //!
 //! Must never: write anything.
 
-use vigil_protocol::{ParseStatus, RoutineRun, RoutineView, RoutinesView, SchedulePreview};
+use vigil_protocol::{Event, ParseStatus, RoutineRun, RoutineView, RoutinesView, SchedulePreview, Source};
 
-use super::edit::validate;
 use super::model::Routine;
 use super::schedule::Spec;
 use super::scheduler::Scheduler;
 use super::store::Parsed;
 use super::store::Refusal;
+use super::validate::validate;
 
 /// How many upcoming runs a view lists.
 pub const PREVIEW_RUNS: usize = 3;
@@ -153,6 +153,15 @@ pub fn preview(
 }
 
 impl Scheduler {
+    /// Emits `routines_changed`.
+    pub fn changed(&self) {
+        let view = routines_view(self, self.now());
+        self.shared
+            .deps
+            .emitter
+            .emit(Source::Scheduler, Event::RoutinesChanged { routines: view });
+    }
+
     /// The routine list, for the editor.
     pub fn view(&self) -> RoutinesView {
         routines_view(self, self.deps().clock.now_ms())

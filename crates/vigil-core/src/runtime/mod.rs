@@ -152,7 +152,7 @@ impl Runtime {
     /// preferences in `settings.json`; a start that has read them already uses
     /// [`Runtime::open`].
     pub fn new(data_dir: &Path, clock: Arc<dyn Clock>, sink: Arc<dyn EventSink>) -> Result<Self, SessionError> {
-        let desktop = crate::preferences::load(data_dir).settings;
+        let desktop = crate::settings::desktop::load(data_dir).settings;
         Self::open(data_dir, clock, sink, &desktop)
     }
 
@@ -177,7 +177,7 @@ impl Runtime {
             tracing::warn!("{w}");
         }
         let mut startup_warnings = approval_warnings;
-        let (workspace_dir, workspace_warning) = crate::preferences::workspace_dir(data_dir, desktop);
+        let (workspace_dir, workspace_warning) = crate::settings::desktop::workspace_dir(data_dir, desktop);
         if let Some(w) = workspace_warning {
             tracing::warn!("{w}");
             startup_warnings.push(w);
@@ -188,7 +188,7 @@ impl Runtime {
             source,
         })?;
         crate::leftovers::sweep_in_background(data_dir, workspace.root());
-        if let Err(e) = crate::heartbeat::file::write_template_once(workspace.root(), data_dir) {
+        if let Err(e) = crate::workspace::heartbeat_file::write_template_once(workspace.root(), data_dir) {
             tracing::warn!("could not write the HEARTBEAT.md template: {e}");
         }
         let journal = crate::away::Journal::default();

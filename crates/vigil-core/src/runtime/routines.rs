@@ -8,9 +8,9 @@ use vigil_protocol::{
 };
 
 use super::Runtime;
-use crate::heartbeat::file::is_effectively_empty;
 use crate::routines::view::{routine_view, with_last_run};
 use crate::routines::{Scheduler, StoreError};
+use crate::workspace::heartbeat_file::is_effectively_empty;
 
 impl Runtime {
     /// The scheduler (routines, claims, the timing loop).

@@ -194,7 +194,7 @@ fn namespaces(args: &mut Vec<OsString>, layout: &Layout) {
 /// link) or the workspace is not there.
 fn task_file(layout: &Layout) -> Option<PathBuf> {
     use std::os::unix::fs::OpenOptionsExt;
-    let file = real(&layout.workspace).join(crate::heartbeat::file::HEARTBEAT_FILE);
+    let file = real(&layout.workspace).join(crate::workspace::heartbeat_file::HEARTBEAT_FILE);
     match std::fs::symlink_metadata(&file) {
         Ok(m) if m.is_file() => Some(file),
         Ok(_) => None,
@@ -219,7 +219,7 @@ fn task_file(layout: &Layout) -> Option<PathBuf> {
 #[cfg(target_os = "linux")]
 pub(super) fn task_file_id(layout: &Layout) -> Option<TaskFileId> {
     use std::os::unix::fs::MetadataExt;
-    let file = real(&layout.workspace).join(crate::heartbeat::file::HEARTBEAT_FILE);
+    let file = real(&layout.workspace).join(crate::workspace::heartbeat_file::HEARTBEAT_FILE);
     std::fs::symlink_metadata(file)
         .ok()
         .map(|m| (m.dev(), m.ino(), m.ctime(), m.ctime_nsec()))

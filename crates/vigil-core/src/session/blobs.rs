@@ -14,14 +14,14 @@
 
 use std::fs;
 use std::io::ErrorKind;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use vigil_protocol::{image_extension, ContentBlock, Message};
 
-use super::lock::SessionLockGuard;
-use super::{io, session_file, suffix, validate_id, SessionError, SessionStore};
+use super::lock::{SessionLockGuard, SessionLocks};
+use super::{io, session_file, suffix, validate_id, SessionError};
 use crate::durable;
 
 /// Hex SHA-256 of `bytes`, as image blocks name them.
@@ -45,11 +45,19 @@ fn invalid(what: String) -> std::io::Error {
     std::io::Error::new(ErrorKind::InvalidInput, what)
 }
 
-impl SessionStore {
+/// The images of the sessions in one folder. [`super::SessionStore`]'s image methods go
+/// through it; it knows only the folder and its locks, so the transcript can mark missing
+/// images without this file reaching back into the transcript's store.
+pub(super) struct Blobs<'a> {
+    pub(super) dir: &'a Path,
+    pub(super) locks: &'a SessionLocks,
+}
+
+impl Blobs<'_> {
     /// The folder of a session's images.
     pub fn blobs_dir(&self, id: &str) -> Result<PathBuf, SessionError> {
         validate_id(id)?;
-        Ok(session_file(self.dir(), id, suffix::BLOBS))
+        Ok(session_file(self.dir, id, suffix::BLOBS))
     }
 
     /// Where the image `sha256` of type `mime` of session `id` is (or would be) stored.
@@ -70,7 +78,7 @@ impl SessionStore {
     /// Stores an image with session `id` (once: an image already there is kept) and returns
     /// the block that names it. Waits for the session lock without blocking the worker.
     pub async fn put_image(&self, id: &str, bytes: &[u8], mime: &str) -> Result<ContentBlock, SessionError> {
-        let guard = self.locks().acquire(id).await?;
+        let guard = self.locks.acquire(id).await?;
         self.put_image_held(&guard, bytes, mime)
     }
 
@@ -93,7 +101,7 @@ impl SessionStore {
         let dir = self.blobs_dir(guard.id())?;
         if !dir.exists() {
             durable::create_private_dir_all(&dir).map_err(io("create", &dir))?;
-            let _ = durable::sync_dir(self.dir());
+            let _ = durable::sync_dir(self.dir);
         }
         guard.ensure_held()?;
         // `false` means another writer stored the same bytes a moment ago: same name, same image.
@@ -146,6 +154,7 @@ impl SessionStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::SessionStore;
     use vigil_protocol::{Message, Role};
 
     fn store() -> (tempfile::TempDir, SessionStore) {

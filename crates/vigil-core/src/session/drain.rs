@@ -13,38 +13,36 @@
 //! showing and acknowledging), or that is older than [`CLAIM_LIMIT_MS`] (a reused pid), no
 //! longer counts, and the event goes to the next turn as seed 003 wants after a crash.
 
-use serde::{Deserialize, Serialize};
+use std::sync::atomic::Ordering;
 
-use super::lock::pid_alive;
-use super::meta::{MailboxEvent, MetaStore};
+use super::archive;
+pub use super::mailbox::{DrainClaim, CLAIM_LIMIT_MS};
+use super::meta::{MailboxEvent, MetaStore, SessionMeta};
+use super::suffix;
 use super::SessionError;
 
-/// A claim older than this is presumed abandoned even if its pid is alive: by then the
-/// pid is more likely reused than a turn still running.
-pub const CLAIM_LIMIT_MS: i64 = 60 * 60 * 1000;
-
-/// Who is showing an event to a turn right now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DrainClaim {
-    pub pid: u32,
-    /// The claiming [`MetaStore`]: two stores in one process (tests; a restart in place)
-    /// are told apart by this, not by the pid.
-    pub store: String,
-    /// Milliseconds since the Unix epoch.
-    pub at_ms: i64,
-}
-
-impl DrainClaim {
-    /// Whether the claim still keeps the event from `store` (this store's own claims are
-    /// leftovers of a turn that ended without releasing: this lane runs one turn at a time).
-    fn holds_against(&self, store: &str, now_ms: i64) -> bool {
-        let own = self.pid == std::process::id() && self.store == store;
-        let young = now_ms.saturating_sub(self.at_ms) < CLAIM_LIMIT_MS;
-        !own && young && pid_alive(self.pid)
-    }
-}
-
 impl MetaStore {
+    /// Removes the events a successful turn consumed (seed 003 §4.5 `ack_drain`); events
+    /// that arrived meanwhile stay. What it removes is kept in the session's archive of read
+    /// updates ([`super::archive`]), under the same lock, so the agent can still open it.
+    pub async fn ack_drain(&self, id: &str, event_ids: &[String]) -> Result<SessionMeta, SessionError> {
+        let archive = self.file(id, suffix::UPDATES);
+        let (meta, removed) = self
+            .update_atomic_async(id, |m| {
+                let (read, kept): (Vec<MailboxEvent>, Vec<MailboxEvent>) = std::mem::take(&mut m.mailbox)
+                    .into_iter()
+                    .partition(|e| event_ids.contains(&e.event_id));
+                m.mailbox = kept;
+                if let Err(e) = archive::append(&archive, &read) {
+                    tracing::warn!("could not keep the read updates in {}: {e}", archive.display());
+                }
+                read.len()
+            })
+            .await?;
+        self.mailbox_counts.drained.fetch_add(removed as u64, Ordering::Relaxed);
+        Ok(meta)
+    }
+
     /// The mailbox events a turn of `id` may show, claimed for it; events another live
     /// process is showing are left out. Writes nothing when nothing can be claimed.
     pub async fn prepare_drain(&self, id: &str) -> Result<Vec<MailboxEvent>, SessionError> {

@@ -15,6 +15,11 @@
 //! A reader that finds the main file unparsable or failing its checksum falls back to the
 //! backup and says so; if both are bad it fails naming both and leaves them untouched.
 //!
+//! Beside it: the record and its checksummed bytes ([`super::record`]), the mailbox's event
+//! ([`super::mailbox`]), listing / creating / deleting / renaming (`catalog`), and showing
+//! and acknowledging the mailbox ([`super::drain`]); each of them builds on this file, and
+//! this file on none of them.
+//!
 //! Must never: write the meta file by any other path; write without the session lock;
 //! overwrite the only good copy; let `revision` go back.
 
@@ -24,98 +29,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
-use sha2::{Digest, Sha256};
 use vigil_protocol::{Message, Role};
 
 use super::lock::SessionLockGuard;
+pub use super::mailbox::MailboxEvent;
+pub(crate) use super::record::type_from_id;
+use super::record::{encode, read_one, temp_prefix, ReadOne};
+pub use super::record::{SessionMeta, SessionType};
 use super::{io, session_file, suffix, validate_id, SessionError, SessionStore, PRIMARY_SESSION};
 use crate::clock::Clock;
 use crate::durable;
-
-/// What a session is for; decides its lifetime and how its context is built (seed 003 §4.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SessionType {
-    /// A conversation with the user; receives background updates in its mailbox.
-    Primary,
-    /// The heartbeat's own short-lived session.
-    Heartbeat,
-    /// One run of a scheduled job, isolated from everything else.
-    Job,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionMeta {
-    pub id: String,
-    pub title: String,
-    pub session_type: SessionType,
-    /// Strictly increasing on every successful update; a reader can tell stale from fresh.
-    pub revision: u64,
-    /// Milliseconds since the Unix epoch.
-    pub created_at: i64,
-    pub updated_at: i64,
-    /// Background updates waiting for this session's next turn (seed 003 §4.5).
-    #[serde(default)]
-    pub mailbox: Vec<MailboxEvent>,
-    /// Turns Vigil ran here on its own (continuations) since the user's last message.
-    #[serde(default)]
-    pub continuations: u32,
-    /// This conversation's own limit on continuations in a row; `None`: the global one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub continuation_limit: Option<u32>,
-    /// The chain of continuations reached its limit and the user was told (once).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub stopped_at_limit: bool,
-    /// Fields written by a newer Vigil, kept so an older one rewriting the file does not
-    /// erase them.
-    #[serde(flatten, default)]
-    pub extra: serde_json::Map<String, serde_json::Value>,
-}
-
-/// A background result deposited into a session's mailbox.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct MailboxEvent {
-    /// Unique; depositing the same id twice keeps one copy, and acks remove by id.
-    pub event_id: String,
-    /// The session (or subsystem) that produced it.
-    pub source: String,
-    /// One sentence, always shown.
-    pub summary: String,
-    #[serde(default)]
-    pub detail: Option<String>,
-    pub created_at: i64,
-    #[serde(default)]
-    pub run_id: Option<String>,
-    /// `heartbeat_result`, `exec_completed`, `job_completed`… (seed 003 §4.5).
-    #[serde(default)]
-    pub event_type: String,
-    /// 0 info, 1 important, 2 urgent.
-    #[serde(default)]
-    pub priority: u8,
-    /// Events with the same key say the same thing; the producer uses it to skip repeats.
-    #[serde(default)]
-    pub dedupe_key: Option<String>,
-    /// The turn showing it now, until it acknowledges or gives it back ([`super::drain`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claim: Option<super::drain::DrainClaim>,
-}
-
-impl MailboxEvent {
-    /// The card the UI shows for it.
-    pub fn card(&self) -> vigil_protocol::BackgroundUpdate {
-        vigil_protocol::BackgroundUpdate {
-            event_id: self.event_id.clone(),
-            event_type: self.event_type.clone(),
-            source: self.source.clone(),
-            summary: self.summary.clone(),
-            detail: self.detail.clone(),
-            priority: self.priority,
-            created_at: self.created_at,
-        }
-    }
-}
 
 /// Metadata as loaded, with what had to be worked around.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,29 +58,29 @@ pub struct Listed {
 /// The metadata store of one sessions folder; clones share locks.
 #[derive(Clone)]
 pub struct MetaStore {
-    transcripts: SessionStore,
+    pub(super) transcripts: SessionStore,
     /// Stamps `created_at` / `updated_at`.
-    clock: Arc<dyn Clock>,
+    pub(super) clock: Arc<dyn Clock>,
     /// Sessions whose leftover temp files this store has removed. Once per process is
     /// enough: they appear only when a process dies in the middle of a commit. `std` lock:
     /// never held across an await.
-    swept: Arc<Mutex<HashSet<String>>>,
+    pub(super) swept: Arc<Mutex<HashSet<String>>>,
     /// Mailbox traffic since start, for the health check (seed 003 §12 Phase 2:
     /// `mailbox_deposit_count`, `mailbox_drain_count`).
-    mailbox_counts: Arc<MailboxCounts>,
+    pub(super) mailbox_counts: Arc<MailboxCounts>,
     /// Names this store (and its clones) in drain claims: unique per open, so a claim left
     /// by another store in this same process is told apart from this one's.
-    instance: Arc<str>,
+    pub(super) instance: Arc<str>,
 }
 
 #[derive(Default)]
-struct MailboxCounts {
-    deposited: AtomicU64,
-    drained: AtomicU64,
+pub(super) struct MailboxCounts {
+    pub(super) deposited: AtomicU64,
+    pub(super) drained: AtomicU64,
 }
 
 /// The state of the main file as read under the lock; decides what a commit does with it.
-enum MainFile {
+pub(super) enum MainFile {
     Good,
     Missing,
     /// Unreadable: moved to `.corrupt` at the next commit, never made the backup.
@@ -175,15 +98,6 @@ struct Current {
     /// The main file and its backup were both there and neither is readable: the metadata is
     /// rebuilt from the transcript (see [`MetaStore::adopt`]).
     unreadable: bool,
-}
-
-enum ReadOne {
-    Good(SessionMeta),
-    Missing,
-    Bad {
-        problem: String,
-        revision_hint: Option<u64>,
-    },
 }
 
 impl MetaStore {
@@ -222,7 +136,7 @@ impl MetaStore {
         &self.transcripts
     }
 
-    fn file(&self, id: &str, suffix: &str) -> PathBuf {
+    pub(super) fn file(&self, id: &str, suffix: &str) -> PathBuf {
         session_file(self.transcripts.dir(), id, suffix)
     }
 
@@ -250,121 +164,6 @@ impl MetaStore {
             meta,
             warnings: current.warnings,
         })
-    }
-
-    /// Every session (with metadata or a transcript), most recently updated first.
-    /// Unreadable ones are skipped with a warning.
-    pub fn list(&self) -> Result<Listed, SessionError> {
-        let dir = self.transcripts.dir();
-        let mut ids = std::collections::BTreeSet::new();
-        for entry in fs::read_dir(dir).map_err(io("list", dir))? {
-            let name = entry.map_err(io("list", dir))?.file_name();
-            let name = name.to_string_lossy();
-            let id = name
-                .strip_suffix(suffix::META)
-                .or_else(|| name.strip_suffix(suffix::TRANSCRIPT));
-            if let Some(id) = id.filter(|id| validate_id(id).is_ok()) {
-                ids.insert(id.to_string());
-            }
-        }
-        let mut listed = Listed::default();
-        for id in ids {
-            match self.load(&id) {
-                Ok(l) => {
-                    listed.sessions.push(l.meta);
-                    listed.warnings.extend(l.warnings);
-                }
-                Err(e) => {
-                    let w = format!("skipped session {id}: {e}");
-                    tracing::warn!("{w}");
-                    listed.warnings.push(w);
-                }
-            }
-        }
-        listed
-            .sessions
-            .sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
-        Ok(listed)
-    }
-
-    /// A new, empty session with a short unique id like `job_3f9a2c71be04`.
-    pub fn create(&self, title: &str, session_type: SessionType) -> Result<SessionMeta, SessionError> {
-        let prefix = match session_type {
-            SessionType::Primary => "chat",
-            SessionType::Heartbeat => "heartbeat",
-            SessionType::Job => "job",
-        };
-        loop {
-            let uuid = uuid::Uuid::new_v4().simple().to_string();
-            let id = format!("{prefix}_{}", &uuid[..12]);
-            let guard = self.transcripts.locks().acquire_blocking(&id)?;
-            if self.transcripts.exists(&id)? || self.file(&id, suffix::META).exists() {
-                continue;
-            }
-            let now = self.clock.now_ms();
-            let meta = SessionMeta {
-                id: id.clone(),
-                title: title.to_string(),
-                session_type,
-                revision: 1,
-                created_at: now,
-                updated_at: now,
-                mailbox: vec![],
-                continuations: 0,
-                continuation_limit: None,
-                stopped_at_limit: false,
-                extra: Default::default(),
-            };
-            self.commit(&guard, &id, &MainFile::Missing, &meta)?;
-            return Ok(meta);
-        }
-    }
-
-    /// Removes a session's transcript, metadata, backups and lock file. The primary session
-    /// cannot be deleted.
-    pub fn delete(&self, id: &str) -> Result<(), SessionError> {
-        validate_id(id)?;
-        if id == PRIMARY_SESSION {
-            return Err(SessionError::Protected(id.to_string()));
-        }
-        let guard = self.transcripts.locks().acquire_blocking(id)?;
-        let mut existed = false;
-        for sfx in [
-            suffix::TRANSCRIPT,
-            suffix::TORN,
-            suffix::META,
-            suffix::META_BAK,
-            suffix::META_BAK_TMP,
-            suffix::META_CORRUPT,
-            suffix::UPDATES,
-        ] {
-            let path = self.file(id, sfx);
-            match fs::remove_file(&path) {
-                Ok(()) => existed |= sfx == suffix::TRANSCRIPT || sfx == suffix::META,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io("remove", &path)(e)),
-            }
-        }
-        self.remove_temp_files(id);
-        self.transcripts.forget_parsed(id);
-        let blobs = self.file(id, suffix::BLOBS);
-        match fs::remove_dir_all(&blobs) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io("remove", &blobs)(e)),
-        }
-        guard.remove_lock_file()?;
-        if existed {
-            Ok(())
-        } else {
-            Err(SessionError::NotFound(id.to_string()))
-        }
-    }
-
-    /// Sets the title.
-    pub fn rename(&self, id: &str, title: &str) -> Result<SessionMeta, SessionError> {
-        let title = title.to_string();
-        self.update_atomic(id, move |m| m.title = title).map(|(m, ())| m)
     }
 
     /// The one write path: under the session lock, re-read, mutate, bump `revision` and
@@ -422,31 +221,10 @@ impl MetaStore {
         Ok(meta)
     }
 
-    /// Removes the events a successful turn consumed (seed 003 §4.5 `ack_drain`); events
-    /// that arrived meanwhile stay. What it removes is kept in the session's archive of read
-    /// updates ([`super::archive`]), under the same lock, so the agent can still open it.
-    pub async fn ack_drain(&self, id: &str, event_ids: &[String]) -> Result<SessionMeta, SessionError> {
-        let archive = self.file(id, suffix::UPDATES);
-        let (meta, removed) = self
-            .update_atomic_async(id, |m| {
-                let (read, kept): (Vec<MailboxEvent>, Vec<MailboxEvent>) = std::mem::take(&mut m.mailbox)
-                    .into_iter()
-                    .partition(|e| event_ids.contains(&e.event_id));
-                m.mailbox = kept;
-                if let Err(e) = super::archive::append(&archive, &read) {
-                    tracing::warn!("could not keep the read updates in {}: {e}", archive.display());
-                }
-                read.len()
-            })
-            .await?;
-        self.mailbox_counts.drained.fetch_add(removed as u64, Ordering::Relaxed);
-        Ok(meta)
-    }
-
     /// Removes `.<id>.meta.json.XXXXXX` files: temp files of commits whose process died
     /// between naming the temp file and renaming it. The caller holds the session lock, so
     /// no live commit owns them.
-    fn remove_temp_files(&self, id: &str) {
+    pub(super) fn remove_temp_files(&self, id: &str) {
         let temp_prefix = format!(".{id}{}.", suffix::META);
         let Ok(entries) = fs::read_dir(self.transcripts.dir()) else {
             return;
@@ -458,7 +236,7 @@ impl MetaStore {
         }
     }
 
-    fn update_held<R>(
+    pub(super) fn update_held<R>(
         &self,
         guard: &SessionLockGuard,
         id: &str,
@@ -467,7 +245,7 @@ impl MetaStore {
         self.update_held_stamped(guard, id, mutator, None)
     }
 
-    fn update_held_stamped<R>(
+    pub(super) fn update_held_stamped<R>(
         &self,
         guard: &SessionLockGuard,
         id: &str,
@@ -608,7 +386,7 @@ impl MetaStore {
     /// Writes `meta` as the new main file. A good old main becomes the backup; a bad one is
     /// kept as `.corrupt` (the backup, our base, stays). Every step before the final rename
     /// leaves a readable state behind if we crash there.
-    fn commit(
+    pub(super) fn commit(
         &self,
         guard: &SessionLockGuard,
         id: &str,
@@ -634,7 +412,7 @@ impl MetaStore {
     /// `<id>.meta.json.bak` := the current main file, replaced atomically. A hard link costs
     /// no copy and no extra fsync (the data is already durable); the commit's folder fsync
     /// makes the new name durable too. Falls back to an atomic copy where links fail.
-    fn rotate_backup(&self, id: &str, main_path: &Path) -> Result<(), SessionError> {
+    pub(super) fn rotate_backup(&self, id: &str, main_path: &Path) -> Result<(), SessionError> {
         let bak = self.file(id, suffix::META_BAK);
         let tmp = self.file(id, suffix::META_BAK_TMP);
         match fs::remove_file(&tmp) {
@@ -648,76 +426,6 @@ impl MetaStore {
         let old = fs::read(main_path).map_err(io("read", main_path))?;
         let staged = durable::stage(&bak, &old, &temp_prefix(&bak)).map_err(io("write a temporary file for", &bak))?;
         staged.commit().map(|_| ()).map_err(io("replace", &bak))
-    }
-}
-
-/// `.<name>.`: a commit's temp file is `.<name>.XXXXXX`, which [`MetaStore::remove_temp_files`]
-/// and [`crate::leftovers`] know to remove after a crash.
-fn temp_prefix(path: &Path) -> String {
-    format!(".{}.", path.file_name().unwrap_or_default().to_string_lossy())
-}
-
-#[derive(Serialize)]
-struct EnvelopeOut<'a> {
-    checksum: String,
-    meta: &'a RawValue,
-}
-
-#[derive(Deserialize)]
-struct EnvelopeIn<'a> {
-    checksum: String,
-    #[serde(borrow)]
-    meta: &'a RawValue,
-}
-
-/// The checksum covers the exact bytes of `meta` as written, so it does not depend on how a
-/// serializer orders keys or formats numbers: whoever hashes the same bytes agrees.
-fn checksum(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
-}
-
-fn encode(meta: &SessionMeta) -> std::io::Result<Vec<u8>> {
-    let raw = RawValue::from_string(serde_json::to_string(meta)?)?;
-    let mut out = serde_json::to_vec(&EnvelopeOut {
-        checksum: checksum(raw.get().as_bytes()),
-        meta: &raw,
-    })?;
-    out.push(b'\n');
-    Ok(out)
-}
-
-fn read_one(path: &Path, id: &str) -> Result<ReadOne, SessionError> {
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ReadOne::Missing),
-        Err(e) => return Err(io("read", path)(e)),
-    };
-    Ok(decode(&bytes, id))
-}
-
-fn decode(bytes: &[u8], id: &str) -> ReadOne {
-    let bad = |problem: String, revision_hint| ReadOne::Bad { problem, revision_hint };
-    let envelope: EnvelopeIn = match serde_json::from_slice(bytes) {
-        Ok(e) => e,
-        Err(e) => return bad(format!("unreadable ({e})"), None),
-    };
-    let hint = serde_json::from_str::<serde_json::Value>(envelope.meta.get())
-        .ok()
-        .and_then(|v| v.get("revision")?.as_u64());
-    let actual = checksum(envelope.meta.get().as_bytes());
-    if actual != envelope.checksum {
-        return bad(
-            format!(
-                "damaged (checksum mismatch: the file says {}, its content hashes to {actual})",
-                envelope.checksum
-            ),
-            hint,
-        );
-    }
-    match serde_json::from_str::<SessionMeta>(envelope.meta.get()) {
-        Ok(meta) if meta.id == id => ReadOne::Good(meta),
-        Ok(meta) => bad(format!("for another session ({})", meta.id), None),
-        Err(e) => bad(format!("not valid metadata ({e})"), hint),
     }
 }
 
@@ -744,21 +452,10 @@ fn title_from(messages: &[Message]) -> String {
     }
 }
 
-/// The type a session has by the id conventions of [`MetaStore::create`] (and of sessions
-/// from before metadata).
-pub(crate) fn type_from_id(id: &str) -> SessionType {
-    if id.starts_with("heartbeat") {
-        SessionType::Heartbeat
-    } else if id.starts_with("job_") {
-        SessionType::Job
-    } else {
-        SessionType::Primary
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::record::decode;
 
     fn meta() -> SessionMeta {
         SessionMeta {

@@ -13,25 +13,34 @@
 //!   ([`archive`]), so the agent can still open one by its id.
 //!
 //! and [`drain`], which keeps a mailbox event with one turn between showing and acknowledging
-//! it, and [`repair`], which makes a loaded history safe to send to a provider.
+//! it, and [`repair`], which makes a loaded history safe to send to a provider. The metadata
+//! is [`meta`] (the store and its one write path) over `record` (what the file holds and its
+//! bytes) and `mailbox` (a background result waiting), with `catalog` (list, create, delete,
+//! rename) on top.
 //!
 //! Must never: write a session file without holding its lock; overwrite a file it could not
 //! read without keeping a copy; drop a whole session because one part of it is bad.
 
 pub mod archive;
 pub mod blobs;
+mod catalog;
 pub mod drain;
 pub mod lock;
+mod mailbox;
 pub mod meta;
 mod parsed;
+mod record;
 pub mod repair;
 pub mod transcript;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use lock::{LockHolder, LockOptions, SessionLockGuard, SessionLocks};
-pub use meta::{Listed, MailboxEvent, MetaLoaded, MetaStore, SessionMeta, SessionType};
+use serde::{Deserialize, Serialize};
+
+pub use lock::{LockOptions, SessionLockGuard, SessionLocks};
+pub use mailbox::MailboxEvent;
+pub use meta::{Listed, MetaLoaded, MetaStore, SessionMeta, SessionType};
 pub use repair::repair_tool_chain;
 pub use transcript::{Loaded, SessionStore, Unsynced};
 
@@ -55,7 +64,7 @@ pub enum SessionError {
     },
     /// Another task or process holds the session and is neither dead nor over its maximum
     /// hold. Recover: try again shortly (a heartbeat skips its tick).
-    #[error("session {id} is locked by {}; try again", lock::describe_holder(.holder.as_ref()))]
+    #[error("session {id} is locked by {}; try again", describe_holder(.holder.as_ref()))]
     Locked {
         id: String,
         /// Who holds it, as its lock file says; `None` when the file has no readable record.
@@ -80,6 +89,28 @@ pub enum SessionError {
     /// The session is working on a turn. Recover: stop it or wait, then try again.
     #[error("conversation {0} is busy with a turn; stop it first")]
     Busy(String),
+}
+
+/// Who holds a lock, as recorded in its lock file. Here, beside [`SessionError::Locked`]
+/// that names it, so the error does not reach into the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockHolder {
+    pub pid: u32,
+    /// Milliseconds since the Unix epoch.
+    pub acquired_at_ms: i64,
+}
+
+pub(crate) fn describe_holder(holder: Option<&LockHolder>) -> String {
+    match holder {
+        Some(h) => format!("pid {} since {}", h.pid, hms_utc(h.acquired_at_ms)),
+        None => "another process (its lock file names no holder)".to_string(),
+    }
+}
+
+/// `HH:MM:SS UTC`; enough to tell "just now" from "an hour ago" without a time-zone crate.
+pub(crate) fn hms_utc(ms: i64) -> String {
+    let s = ms.div_euclid(1000).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
 }
 
 pub(crate) fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> SessionError + 'a {

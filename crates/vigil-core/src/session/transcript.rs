@@ -19,8 +19,9 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use vigil_protocol::Message;
+use vigil_protocol::{ContentBlock, Message};
 
+use super::blobs::Blobs;
 use super::lock::{LockOptions, SessionLockGuard, SessionLocks};
 use super::parsed::{check_after, FileId, Parsed, ParsedCache};
 use super::{io, session_file, suffix, validate_id, SessionError};
@@ -162,7 +163,8 @@ impl SessionStore {
             },
         );
         loaded_warnings.extend(warnings);
-        self.mark_missing_images(id, &mut messages, &mut loaded_warnings);
+        self.blobs()
+            .mark_missing_images(id, &mut messages, &mut loaded_warnings);
         for w in &loaded_warnings {
             tracing::warn!("{w}");
         }
@@ -417,6 +419,47 @@ fn cut_torn_tail(f: &File, path: &Path, tail: &[u8], keep: u64) -> Result<(), Se
         .and_then(|_| durable::sync_data(f, path))
         .map_err(io("truncate", path))?;
     Ok(())
+}
+
+/// A session's images, kept beside its transcript ([`super::blobs`]).
+impl SessionStore {
+    fn blobs(&self) -> Blobs<'_> {
+        Blobs {
+            dir: self.dir(),
+            locks: self.locks(),
+        }
+    }
+
+    /// The folder of a session's images.
+    pub fn blobs_dir(&self, id: &str) -> Result<PathBuf, SessionError> {
+        self.blobs().blobs_dir(id)
+    }
+
+    /// Where the image `sha256` of type `mime` of session `id` is (or would be) stored.
+    pub fn image_path(&self, id: &str, sha256: &str, mime: &str) -> Result<PathBuf, SessionError> {
+        self.blobs().image_path(id, sha256, mime)
+    }
+
+    /// Stores an image with session `id` (once: an image already there is kept) and returns
+    /// the block that names it. Waits for the session lock without blocking the worker.
+    pub async fn put_image(&self, id: &str, bytes: &[u8], mime: &str) -> Result<ContentBlock, SessionError> {
+        self.blobs().put_image(id, bytes, mime).await
+    }
+
+    /// [`Self::put_image`] for a caller that holds the session lock.
+    pub fn put_image_held(
+        &self,
+        guard: &SessionLockGuard,
+        bytes: &[u8],
+        mime: &str,
+    ) -> Result<ContentBlock, SessionError> {
+        self.blobs().put_image_held(guard, bytes, mime)
+    }
+
+    /// The bytes of a stored image; `None` when its file is gone.
+    pub fn read_image(&self, id: &str, sha256: &str, mime: &str) -> Result<Option<Vec<u8>>, SessionError> {
+        self.blobs().read_image(id, sha256, mime)
+    }
 }
 
 #[cfg(test)]

@@ -109,7 +109,7 @@ pub fn read_text(path: &ResolvedPath) -> Result<String, String> {
 pub fn keep_task_block(path: &ResolvedPath, workspace: &Path, new_text: &str) -> Result<(), String> {
     let heartbeat = workspace
         .canonicalize()
-        .map(|w| w.join(crate::heartbeat::file::HEARTBEAT_FILE))
+        .map(|w| w.join(crate::workspace::heartbeat_file::HEARTBEAT_FILE))
         .is_ok_and(|h| h == path.abs);
     if !heartbeat {
         return Ok(());

@@ -38,29 +38,11 @@ pub use path::{resolve_path, PathError, ResolvedPath};
 pub use process::{encode_keys, ProcessTool};
 pub use read::ReadTool;
 pub use truncate::truncate_head_tail;
-pub use updates::UpdatesTool;
+pub use updates::{UpdatesTool, UPDATES_TOOL};
+
+/// The gate tools ask through is approval's: the tools depend on it, never the reverse.
+pub use crate::approval::Gate;
 pub use write::WriteTool;
-
-/// Asks whether the agent may do something (the approval policy of this turn).
-#[async_trait::async_trait]
-pub trait Gate: Send + Sync {
-    async fn check(
-        &self,
-        kind: vigil_protocol::ApprovalKind,
-        subject: &str,
-        cwd: Option<&str>,
-        env: &[String],
-        outside_sandbox: bool,
-        exec_run: Option<vigil_protocol::ExecRun>,
-    ) -> crate::approval::Verdict;
-
-    /// Whether the agent may type into a running process whose command is `command`;
-    /// `started_here` says whether this same run started it.
-    async fn check_input(&self, command: &str, cwd: &str, started_here: bool) -> crate::approval::Verdict;
-
-    /// Whether the agent may call the MCP tool the model knows as `qualified_name`.
-    async fn check_mcp(&self, qualified_name: &str, call: &crate::approval::McpAsk) -> crate::approval::Verdict;
-}
 
 /// The processes one run (a turn) started, so typing into them can be told apart from
 /// typing into someone else's. Shared by every tool call of the turn.

@@ -139,7 +139,7 @@ fn steers_runs(workspace: &Path, abs: &Path) -> bool {
     };
     (parent == root || parent == workspace)
         && (crate::workspace::PROMPT_FILES.iter().any(|(f, _)| *f == name)
-            || name == crate::heartbeat::file::HEARTBEAT_FILE)
+            || name == crate::workspace::heartbeat_file::HEARTBEAT_FILE)
 }
 
 /// [`resolve_path`] for a tool call: a path outside the workspace is put to the turn's

@@ -10,10 +10,12 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{parse_args, Tool, ToolContext, ToolOutput};
-use crate::agent::UPDATES_TOOL;
 use crate::provider::ToolSpec;
 use crate::session::archive::Found;
 use crate::session::{MailboxEvent, MetaStore, PRIMARY_SESSION};
+
+/// The tool's name, which the `## Background Updates` block tells the agent to call.
+pub const UPDATES_TOOL: &str = "updates";
 
 pub struct UpdatesTool {
     meta: MetaStore,

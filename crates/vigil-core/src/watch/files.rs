@@ -105,7 +105,7 @@ impl Files {
 
     /// Waits for events and returns the paths they name (folders made under a deep watch
     /// are watched on the way).
-    pub async fn next(&mut self) -> io::Result<Seen> {
+    pub async fn next_changes(&mut self) -> io::Result<Seen> {
         let mut seen = Seen {
             paths: Vec::new(),
             overflow: false,

@@ -350,7 +350,7 @@ impl Watch {
                         return;
                     }
                     _ = self.shared.reload.notified() => break,
-                    seen = files.next() => {
+                    seen = files.next_changes() => {
                         let seen = match seen {
                             Ok(s) => s,
                             Err(e) => {

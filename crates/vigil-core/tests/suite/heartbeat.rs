@@ -358,7 +358,7 @@ async fn preflight_skips_in_order_and_only_interval_runs_skip_an_empty_file() {
 /// scheduler loop on paused time, the wall clock moved along with it.
 #[tokio::test(start_paused = true)]
 async fn a_fresh_install_makes_no_model_call_in_a_day_and_its_template_is_written_once() {
-    use vigil_core::heartbeat::file::{TEMPLATE, TEMPLATE_MARKER};
+    use vigil_core::workspace::heartbeat_file::{TEMPLATE, TEMPLATE_MARKER};
     let mut r = rig(vec![Step::text("HEARTBEAT_OK")]).await;
     let path = r.rt.workspace().join("HEARTBEAT.md");
     assert_eq!(

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::{new_id, Actor, Proc};
+use super::{Killer, Msg, Reply};
 use crate::exec::output::{CappedBytes, CappedText};
-use crate::exec::registry::{Killer, Msg, Reply};
 use crate::exec::spawn::{self, WriteJob};
 use crate::exec::{ExecError, LogView, Polled, ProcessInfo, ProcessState, SpawnRequest, Yielded};
 

@@ -15,12 +15,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::exit_notice_text;
 use super::output::{CappedBytes, CappedText};
-use super::registry::{Msg, Reply};
 use super::spawn::{signal_group, Pump, Sig, WriteJob};
 use super::{ExecError, ExecEvents, ExitStatus, Outcome, ProcessInfo, ProcessState, RegistryConfig};
 use crate::clock::Clock;
 
 mod commands;
+mod messages;
+
+pub(in crate::exec) use messages::{Killer, Msg, Reply};
 
 /// Output chunks taken in one go before the actor looks at its other inputs again.
 const PUMP_BATCH: usize = 64;

@@ -39,13 +39,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::OwnedMutexGuard;
 
-use self::record::{hms_utc, names_same_file, read_record};
+use self::record::{names_same_file, read_record};
 use self::wait::{Step, Waiting};
-use super::{io, session_file, suffix, validate_id, SessionError};
+use super::{hms_utc, io, session_file, suffix, validate_id, LockHolder, SessionError};
 use crate::clock::{Clock, SystemClock};
 
-pub use self::record::LockHolder;
-pub(crate) use self::record::{describe_holder, pid_alive};
+pub(crate) use self::record::pid_alive;
 
 /// How long to wait and when a holder counts as stuck.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,31 +11,8 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use super::SessionLocks;
-use crate::session::{io, SessionError};
-
-/// Who holds a lock, as recorded in its lock file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LockHolder {
-    pub pid: u32,
-    /// Milliseconds since the Unix epoch.
-    pub acquired_at_ms: i64,
-}
-
-pub(crate) fn describe_holder(holder: Option<&LockHolder>) -> String {
-    match holder {
-        Some(h) => format!("pid {} since {}", h.pid, hms_utc(h.acquired_at_ms)),
-        None => "another process (its lock file names no holder)".to_string(),
-    }
-}
-
-/// `HH:MM:SS UTC`; enough to tell "just now" from "an hour ago" without a time-zone crate.
-pub(super) fn hms_utc(ms: i64) -> String {
-    let s = ms.div_euclid(1000).rem_euclid(86_400);
-    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
-}
+use crate::session::{io, LockHolder, SessionError};
 
 /// What one attempt on the file lock found.
 pub(super) enum Attempt {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::session::describe_holder;
 
 #[test]
 fn a_record_is_read_even_with_the_tail_of_a_longer_one_behind_it() {

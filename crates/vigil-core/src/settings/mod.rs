@@ -1,10 +1,10 @@
 //! # settings
 //!
-//! Owns turning what the user configured (the `provider` entry of `settings.json`, which the
-//! desktop app writes through tauri-plugin-store) plus `VIGIL_*` environment overrides plus
-//! the key from [`crate::secrets`] into a [`ProviderConfig`] and the view the settings pane
-//! shows. A settings file that cannot be read is moved aside, never overwritten, and the
-//! user is told where it went.
+//! Owns reading `settings.json`, the one settings file (the desktop app writes it through
+//! tauri-plugin-store): its `provider` entry plus `VIGIL_*` environment overrides plus the
+//! key from [`crate::secrets`] become a [`ProviderConfig`] and the view the settings pane
+//! shows; its `desktop` entry is read field by field in [`desktop`]. A settings file that
+//! cannot be read is moved aside, never overwritten, and the user is told where it went.
 //!
 //! Must never: write the settings file (the app's store does), or put a key in it.
 
@@ -15,6 +15,8 @@ use vigil_protocol::{DesktopSettings, HeartbeatSettings, ProviderKind, ProviderS
 
 use crate::provider::ProviderConfig;
 use crate::secrets::Secrets;
+
+pub mod desktop;
 
 /// The store file, relative to the data directory; the app's store plugin uses the same one.
 pub const SETTINGS_FILE: &str = "settings.json";
@@ -151,7 +153,7 @@ pub fn load_at_start(data_dir: &Path, now_ms: i64) -> AtStart {
         });
     match read {
         Ok((v, file, heartbeat_warnings)) => {
-            let desktop = crate::preferences::from_value(v.get(crate::preferences::DESKTOP_KEY));
+            let desktop = desktop::from_value(v.get(desktop::DESKTOP_KEY));
             AtStart {
                 file,
                 desktop: desktop.settings,

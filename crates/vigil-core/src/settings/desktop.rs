@@ -1,4 +1,4 @@
-//! # preferences
+//! # settings::desktop
 //!
 //! Owns reading the desktop app's preferences (the `desktop` entry of `settings.json`:
 //! close to tray, start at login, theme, notification kinds, workspace folder, how long an
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use vigil_protocol::{DesktopSettings, DesktopSettingsView};
 
-use crate::settings::SETTINGS_FILE;
+use super::SETTINGS_FILE;
 
 /// The key under which the desktop preferences sit in the store.
 pub const DESKTOP_KEY: &str = "desktop";

@@ -1,4 +1,4 @@
-//! `HEARTBEAT.md`: the checks the user wants run on every heartbeat. Read fresh for every
+//! `HEARTBEAT.md`, its one owner: the checks the user wants run on every heartbeat. Read fresh for every
 //! run. A file with nothing but blank lines, headings, empty list items and comments is
 //! *effectively empty*: interval runs skip the model call (seed 002 §6). A missing file
 //! counts as empty too: an install nobody has set up must not pay for a model call every

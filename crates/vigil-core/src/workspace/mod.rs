@@ -2,14 +2,19 @@
 //!
 //! Owns the agent's workspace folder: the files the agent works on, and the markdown files
 //! that shape it (`AGENTS.md`, `SKILLS.md`, `USER.md`, `MEMORY.md`, the four of seed 003
-//! §4.4's `WorkspaceLoader`; `HEARTBEAT.md` later). They are read
+//! §4.4's `WorkspaceLoader`). They are read
 //! fresh for every turn, never cached across turns, so an edit shows up in the next turn.
+//! `HEARTBEAT.md` has its one owner here, [`heartbeat_file`]: its name, the heartbeat's
+//! checklist (the file without the routines' task block) and the template; the routines'
+//! store reads and writes the block at the path it gives.
 //!
 //! Must never: write these files on its own initiative (the user and the agent's tools do;
-//! the one exception is [`crate::heartbeat::file`]'s comment-only `HEARTBEAT.md` template,
+//! the one exception is [`heartbeat_file`]'s comment-only `HEARTBEAT.md` template,
 //! offered once on the first start).
 
 use std::path::{Path, PathBuf};
+
+pub mod heartbeat_file;
 
 /// The files that make up the system prompt, in the order they appear in it.
 pub const PROMPT_FILES: [(&str, &str); 4] = [

@@ -30,8 +30,8 @@ use super::block::{block_json, find_block, join_checks};
 pub use super::block::{parse, render, same_tasks, split_checks, strip_block, Entry, Parsed};
 use crate::clock::Clock;
 use crate::durable::{pending_in_place, recover_in_place, write_atomic, write_in_place};
-use crate::heartbeat::file::HEARTBEAT_FILE;
 use crate::session::{SessionError, SessionLocks};
+use crate::workspace::heartbeat_file::HEARTBEAT_FILE;
 
 /// The journal of a rewrite of `HEARTBEAT.md` in progress, in the sessions folder (Vigil's
 /// own, which no sandbox sees: a journal a command could plant would be replayed as tasks).
@@ -39,8 +39,6 @@ const JOURNAL_FILE: &str = ".HEARTBEAT.md.journal";
 
 /// The snapshot's file name, next to `HEARTBEAT.md`.
 pub const SNAPSHOT_FILE: &str = ".heartbeat_snapshot.json";
-/// The schema version written.
-pub const SCHEMA_VERSION: u64 = 2;
 
 /// Why the store could not do something; each says how to recover.
 #[derive(Debug, thiserror::Error)]
@@ -464,10 +462,8 @@ impl RoutineStore {
     }
 }
 
-#[path = "kept.rs"]
 mod kept;
 use kept::repaired;
 
 #[cfg(test)]
-#[path = "store_tests.rs"]
 mod tests;
