@@ -26,6 +26,7 @@
 pub mod away;
 pub mod health;
 pub mod heartbeat;
+pub mod history;
 pub mod images;
 pub mod mcp;
 pub mod preferences;
@@ -41,6 +42,7 @@ pub use heartbeat::{
     ActiveHours, BackgroundUpdate, HeartbeatSettings, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView,
     WakeReason,
 };
+pub use history::{HistoryHit, SnippetPart};
 pub use images::{image_extension, Attachment, IMAGE_MIME_TYPES, MAX_ATTACHMENT_BYTES, MAX_IMAGE_SIDE};
 pub use mcp::{
     McpCallCard, McpField, McpSecretField, McpServerState, McpServerView, McpToolView, McpTransport, McpView,
@@ -150,6 +152,9 @@ pub enum Op {
         #[ts(optional)]
         limit: Option<u32>,
     },
+    /// Search every conversation, job and heartbeat run for messages with all these words
+    /// (each a word's start); answered by `history_results` with the same `query`.
+    SearchHistory { query: String },
     /// Ask for the MCP servers and their states; answered by `mcp_servers_changed`.
     ListMcpServers,
     /// Add servers from a pasted config: `{"mcpServers": {"name": {"command", "args", "env"} |
@@ -332,6 +337,8 @@ pub enum Event {
     },
     /// The list of conversations changed.
     SessionsChanged { sessions: Vec<SessionSummary> },
+    /// The answer to `search_history`: the best matches first (at most 50).
+    HistoryResults { query: String, hits: Vec<HistoryHit> },
     /// The agent wants to do something the approval policy asks the user about.
     /// Answer with the `approval` op; the tool waits (Stop cancels it). Not `id`: the
     /// envelope's own `id` sits beside the payload's fields (see [`EventEnvelope`]).
@@ -837,6 +844,8 @@ pub fn typescript_bindings() -> String {
         AwayLine::decl(&cfg),
         AwayKind::decl(&cfg),
         AwayTarget::decl(&cfg),
+        HistoryHit::decl(&cfg),
+        SnippetPart::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from crates/vigil-protocol by `UPDATE_BINDINGS=1 cargo test -p vigil-protocol`.\n// Do not edit by hand.\n\nexport type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;\n",

@@ -28,6 +28,7 @@ pub(crate) mod db;
 pub mod extract;
 mod indexer;
 pub mod query;
+pub mod wire;
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -231,6 +232,13 @@ impl History {
                 clock,
             }),
         })
+    }
+
+    /// [`Self::open`], or `None` with a warning in the log: Vigil works without its index.
+    pub fn open_or_warn(data_dir: &Path, store: &SessionStore, clock: Arc<dyn Clock>) -> Option<Self> {
+        Self::open(data_dir, store, clock)
+            .inspect_err(|e| tracing::warn!("searching past conversations is off: {e}"))
+            .ok()
     }
 
     /// The setting: keep heartbeat runs out of the agent's searches (the user's still
