@@ -30,6 +30,8 @@ CREATE TABLE IF NOT EXISTS messages(
     ts INTEGER NOT NULL,
     kind TEXT NOT NULL
 );
+-- Calls to the history tools: their results are copies of other messages, left out.
+CREATE TABLE IF NOT EXISTS history_calls(session TEXT NOT NULL, call_id TEXT NOT NULL, PRIMARY KEY(session, call_id));
 CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session, seq);
 CREATE INDEX IF NOT EXISTS messages_by_id ON messages(session, id);
 -- The text, under the same rowid as its `messages` row. unicode61 with diacritics folded:

@@ -9,6 +9,26 @@ use vigil_protocol::{ContentBlock, Message, MessageKind, Role};
 /// lines that matter (an error, a figure), not a whole log dumped into the index.
 pub const RESULT_BOUND: usize = 4_000;
 
+/// Tools whose calls and results are copies of other messages, not history of their own:
+/// not indexed, or every search would also find every earlier search for the same words.
+pub const HISTORY_TOOLS: [&str; 2] = ["search_history", "read_history"];
+
+/// The ids of the calls to [`HISTORY_TOOLS`] in `m`, whose results are not indexed.
+pub fn history_calls(m: &Message) -> impl Iterator<Item = &str> {
+    m.content.iter().filter_map(|b| match b {
+        ContentBlock::ToolUse { id, name, .. } if HISTORY_TOOLS.contains(&name.as_str()) => Some(id.as_str()),
+        _ => None,
+    })
+}
+
+/// The call a tool result answers, if `m` is one.
+pub fn answers(m: &Message) -> Option<&str> {
+    m.content.iter().find_map(|b| match b {
+        ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+        _ => None,
+    })
+}
+
 /// One message as the index keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Extracted {
@@ -31,6 +51,8 @@ pub fn extract(m: &Message) -> Extracted {
     for block in &m.content {
         match block {
             ContentBlock::Text { text } => push(text),
+            // A search's own words would find themselves: the question is not history.
+            ContentBlock::ToolUse { name, .. } if HISTORY_TOOLS.contains(&name.as_str()) => {}
             ContentBlock::ToolUse { name, input, .. } => {
                 let args = input.to_string();
                 push(&format!("{name} {}", bounded(&args)));

@@ -118,6 +118,7 @@ fn remove(conn: &Connection, id: &str) -> rusqlite::Result<()> {
             [id],
         )?;
         conn.execute("DELETE FROM messages WHERE session = ?1", [id])?;
+        conn.execute("DELETE FROM history_calls WHERE session = ?1", [id])?;
         conn.execute("DELETE FROM files WHERE session = ?1", [id])?;
         Ok(())
     })();
@@ -197,6 +198,9 @@ pub fn catch_up(conn: &mut Connection, sessions: &Path, id: &str) -> Result<()> 
                 "INSERT INTO messages(session, seq, id, role, ts, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
             let mut add_text = tx.prepare_cached("INSERT INTO fts(rowid, text) VALUES (?1, ?2)")?;
+            let mut add_call =
+                tx.prepare_cached("INSERT OR IGNORE INTO history_calls(session, call_id) VALUES (?1, ?2)")?;
+            let mut is_call = tx.prepare_cached("SELECT 1 FROM history_calls WHERE session = ?1 AND call_id = ?2")?;
             let mut n = 0;
             while n < CHUNK {
                 let Some(raw) = lines.next() else { break };
@@ -211,7 +215,17 @@ pub fn catch_up(conn: &mut Connection, sessions: &Path, id: &str) -> Result<()> 
                 let Ok(message) = serde_json::from_slice::<vigil_protocol::Message>(line) else {
                     continue;
                 };
-                let e = extract(&message);
+                for call in super::extract::history_calls(&message) {
+                    add_call.execute(params![id, call])?;
+                }
+                let copy = match super::extract::answers(&message) {
+                    Some(call) => is_call.exists(params![id, call])?,
+                    None => false,
+                };
+                let mut e = extract(&message);
+                if copy {
+                    e.text.clear();
+                }
                 let msg_id = line_id(line_no, line);
                 add_msg.execute(params![id, state.next_seq, msg_id, e.role, e.ts, state.kind])?;
                 add_text.execute(params![tx.last_insert_rowid(), e.text])?;

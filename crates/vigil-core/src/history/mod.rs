@@ -40,6 +40,10 @@ use crate::clock::Clock;
 use crate::session::{SessionStore, SessionType, TranscriptObserver};
 use indexer::Cmd;
 
+/// How long a search right after start waits for the start's catch-up (a rebuild of a
+/// very large history takes longer: the search then sees what is indexed so far).
+const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What kind of run a transcript is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -267,9 +271,17 @@ impl History {
         *self.inner.shared.ready.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Waits (blocking) until the start's catch-up is done, at most `max`: a search just
+    /// after start should not miss what was said before it for want of a moment.
+    pub fn wait_ready(&self, max: std::time::Duration) {
+        let ready = self.inner.shared.ready.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self.inner.shared.ready_cv.wait_timeout_while(ready, max, |r| !*r);
+    }
+
     /// A search as the user makes it: every kind of run. Blocking (disk): call it from a
     /// blocking thread.
     pub fn search(&self, q: &Query) -> Result<Vec<Hit>, HistoryError> {
+        self.wait_ready(READY_WAIT);
         let now = self.inner.clock.now_ms();
         let mut hits = self.with_reader(|conn| query::search(conn, q, now))?;
         let forgotten = self
@@ -316,6 +328,7 @@ impl History {
         after: u64,
         for_agent: bool,
     ) -> Result<Option<Vec<Nearby>>, HistoryError> {
+        self.wait_ready(READY_WAIT);
         if self
             .inner
             .shared
