@@ -504,6 +504,8 @@ function compacted(state: ChatState, c: Compaction, runId: string | null, ts: nu
 export const NOT_THE_CHATS = new Set([
   // The sidebar's (`sessions/`).
   'sessions_changed',
+  // The sidebar's search box (`search/`).
+  'history_results',
   // Kept across session switches by `approvals/`; the view places the cards.
   'approval_requested',
   'approval_resolved',
