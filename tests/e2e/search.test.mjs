@@ -73,9 +73,12 @@ const hits = () =>
 
 async function search(words) {
   await fill(driver, '[data-testid="history-search"]', words);
+  // The previous query's results stay until this one's answer: wait for marks of these words.
+  const first = words.split(' ')[0].toLowerCase();
   return waitFor(`results for ${words}`, async () => {
     const found = await hits();
-    return found.length > 0 ? found : null;
+    const answered = found.length > 0 && found.every((f) => f.marked.some((m) => m.toLowerCase().startsWith(first)));
+    return answered ? found : null;
   });
 }
 
