@@ -68,6 +68,8 @@ pub fn open_writer(data_dir: &Path) -> Result<(Connection, bool), rusqlite::Erro
     let existed = path.exists();
     match try_open(&path) {
         Ok(conn) => Ok((conn, !existed)),
+        // Another Vigil holds it (busy past the timeout): it is fine, only not ours now.
+        Err(e) if busy(&e) => Err(e),
         Err(e) => {
             tracing::warn!(
                 "the history index at {} is unusable ({e}); rebuilding it from the transcripts",
@@ -77,6 +79,11 @@ pub fn open_writer(data_dir: &Path) -> Result<(Connection, bool), rusqlite::Erro
             try_open(&path).map(|c| (c, true))
         }
     }
+}
+
+fn busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
 }
 
 fn try_open(path: &Path) -> rusqlite::Result<Connection> {
