@@ -72,12 +72,21 @@ fn message(rng: &mut fastrand::Rng, vocab: &[String], i: usize) -> Message {
     let ts = 1_700_000_000_000 + i as i64 * 30_000;
     let base = Message::user_text("", ts);
     match i % 4 {
-        0 => Message::user_text(sentence(rng, vocab, rng.usize(4..40)), ts),
+        0 => Message::user_text(
+            {
+                let n = rng.usize(4..40);
+                sentence(rng, vocab, n)
+            },
+            ts,
+        ),
         1 => Message {
             role: Role::Assistant,
             content: vec![
                 ContentBlock::Text {
-                    text: sentence(rng, vocab, rng.usize(20..200)),
+                    text: {
+                        let n = rng.usize(20..200);
+                        sentence(rng, vocab, n)
+                    },
                 },
                 ContentBlock::ToolUse {
                     id: format!("t{i}"),
@@ -91,7 +100,10 @@ fn message(rng: &mut fastrand::Rng, vocab: &[String], i: usize) -> Message {
             role: Role::ToolResult,
             content: vec![ContentBlock::ToolResult {
                 tool_use_id: format!("t{}", i - 1),
-                content: sentence(rng, vocab, rng.usize(10..600)),
+                content: {
+                    let n = rng.usize(10..600);
+                    sentence(rng, vocab, n)
+                },
                 is_error: false,
             }],
             ..base
@@ -99,7 +111,10 @@ fn message(rng: &mut fastrand::Rng, vocab: &[String], i: usize) -> Message {
         _ => Message {
             role: Role::Assistant,
             content: vec![ContentBlock::Text {
-                text: sentence(rng, vocab, rng.usize(10..150)),
+                text: {
+                    let n = rng.usize(10..150);
+                    sentence(rng, vocab, n)
+                },
             }],
             ..base
         },
