@@ -43,6 +43,8 @@
 //!   keep (continuations, heartbeat runs, approvals waiting), and the card's lines.
 //! - [`presence`] — is the user at the computer? logind's idle and lock hints for the desktop
 //!   session, else input in the window.
+//! - [`history`] — the full-text index of every transcript (SQLite FTS5), derived from the
+//!   JSONL and caught up off the turn's path; searches by the agent and the user.
 //! - [`heartbeat`] — `HEARTBEAT.md`, preflight, prompts, `HEARTBEAT_OK`, delivery to the mailbox.
 //! - [`routines`] — routines in `HEARTBEAT.md`'s task block: schedules in IANA zones, the one
 //!   scheduler loop (heartbeat interval + routines), claims, job sessions, the routine tools.
@@ -63,6 +65,7 @@ pub mod durable;
 pub mod events;
 pub mod exec;
 pub mod heartbeat;
+pub mod history;
 pub mod images;
 pub mod inhibit;
 pub mod leftovers;

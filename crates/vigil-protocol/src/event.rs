@@ -11,8 +11,8 @@ use ts_rs::TS;
 
 use crate::{
     ApprovalDecision, ApprovalKind, AwaySummary, BackgroundUpdate, CommandPart, ErrorKind, ExecRun, HealthView,
-    HeartbeatSkip, HeartbeatStatus, McpCallCard, McpView, Message, NotificationKind, ProcessSummary, RoutinesView,
-    SessionSummary, Usage, WakeReason,
+    HeartbeatSkip, HeartbeatStatus, HistoryHit, McpCallCard, McpView, Message, NotificationKind, ProcessSummary,
+    RoutinesView, SessionSummary, Usage, WakeReason,
 };
 
 /// Which kind of work an event belongs to.
@@ -120,6 +120,8 @@ pub enum Event {
     },
     /// The list of conversations changed.
     SessionsChanged { sessions: Vec<SessionSummary> },
+    /// The answer to `search_history`: the best matches first (at most 50).
+    HistoryResults { query: String, hits: Vec<HistoryHit> },
     /// The agent wants to do something the approval policy asks the user about.
     /// Answer with the `approval` op; the tool waits (Stop cancels it). Not `id`: the
     /// envelope's own `id` sits beside the payload's fields (see [`EventEnvelope`]).

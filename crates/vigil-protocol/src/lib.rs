@@ -33,6 +33,7 @@
 pub mod away;
 pub mod health;
 pub mod heartbeat;
+pub mod history;
 pub mod images;
 pub mod mcp;
 pub mod preferences;
@@ -58,6 +59,7 @@ pub use heartbeat::{
     ActiveHours, BackgroundUpdate, HeartbeatSettings, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView,
     WakeReason,
 };
+pub use history::{HistoryHit, SnippetPart};
 pub use images::{image_extension, Attachment, IMAGE_MIME_TYPES, MAX_ATTACHMENT_BYTES, MAX_IMAGE_SIDE};
 pub use mcp::{
     McpCallCard, McpField, McpSecretField, McpServerState, McpServerView, McpToolView, McpTransport, McpView,

@@ -103,6 +103,9 @@ pub enum Op {
         #[ts(optional)]
         limit: Option<u32>,
     },
+    /// Search every conversation, job and heartbeat run for messages with all these words
+    /// (each a word's start); answered by `history_results` with the same `query`.
+    SearchHistory { query: String },
     /// Ask for the MCP servers and their states; answered by `mcp_servers_changed`.
     ListMcpServers,
     /// Add servers from a pasted config: `{"mcpServers": {"name": {"command", "args", "env"} |

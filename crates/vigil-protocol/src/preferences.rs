@@ -42,6 +42,11 @@ pub struct DesktopSettings {
     /// After an absence at least this long (idle or locked, by the desktop session), the
     /// window shows what happened meanwhile in one "While you were away" card.
     pub away_after_minutes: u32,
+    /// Keep heartbeat runs out of the agent's `search_history` (the user's search still
+    /// finds them).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[ts(as = "Option<bool>", optional)]
+    pub search_skips_heartbeats: bool,
 }
 
 /// Continuations in a row without a user message (issue: bounded autonomy).
@@ -63,6 +68,7 @@ impl Default for DesktopSettings {
             approval_timeout_secs: DEFAULT_APPROVAL_TIMEOUT_SECS,
             keep_awake: true,
             away_after_minutes: DEFAULT_AWAY_AFTER_MINUTES,
+            search_skips_heartbeats: false,
         }
     }
 }

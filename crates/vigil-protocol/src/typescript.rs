@@ -94,6 +94,8 @@ pub fn typescript_bindings() -> String {
         AwayLine::decl(&cfg),
         AwayKind::decl(&cfg),
         AwayTarget::decl(&cfg),
+        HistoryHit::decl(&cfg),
+        SnippetPart::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from crates/vigil-protocol by `UPDATE_BINDINGS=1 cargo test -p vigil-protocol`.\n// Do not edit by hand.\n\nexport type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;\n",

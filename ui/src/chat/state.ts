@@ -69,6 +69,8 @@ export function dismissBanner(state: ChatState): ChatState {
 export const NOT_THE_CHATS = new Set([
   // The sidebar's (`sessions/`).
   'sessions_changed',
+  // The sidebar's search box (`search/`).
+  'history_results',
   // Kept across session switches by `approvals/`; the view places the cards.
   'approval_requested',
   'approval_resolved',

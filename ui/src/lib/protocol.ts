@@ -9,7 +9,7 @@ export type Op = { "type": "user_message", text: string, session_id?: string,
  * downscaled and stored with the conversation before the message is saved; one that
  * cannot be read is an error and nothing is sent.
  */
-attachments?: Array<Attachment>, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "retry_routine_run", id: string, run_id: string, } | { "type": "dismiss_routine_run", id: string, run_id: string, } | { "type": "approve_routine", id: string, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, } | { "type": "list_mcp_servers" } | { "type": "add_mcp_servers", json: string, secret?: Array<McpSecretField>, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_server_trusted", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "window_input" };
+attachments?: Array<Attachment>, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "retry_routine_run", id: string, run_id: string, } | { "type": "dismiss_routine_run", id: string, run_id: string, } | { "type": "approve_routine", id: string, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, } | { "type": "search_history", query: string, } | { "type": "list_mcp_servers" } | { "type": "add_mcp_servers", json: string, secret?: Array<McpSecretField>, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_server_trusted", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "window_input" };
 
 export type Attachment = { 
 /**
@@ -40,7 +40,7 @@ ts: number, session_id: string | null, scope: Scope, source: Source,
 /**
  * The turn (run) this event belongs to, if any.
  */
-run_id: string | null, } & ({ "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", approval_id: string, kind: ApprovalKind, 
+run_id: string | null, } & ({ "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "history_results", query: string, hits: Array<HistoryHit>, } | { "type": "approval_requested", approval_id: string, kind: ApprovalKind, 
 /**
  * The command, or the path for file access.
  */
@@ -113,7 +113,7 @@ retrying?: boolean,
  */
 usage?: Usage, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, } | { "type": "mcp_servers_changed", mcp: McpView, } | { "type": "while_away", summary: AwaySummary, });
 
-export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "approval_requested", approval_id: string, kind: ApprovalKind, 
+export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "history_results", query: string, hits: Array<HistoryHit>, } | { "type": "approval_requested", approval_id: string, kind: ApprovalKind, 
 /**
  * The command, or the path for file access.
  */
@@ -799,7 +799,12 @@ keep_awake: boolean,
  * After an absence at least this long (idle or locked, by the desktop session), the
  * window shows what happened meanwhile in one "While you were away" card.
  */
-away_after_minutes: number, };
+away_after_minutes: number, 
+/**
+ * Keep heartbeat runs out of the agent's `search_history` (the user's search still
+ * finds them).
+ */
+search_skips_heartbeats?: boolean, };
 
 export type DesktopSettingsView = { settings: DesktopSettings, 
 /**
@@ -1059,3 +1064,35 @@ at: number, target: AwayTarget, };
 export type AwayKind = "ran" | "failed" | "unknown" | "waiting" | "missed";
 
 export type AwayTarget = { "type": "conversation", session_id: string, message_ts?: number, approval_id?: string, } | { "type": "routine", routine_id: string, };
+
+export type HistoryHit = { 
+/**
+ * The conversation (or job / heartbeat session) it is in.
+ */
+session_id: string, 
+/**
+ * The session's title now; empty if it has none.
+ */
+title: string, 
+/**
+ * `conversation`, `job` or `heartbeat`.
+ */
+kind: string, 
+/**
+ * The message's stable id.
+ */
+message_id: string, 
+/**
+ * Its place among the session's messages, from 0: where to scroll to.
+ */
+seq: number, 
+/**
+ * `user`, `assistant`, `tool_result` or `event`.
+ */
+role: string, ts: number, 
+/**
+ * Words around the match, in order; the matched words are parts of their own.
+ */
+snippet: Array<SnippetPart>, };
+
+export type SnippetPart = { text: string, matched: boolean, };

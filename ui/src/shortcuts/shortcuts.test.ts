@@ -98,6 +98,7 @@ describe('shortcuts', () => {
   it('labels keys for the help and for button titles', () => {
     expect(SHORTCUTS.map((s) => s.chords.map(chordLabel).join(' or '))).toEqual([
       'Ctrl+N',
+      'Ctrl+K',
       'Ctrl+L or /',
       'Esc',
       'Ctrl+1',
@@ -107,6 +108,7 @@ describe('shortcuts', () => {
       'Ctrl+/ or ?',
     ]);
     expect(keysOf('toggle-processes')).toBe('Ctrl+2');
+    expect(keysOf('search')).toBe('Ctrl+K');
     expect(titled('Routines', 'toggle-routines')).toBe('Routines (Ctrl+3)');
   });
 

@@ -5,6 +5,7 @@
 
 export type ShortcutAction =
   | 'new-chat'
+  | 'search'
   | 'focus-input'
   | 'stop'
   | 'show-chat'
@@ -49,6 +50,7 @@ const plain = (key: string): Chord => ({ key, ctrl: false, whileTyping: false })
 
 export const SHORTCUTS: readonly Shortcut[] = [
   { action: 'new-chat', label: 'New conversation', chords: [ctrl('n', 'KeyN')], inTerminal: false },
+  { action: 'search', label: 'Search all conversations', chords: [ctrl('k', 'KeyK')], inTerminal: false },
   { action: 'focus-input', label: 'Go to the message box', chords: [ctrl('l', 'KeyL'), plain('/')], inTerminal: false },
   {
     action: 'stop',

@@ -144,6 +144,9 @@ struct Inner {
     presence: OnceLock<crate::presence::PresenceWatch>,
     /// An absence this long (ms) or longer gets a "While you were away" card.
     away_after_ms: std::sync::atomic::AtomicI64,
+    /// The search index over every transcript; `None` if it could not be opened (then no
+    /// history tools, and the user's searches find nothing).
+    history: Option<crate::history::History>,
 }
 
 impl Runtime {
@@ -210,6 +213,10 @@ impl Runtime {
             crate::routines::SchedulerConfig::default(),
         );
         let mut tools = ToolRegistry::with_builtins();
+        let history = crate::history::History::open_or_warn(data_dir, &store, clock.clone());
+        if let Some(h) = &history {
+            tools.register_memory(h.clone(), clock.clone());
+        }
         crate::routines::tools::register(&mut tools, &routines);
         tools.register(Arc::new(crate::tools::UpdatesTool::new(meta.clone())));
         let started_at = clock.now_ms();
@@ -266,6 +273,7 @@ impl Runtime {
                 journal,
                 presence: OnceLock::new(),
                 away_after_ms: Default::default(),
+                history,
             }
         });
         let rt = Self { inner };
@@ -284,6 +292,9 @@ impl Runtime {
         );
         self.set_keep_awake(desktop.keep_awake);
         self.set_away_after(desktop.away_after_minutes);
+        if let Some(h) = &self.inner.history {
+            h.set_agent_skips_heartbeats(desktop.search_skips_heartbeats);
+        }
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -373,6 +384,9 @@ impl Runtime {
             Op::DismissRoutineRun { id, run_id } => self.routine_op(routines::RoutineOp::Resolve(id, run_id, false)),
             Op::ApproveRoutine { id } => self.approve_routine_op(&id),
             Op::Health => self.report_health(),
+            Op::SearchHistory { query } => {
+                crate::history::wire::answer(self.inner.history.as_ref(), &self.inner.emitter, query)
+            }
             Op::ListMcpServers => self.mcp_op(mcp::McpOp::List),
             Op::AddMcpServers { json, secret } => self.mcp_op(mcp::McpOp::Add(json, secret)),
             Op::RemoveMcpServer { name } => self.mcp_op(mcp::McpOp::Remove(name)),

@@ -12,6 +12,9 @@
 //! - `<id>.updates.ndjson` — the background updates turns have read and acknowledged
 //!   ([`archive`]), so the agent can still open one by its id.
 //!
+//! Every transcript line carries a stable message id ([`ids`]); lines written before ids
+//! existed get one derived from their place and bytes.
+//!
 //! and [`drain`], which keeps a mailbox event with one turn between showing and acknowledging
 //! it, and [`repair`], which makes a loaded history safe to send to a provider. The metadata
 //! is [`meta`] (the store and its one write path) over `record` (what the file holds and its
@@ -25,6 +28,7 @@ pub mod archive;
 pub mod blobs;
 mod catalog;
 pub mod drain;
+pub mod ids;
 pub mod lock;
 mod mailbox;
 pub mod meta;
@@ -42,7 +46,7 @@ pub use lock::{LockOptions, SessionLockGuard, SessionLocks};
 pub use mailbox::MailboxEvent;
 pub use meta::{Listed, MetaLoaded, MetaStore, SessionMeta, SessionType};
 pub use repair::repair_tool_chain;
-pub use transcript::{Loaded, SessionStore, Unsynced};
+pub use transcript::{Loaded, SessionStore, TranscriptObserver, Unsynced};
 
 /// The user's conversation with Vigil. It always exists and cannot be deleted.
 pub const PRIMARY_SESSION: &str = "main";

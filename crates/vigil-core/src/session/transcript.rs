@@ -24,7 +24,7 @@ use vigil_protocol::{ContentBlock, Message};
 use super::blobs::Blobs;
 use super::lock::{LockOptions, SessionLockGuard, SessionLocks};
 use super::parsed::{check_after, FileId, Parsed, ParsedCache};
-use super::{io, session_file, suffix, validate_id, SessionError};
+use super::{ids, io, session_file, suffix, validate_id, SessionError};
 use crate::clock::{Clock, SystemClock};
 use crate::durable;
 
@@ -43,6 +43,32 @@ pub struct SessionStore {
     locks: SessionLocks,
     /// The last transcripts as parsed: a load parses only what was appended since.
     parsed: ParsedCache,
+    /// Told of every append, cut and delete (the history index), shared by all clones.
+    observer: Observer,
+}
+
+/// Told when a transcript changes, so a view derived from transcripts (the history index)
+/// can catch up off the writer's path.
+pub trait TranscriptObserver: Send + Sync + 'static {
+    /// Lines were appended to `id`'s transcript, or cut from its end. Must return at once:
+    /// it is called by the writer, often a turn.
+    fn changed(&self, id: &str);
+    /// `id`'s transcript was deleted. Called under its session lock.
+    fn removed(&self, id: &str);
+}
+
+/// The one observer, set once for the store and all its clones.
+#[derive(Clone, Default)]
+struct Observer(Arc<std::sync::OnceLock<Arc<dyn TranscriptObserver>>>);
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "Observer(set)"
+        } else {
+            "Observer(none)"
+        })
+    }
 }
 
 impl SessionStore {
@@ -59,7 +85,20 @@ impl SessionStore {
             dir,
             locks,
             parsed: ParsedCache::default(),
+            observer: Observer::default(),
         })
+    }
+
+    /// Tells `observer` of every change from now on, through this store and its clones.
+    /// Returns false (and changes nothing) if one is already set.
+    pub fn observe(&self, observer: Arc<dyn TranscriptObserver>) -> bool {
+        self.observer.0.set(observer).is_ok()
+    }
+
+    fn changed(&self, id: &str) {
+        if let Some(o) = self.observer.0.get() {
+            o.changed(id);
+        }
     }
 
     /// The `sessions` folder.
@@ -171,9 +210,13 @@ impl SessionStore {
         Ok((messages, loaded_warnings))
     }
 
-    /// Drops what was parsed of `id` (it is being deleted).
+    /// Drops what was parsed of `id` (it is being deleted) and tells the observer, so
+    /// nothing derived from it outlives it.
     pub(crate) fn forget_parsed(&self, id: &str) {
         self.parsed.forget(id);
+        if let Some(o) = self.observer.0.get() {
+            o.removed(id);
+        }
     }
 
     /// The transcript's size in bytes (0 when there is none): a point to truncate back to.
@@ -203,7 +246,9 @@ impl SessionStore {
         self.parsed.forget(id);
         durable::set_len(&f, &path, len)
             .and_then(|_| durable::sync_data(&f, &path))
-            .map_err(io("truncate", &path))
+            .map_err(io("truncate", &path))?;
+        self.changed(id);
+        Ok(())
     }
 
     /// Appends one message as one line and waits until it is on disk. Takes the session
@@ -228,15 +273,15 @@ impl SessionStore {
         self.append_line(guard, &line)
     }
 
+    /// One line: the message with a fresh [`ids`] id as its first field.
     fn encode(&self, id: &str, message: &Message) -> Result<Vec<u8>, SessionError> {
         let path = self.path(id)?;
-        let mut line = serde_json::to_vec(message).map_err(|e| SessionError::Io {
+        let body = serde_json::to_vec(message).map_err(|e| SessionError::Io {
             action: "encode a message for",
             path,
             source: e.into(),
         })?;
-        line.push(b'\n');
-        Ok(line)
+        Ok(ids::with_new_id(&body))
     }
 
     fn append_line(&self, guard: &SessionLockGuard, line: &[u8]) -> Result<(), SessionError> {
@@ -256,6 +301,7 @@ impl SessionStore {
         guard.ensure_held()?;
         // One write of a whole line: with O_APPEND the line lands after everything else.
         durable::write_all(&mut file, &path, line).map_err(io("append to", &path))?;
+        self.changed(guard.id());
         Ok(Written {
             file,
             path,

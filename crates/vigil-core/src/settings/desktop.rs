@@ -112,6 +112,11 @@ pub fn from_value(entry: Option<&Value>) -> DesktopSettingsView {
         "true or false",
     );
     field(
+        "search_skips_heartbeats",
+        &mut |v| v.as_bool().map(|b| settings.search_skips_heartbeats = b).is_some(),
+        "true or false",
+    );
+    field(
         "away_after_minutes",
         &mut |v| {
             v.as_u64()

@@ -3,8 +3,9 @@
 //! Owns what the model can do besides talk: the [`Tool`] trait, the [`ToolRegistry`] the agent
 //! loop asks for specs and runs calls through, the built-in file tools `read`, `write` and
 //! `edit`, which only touch files inside the agent's workspace (see [`resolve_path`]), and the
-//! `exec` and `process` tools over the process registry ([`crate::exec`]), and `updates`,
-//! which opens a background update by its id.
+//! `exec` and `process` tools over the process registry ([`crate::exec`]), `updates`,
+//! which opens a background update by its id, `search_history`/`read_history` over the
+//! history index ([`crate::history`]), and `remember`, a dated line in `MEMORY.md`.
 //!
 //! Every failure a tool meets — bad arguments, a missing file, a panic, cancellation — comes
 //! back as a [`ToolOutput`] with `is_error: true` and a message the model can act on, because
@@ -16,9 +17,11 @@
 mod edit;
 mod exec;
 pub(crate) mod files;
+mod history;
 mod path;
 mod process;
 mod read;
+mod remember;
 mod truncate;
 mod updates;
 mod write;
@@ -34,9 +37,11 @@ use crate::exec::RegistryHandle;
 use crate::provider::ToolSpec;
 pub use edit::EditTool;
 pub use exec::ExecTool;
+pub use history::{ReadHistoryTool, SearchHistoryTool};
 pub use path::{resolve_path, PathError, ResolvedPath};
 pub use process::{encode_keys, ProcessTool};
 pub use read::ReadTool;
+pub use remember::RememberTool;
 pub use truncate::truncate_head_tail;
 pub use updates::{UpdatesTool, UPDATES_TOOL};
 
@@ -228,6 +233,13 @@ impl ToolRegistry {
         let mut registry = Self::with_builtins();
         registry.register_exec(processes);
         registry
+    }
+
+    /// Adds `search_history` and `read_history` over `history`, and `remember`.
+    pub fn register_memory(&mut self, history: crate::history::History, clock: Arc<dyn crate::clock::Clock>) {
+        self.register(Arc::new(SearchHistoryTool::new(history.clone())));
+        self.register(Arc::new(ReadHistoryTool::new(history)));
+        self.register(Arc::new(RememberTool::new(clock)));
     }
 
     /// Adds `exec` and `process`, both working through `processes`.

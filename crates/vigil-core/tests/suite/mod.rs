@@ -13,6 +13,7 @@ mod heartbeat;
 mod heartbeat_deadline;
 mod heartbeat_retries;
 mod heartbeat_routines;
+mod history;
 mod hostile;
 mod image_bombs;
 mod images;
