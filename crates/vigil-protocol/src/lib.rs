@@ -24,6 +24,7 @@
 //! `tests/bindings.rs` fails when the checked-in file drifts from the Rust types.
 
 pub mod away;
+pub mod channels;
 pub mod health;
 pub mod heartbeat;
 pub mod images;
@@ -36,6 +37,10 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 pub use away::{AwayKind, AwayLine, AwaySummary, AwayTarget};
+pub use channels::{
+    ChannelKinds, ChannelName, ChannelOp, ChannelStatus, ChannelView, ChannelWhen, ChannelsSettings, ChannelsView,
+    NtfySettings, PairingView, TelegramSettings,
+};
 pub use health::{HealthStatus, HealthView, HeartbeatHealth, LaneHealth, LockHealth, MailboxHealth, RoutinesHealth};
 pub use heartbeat::{
     ActiveHours, BackgroundUpdate, HeartbeatSettings, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView,
@@ -171,6 +176,8 @@ pub enum Op {
     /// The window saw the user's input (keys, pointer), sent a few times a minute at most:
     /// where the desktop session cannot say whether the user is there, this does.
     WindowInput,
+    /// Settings → Away: the phone channels (ntfy, Telegram). Answered by `channels_changed`.
+    Channels { op: ChannelOp },
 }
 
 /// How the user answered an approval request.
@@ -465,6 +472,9 @@ pub enum Event {
     /// The user came back after an absence of at least `away_after_minutes`, and something
     /// happened meanwhile: the window shows it as one card.
     WhileAway { summary: AwaySummary },
+    /// The phone channels changed state (connected, retrying, paired…), or a `channels`
+    /// op asked.
+    ChannelsChanged { channels: ChannelsView },
 }
 
 /// Why the model (or the runtime) ended a turn.
@@ -837,6 +847,17 @@ pub fn typescript_bindings() -> String {
         AwayLine::decl(&cfg),
         AwayKind::decl(&cfg),
         AwayTarget::decl(&cfg),
+        ChannelWhen::decl(&cfg),
+        ChannelKinds::decl(&cfg),
+        NtfySettings::decl(&cfg),
+        TelegramSettings::decl(&cfg),
+        ChannelsSettings::decl(&cfg),
+        ChannelName::decl(&cfg),
+        ChannelOp::decl(&cfg),
+        ChannelStatus::decl(&cfg),
+        ChannelView::decl(&cfg),
+        PairingView::decl(&cfg),
+        ChannelsView::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from crates/vigil-protocol by `UPDATE_BINDINGS=1 cargo test -p vigil-protocol`.\n// Do not edit by hand.\n\nexport type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;\n",
