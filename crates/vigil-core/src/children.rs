@@ -16,8 +16,9 @@ use vigil_protocol::ProviderKind;
 /// terminal. A variable the user set themselves is not listed and passes through.
 pub const APP_ADDED_ENV: &str = "VIGIL_APP_ADDED_ENV";
 
-/// Variables no child inherits: the desktop app's own ([`APP_ADDED_ENV`]) and every
-/// variable an API key can come from ([`crate::secrets::env_key_vars`], both providers). A
+/// Variables no child inherits: the desktop app's own ([`APP_ADDED_ENV`]), every variable
+/// an API key can come from ([`crate::secrets::env_key_vars`], both providers) and the
+/// channels' tokens ([`crate::channels::TOKEN_VARS`]). A
 /// command the model runs or a server it calls must not be able to print the user's key;
 /// the child's own `env` is applied afterwards, so such a variable can still be set for a
 /// child on purpose.
@@ -32,7 +33,13 @@ pub(crate) fn withheld_env() -> Vec<String> {
         .into_iter()
         .flat_map(crate::secrets::env_key_vars);
     let mut all: Vec<String> = names
-        .chain([APP_ADDED_ENV].into_iter().chain(keys).map(String::from))
+        .chain(
+            [APP_ADDED_ENV]
+                .into_iter()
+                .chain(keys)
+                .chain(crate::channels::TOKEN_VARS)
+                .map(String::from),
+        )
         .collect();
     all.sort();
     all.dedup();

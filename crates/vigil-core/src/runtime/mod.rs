@@ -139,6 +139,9 @@ struct Inner {
     presence: OnceLock<crate::presence::PresenceWatch>,
     /// An absence this long (ms) or longer gets a "While you were away" card.
     away_after_ms: std::sync::atomic::AtomicI64,
+    /// The phone channels (ntfy, Telegram); they read events through the sink's tap and
+    /// start with the background work.
+    channels: crate::channels::Channels,
 }
 
 impl Runtime {
@@ -186,6 +189,8 @@ impl Runtime {
         if let Err(e) = crate::heartbeat::file::write_template_once(workspace.root(), data_dir) {
             tracing::warn!("could not write the HEARTBEAT.md template: {e}");
         }
+        let channels = crate::channels::Channels::open(data_dir, clock.clone(), crate::channels::Keys::system());
+        let sink = channels.tap(sink);
         let journal = crate::away::Journal::default();
         let sink = Arc::new(crate::away::Tap {
             journal: journal.clone(),
@@ -256,6 +261,7 @@ impl Runtime {
                 journal,
                 presence: OnceLock::new(),
                 away_after_ms: Default::default(),
+                channels,
             }
         });
         let rt = Self { inner };
@@ -372,6 +378,7 @@ impl Runtime {
             Op::SetMcpServerTrusted { name, trusted } => self.mcp_op(mcp::McpOp::Trust(name, trusted)),
             Op::RestartMcpServer { name } => self.mcp_op(mcp::McpOp::Restart(name)),
             Op::WindowInput => self.window_input(),
+            Op::Channels { op } => self.inner.channels.op(op),
             Op::SetContinuationLimit { session_id, limit } => {
                 let done = self
                     .inner
@@ -446,6 +453,11 @@ impl Runtime {
                 .emit(Source::System, Event::SessionsChanged { sessions }),
             Err(e) => self.report(ErrorKind::Session, e.to_string()),
         }
+    }
+
+    /// The phone channels (Settings → Away).
+    pub fn channels(&self) -> &crate::channels::Channels {
+        &self.inner.channels
     }
 
     /// The approval gate shared by the tools.
