@@ -259,3 +259,97 @@ pub fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// The grep test: with both channel tokens in the headless runner's environment, a
+/// channel failing and its errors logged at debug level, neither token shows in any
+/// event, log line, file of the data folder, or a command's environment.
+#[tokio::test]
+async fn the_channel_tokens_reach_no_event_log_file_or_child() {
+    use tokio::io::AsyncWriteExt as _;
+    const TG_TOKEN: &str = "987654:telegram-secret-token-xyz";
+    let fake = FakeLlm::start(
+        Script::steps(vec![
+            Step::tool_call("c1", "exec", json!({"command": "env", "pty": false})),
+            Step::tool_call("c2", "exec", json!({"command": "env"})),
+            Step::text("done"),
+        ])
+        .with_api_key("sk-grep"),
+    )
+    .await
+    .unwrap();
+    let ntfy = FakeNtfy::start(Some(NTFY_TOKEN)).await.unwrap();
+    // Nothing listens here: every Telegram call fails with a connection error, whose text
+    // would carry the URL and so the token.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(
+        &config,
+        json!({"channels": {
+            "ntfy": {"server": ntfy.url(), "topic": "vigil-push", "reply_topic": "vigil-reply"},
+            "telegram": {"api_base": format!("http://{closed}"), "chat_id": 5},
+            "when": "always",
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let mut cmd = tokio::process::Command::from(super::support::headless(&data, &fake, "sk-grep"));
+    let mut child = cmd
+        .arg("--config")
+        .arg(&config)
+        .env("VIGIL_APPROVAL_POLICY", "full-auto")
+        .env("VIGIL_NTFY_TOKEN", NTFY_TOKEN)
+        .env("VIGIL_TELEGRAM_TOKEN", TG_TOKEN)
+        .env("VIGIL_LOG", "debug")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"type\":\"user_message\",\"text\":\"print the environment\"}\n")
+        .await
+        .unwrap();
+    // Time for a few failed Telegram polls and the ntfy push of the notification.
+    ntfy.wait_for("vigil-push", 1, WAIT).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stdin
+        .write_all(b"{\"type\":\"channels\",\"op\":{\"action\":\"get\"}}\n")
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the runner ends")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let views: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "channels_changed")
+        .collect();
+    let telegram_error = views
+        .iter()
+        .rev()
+        .find_map(|v| v["channels"]["channels"][1]["last_error"].as_str().map(str::to_string))
+        .expect("the Telegram failure shows in the view");
+    assert!(!telegram_error.contains(&closed.to_string()), "{telegram_error}");
+    let transcript = std::fs::read_to_string(data.join("sessions/main.jsonl")).unwrap();
+    assert!(
+        transcript.contains("PATH="),
+        "the commands printed their environment: {transcript}"
+    );
+    for token in [NTFY_TOKEN, TG_TOKEN] {
+        assert!(!stdout.contains(token), "a token in the events");
+        assert!(!stderr.contains(token), "a token in the log");
+        for file in walk(&data) {
+            let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap_or_default()).into_owned();
+            assert!(!text.contains(token), "a token in {}", file.display());
+        }
+    }
+}
