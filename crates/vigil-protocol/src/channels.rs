@@ -166,6 +166,11 @@ pub struct ChannelsView {
     pub pairing: Option<PairingView>,
     #[ts(optional, type = "number")]
     pub paired_chat: Option<i64>,
+    /// The ntfy topics in use (named, or generated): the phone subscribes to `ntfy_topic`.
+    #[ts(optional)]
+    pub ntfy_topic: Option<String>,
+    #[ts(optional)]
+    pub ntfy_reply_topic: Option<String>,
     /// Whether presence can be read; when not, "when away" means always.
     pub presence_known: bool,
     /// Answers refused: a forged, replayed or expired token, a wrong pairing code.

@@ -1078,6 +1078,10 @@ export type PairingView = { code: string, expires_at: number, tries_left: number
 
 export type ChannelsView = { settings: ChannelsSettings, channels: Array<ChannelView>, pairing?: PairingView, paired_chat?: number, 
 /**
+ * The ntfy topics in use (named, or generated): the phone subscribes to `ntfy_topic`.
+ */
+ntfy_topic?: string, ntfy_reply_topic?: string, 
+/**
  * Whether presence can be read; when not, "when away" means always.
  */
 presence_known: boolean, 

@@ -406,6 +406,7 @@ impl Inner {
     }
 
     fn view(&self) -> ChannelsView {
+        let topics = self.ntfy().map(|n| (n.topic, n.reply_topic));
         let keys = self.keys();
         let now = self.clock.now_ms();
         let presence_known = self.away().is_some();
@@ -454,6 +455,8 @@ impl Inner {
                 tries_left: p.tries_left,
             }),
             paired_chat: paired,
+            ntfy_topic: topics.as_ref().map(|t| t.0.clone()),
+            ntfy_reply_topic: topics.map(|t| t.1),
             presence_known,
             refused_answers: state.refused,
             ignored_chats: state.ignored,
