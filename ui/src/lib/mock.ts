@@ -11,6 +11,7 @@
 import type { Backend, Unlisten } from './ipc';
 import { createMockGate } from './mock-approvals';
 import { createMockHeartbeat } from './mock-heartbeat';
+import { createMockChannels } from './mock-channels';
 import { createMockMcp } from './mock-mcp';
 import { createMockProcesses, execHistory } from './mock-processes';
 import { createMockRoutines } from './mock-routines';
@@ -32,6 +33,7 @@ import type {
   SettingsView,
   Usage,
   WakeReason,
+  ChannelOp,
 } from './protocol';
 
 const INTERRUPT_PREFIX = '[INTERRUPT] New message from user: ';
@@ -100,6 +102,7 @@ export function createMockBackend(variant: string): Backend {
   const processes = createMockProcesses(variant, emit);
   const routines = createMockRoutines(variant, emit);
   const mcp = createMockMcp(emit);
+  const channels = createMockChannels(emit);
 
   const startedAt = Date.now();
 
@@ -446,6 +449,7 @@ export function createMockBackend(variant: string): Backend {
     cols?: number;
     rows?: number;
     reason?: WakeReason;
+    op?: unknown;
   };
 
   const commands: Record<string, (args: Record<string, unknown>) => unknown> = {
@@ -518,6 +522,9 @@ export function createMockBackend(variant: string): Backend {
           break;
         case 'wake':
           heartbeat.wake(op.reason ?? 'manual');
+          break;
+        case 'channels':
+          channels.op(op.op as ChannelOp);
           break;
       }
     },
