@@ -37,10 +37,11 @@ pub struct Keys {
 }
 
 enum Source {
-    /// Environment, then keyring (unless `VIGIL_NO_KEYRING`).
+    /// Environment, then keyring (unless `VIGIL_NO_KEYRING`); the keyring's answer is kept,
+    /// "none" included, so a view or a poll never waits on it twice.
     System {
         use_keyring: bool,
-        cache: Mutex<[Option<String>; 2]>,
+        cache: Mutex<[Option<Option<String>>; 2]>,
     },
     /// Given (tests, embedding): `[ntfy, telegram]`.
     Fixed(Mutex<[Option<String>; 2]>),
@@ -81,7 +82,7 @@ impl Keys {
                     return Some(v.trim().to_string());
                 }
                 if let Some(v) = cache.lock().unwrap_or_else(|e| e.into_inner())[slot(channel)].clone() {
-                    return Some(v);
+                    return v;
                 }
                 if !use_keyring {
                     return None;
@@ -91,7 +92,7 @@ impl Keys {
                     keyring::Entry::new(crate::secrets::SERVICE, acct)?.get_password()
                 })
                 .ok();
-                cache.lock().unwrap_or_else(|e| e.into_inner())[slot(channel)] = found.clone();
+                cache.lock().unwrap_or_else(|e| e.into_inner())[slot(channel)] = Some(found.clone());
                 found
             }
         }
@@ -131,7 +132,8 @@ impl Keys {
                         var(channel)
                     )
                 })?;
-                cache.lock().unwrap_or_else(|e| e.into_inner())[slot(channel)] = Some(token).filter(|t| !t.is_empty());
+                cache.lock().unwrap_or_else(|e| e.into_inner())[slot(channel)] =
+                    Some(Some(token).filter(|t| !t.is_empty()));
                 Ok(())
             }
         }

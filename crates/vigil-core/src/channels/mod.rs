@@ -136,8 +136,9 @@ struct Inner {
     wake: [Notify; 2],
     /// Bumped when settings or tokens change: the loops reconnect.
     generation: watch::Sender<u64>,
-    events: mpsc::UnboundedSender<EventEnvelope>,
-    events_rx: Mutex<Option<mpsc::UnboundedReceiver<EventEnvelope>>>,
+    /// Events for the router, with the user's presence when each happened.
+    events: mpsc::UnboundedSender<(EventEnvelope, Option<bool>)>,
+    events_rx: Mutex<Option<mpsc::UnboundedReceiver<(EventEnvelope, Option<bool>)>>>,
     /// Cleared when the channels stop, which ends the host ↔ sink cycle.
     host: Mutex<Option<Arc<dyn ChannelHost>>>,
     /// Where `channels_changed` goes: the sink the tap wraps.
@@ -497,7 +498,12 @@ impl EventSink for Tap {
                 | Event::TextDelta { .. }
                 | Event::TurnFinished { .. }
         ) {
-            let _ = self.channels.inner.events.send(event.clone());
+            // Presence as the event happened, not as the router gets to it.
+            let away = match event.event {
+                Event::ApprovalRequested { .. } | Event::Notification { .. } => self.channels.inner.away(),
+                _ => None,
+            };
+            let _ = self.channels.inner.events.send((event.clone(), away));
         }
         self.inner.emit(event);
     }

@@ -19,7 +19,7 @@ use crate::session::PRIMARY_SESSION;
 pub const RETRY_FIRST: Duration = Duration::from_secs(1);
 pub const RETRY_MAX: Duration = Duration::from_secs(60);
 
-pub(super) fn spawn_all(inner: Arc<Inner>, rx: mpsc::UnboundedReceiver<EventEnvelope>) {
+pub(super) fn spawn_all(inner: Arc<Inner>, rx: mpsc::UnboundedReceiver<(EventEnvelope, Option<bool>)>) {
     let stop = inner.stop.clone();
     let spawn = |f: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>| {
         let stop = stop.clone();
@@ -51,8 +51,8 @@ async fn pause(inner: &Inner, d: Duration) {
     }
 }
 
-async fn route(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<EventEnvelope>) {
-    while let Some(e) = rx.recv().await {
+async fn route(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<(EventEnvelope, Option<bool>)>) {
+    while let Some((e, away)) = rx.recv().await {
         let session = e.session_id.clone().unwrap_or_else(|| PRIMARY_SESSION.to_string());
         match &e.event {
             Event::ApprovalResolved {
@@ -80,7 +80,7 @@ async fn route(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<EventEnvelope>
             }
             _ => {
                 if let Some(p) = push::from_event(&e) {
-                    queue(&inner, p, &session);
+                    queue(&inner, p, &session, away);
                 }
             }
         }
@@ -88,8 +88,7 @@ async fn route(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<EventEnvelope>
 }
 
 /// Queues a push on each channel that takes it now.
-fn queue(inner: &Inner, mut p: Push, session: &str) {
-    let away = inner.away();
+fn queue(inner: &Inner, mut p: Push, session: &str, away: Option<bool>) {
     let now = inner.clock.now_ms();
     let (to_ntfy, to_telegram) = {
         let mut state = inner.state();

@@ -205,3 +205,111 @@ async fn an_approval_answered_on_the_desktop_makes_the_phone_say_already_answere
     assert!(!marker.exists(), "the phone's late Allow ran the command");
     rt.shutdown().await;
 }
+
+/// The channels alone (no runtime), for what only their events decide.
+mod direct {
+    use std::sync::Arc;
+
+    use super::*;
+    use vigil_core::channels::{ChannelHost, Channels};
+    use vigil_core::clock::SystemClock;
+    use vigil_core::events::{CollectingSink, EventSink};
+    use vigil_core::protocol::{ApprovalKind, EventEnvelope, NotificationKind, Scope, Source};
+
+    struct Host;
+
+    impl ChannelHost for Host {
+        fn answer(&self, _: &str, _: ApprovalDecision) -> bool {
+            true
+        }
+        fn user_message(&self, _: &str, _: String) {}
+        fn away(&self) -> Option<bool> {
+            None
+        }
+    }
+
+    fn envelope(session: Option<&str>, event: Event) -> EventEnvelope {
+        EventEnvelope {
+            id: "e".into(),
+            ts: 0,
+            session_id: session.map(str::to_string),
+            scope: Scope::Primary,
+            source: Source::Background,
+            run_id: None,
+            event,
+        }
+    }
+
+    fn answer(session: &str, body: &str) -> EventEnvelope {
+        envelope(
+            Some(session),
+            Event::Notification {
+                kind: NotificationKind::Process,
+                title: "Build".into(),
+                body: body.into(),
+                event_id: None,
+                process_id: None,
+                approval_id: None,
+                target_session_id: Some(session.into()),
+                message_ts: None,
+            },
+        )
+    }
+
+    #[tokio::test]
+    async fn a_continuations_answer_reaches_the_phone_only_while_away_and_an_expired_approval_never() {
+        let dir = tempfile::tempdir().unwrap();
+        let tg = FakeTelegram::start(BOT_TOKEN).await.unwrap();
+        let channels = Channels::open(dir.path(), Arc::new(SystemClock), Keys::fixed(None, Some(BOT_TOKEN)));
+        let sink = channels.tap(Arc::new(CollectingSink::default()));
+        channels.set_settings(ChannelsSettings {
+            telegram: Some(TelegramSettings {
+                api_base: tg.api_base(),
+                chat_id: Some(CHAT),
+                session_id: None,
+            }),
+            when: ChannelWhen::Away,
+            ..Default::default()
+        });
+        let stop = tokio_util::sync::CancellationToken::new();
+        channels.start(Arc::new(Host), stop.clone());
+        channels.set_away(Some(false));
+        sink.emit(answer("s1", "seen at the desk"));
+        channels.set_away(Some(true));
+        // An approval whose time ran out before it could go.
+        sink.emit(envelope(
+            Some("s3"),
+            Event::ApprovalRequested {
+                approval_id: "late".into(),
+                kind: ApprovalKind::Exec,
+                prefix: String::new(),
+                command: "make deploy".into(),
+                cwd: None,
+                outside_sandbox: false,
+                env: vec![],
+                parts: vec![],
+                unprovable: None,
+                exec_run: None,
+                mcp: None,
+                expires_at: Some(1),
+            },
+        ));
+        sink.emit(answer("s2", "The build passed: 214 tests."));
+        let got = tg.wait_until(CHAT, WAIT, |m| !m.is_empty()).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let texts: Vec<String> = tg.messages(CHAT).into_iter().map(|m| m.text).collect();
+        assert_eq!(got.len(), 1);
+        assert_eq!(
+            texts,
+            ["Build\nThe build passed: 214 tests."],
+            "only the answer given while away"
+        );
+        // Presence unknown (the host cannot tell): "when away" means always.
+        channels.set_away(None);
+        sink.emit(answer("s4", "Also done."));
+        let got = tg.wait_until(CHAT, WAIT, |m| m.len() == 2).await;
+        assert_eq!(got[1].text, "Build\nAlso done.");
+        assert!(!channels.view().presence_known);
+        stop.cancel();
+    }
+}
