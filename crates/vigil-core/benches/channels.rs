@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use vigil_core::channels::{ChannelHost, Channels, Keys};
 use vigil_core::clock::SystemClock;
-use vigil_core::events::{CollectingSink, EventSink};
+use vigil_core::events::CollectingSink;
 use vigil_core::protocol::{
     ApprovalDecision, ApprovalKind, ChannelWhen, ChannelsSettings, Event, EventEnvelope, NotificationKind,
     NtfySettings, Scope, Source, TelegramSettings,
