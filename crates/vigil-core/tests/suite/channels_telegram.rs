@@ -213,7 +213,7 @@ mod direct {
     use super::*;
     use vigil_core::channels::{ChannelHost, Channels};
     use vigil_core::clock::SystemClock;
-    use vigil_core::events::{CollectingSink, EventSink};
+    use vigil_core::events::CollectingSink;
     use vigil_core::protocol::{ApprovalKind, EventEnvelope, NotificationKind, Scope, Source};
 
     struct Host;
