@@ -10,14 +10,21 @@
 
 use vigil_protocol::ProviderKind;
 
+/// The phone channels' tokens for the headless runner ([`crate::channels`]).
+pub const NTFY_TOKEN_VAR: &str = "VIGIL_NTFY_TOKEN";
+pub const TELEGRAM_TOKEN_VAR: &str = "VIGIL_TELEGRAM_TOKEN";
+/// Variables no child of Vigil inherits: the channels' tokens.
+pub const CHANNEL_TOKEN_VARS: [&str; 2] = [NTFY_TOKEN_VAR, TELEGRAM_TOKEN_VAR];
+
 /// Names (comma-separated) of environment variables the desktop app set for its own use,
 /// such as how WebKit draws its window. They are not the user's: every child is started
 /// without them and without this marker, so a command behaves as it would in the user's own
 /// terminal. A variable the user set themselves is not listed and passes through.
 pub const APP_ADDED_ENV: &str = "VIGIL_APP_ADDED_ENV";
 
-/// Variables no child inherits: the desktop app's own ([`APP_ADDED_ENV`]) and every
-/// variable an API key can come from ([`crate::secrets::env_key_vars`], both providers). A
+/// Variables no child inherits: the desktop app's own ([`APP_ADDED_ENV`]), every variable
+/// an API key can come from ([`crate::secrets::env_key_vars`], both providers) and the
+/// channels' tokens ([`CHANNEL_TOKEN_VARS`]). A
 /// command the model runs or a server it calls must not be able to print the user's key;
 /// the child's own `env` is applied afterwards, so such a variable can still be set for a
 /// child on purpose.
@@ -32,7 +39,13 @@ pub(crate) fn withheld_env() -> Vec<String> {
         .into_iter()
         .flat_map(crate::secrets::env_key_vars);
     let mut all: Vec<String> = names
-        .chain([APP_ADDED_ENV].into_iter().chain(keys).map(String::from))
+        .chain(
+            [APP_ADDED_ENV]
+                .into_iter()
+                .chain(keys)
+                .chain(CHANNEL_TOKEN_VARS)
+                .map(String::from),
+        )
         .collect();
     all.sort();
     all.dedup();

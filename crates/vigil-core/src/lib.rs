@@ -41,6 +41,8 @@
 //!   runs, released when nothing does; what Settings shows about it.
 //! - [`away`] — what happened while the user was away: the events a routine's log does not
 //!   keep (continuations, heartbeat runs, approvals waiting), and the card's lines.
+//! - [`channels`] — the user's phone: pushes to their ntfy server and Telegram bot, approvals
+//!   answered from there with one-time tokens, a chat with a conversation over Telegram.
 //! - [`presence`] — is the user at the computer? logind's idle and lock hints for the desktop
 //!   session, else input in the window.
 //! - [`history`] — the full-text index of every transcript (SQLite FTS5), derived from the
@@ -59,6 +61,7 @@ pub mod agent;
 pub mod approval;
 pub mod away;
 pub mod beneath;
+pub mod channels;
 pub mod children;
 pub mod clock;
 pub mod durable;

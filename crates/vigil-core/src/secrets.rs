@@ -17,7 +17,7 @@ use vigil_protocol::{KeyStorage, ProviderKind};
 
 use crate::durable;
 
-const SERVICE: &str = "vigil";
+pub(crate) const SERVICE: &str = "vigil";
 /// A keyring service that does not answer in this long is treated as absent, so a missing
 /// or locked Secret Service can never hang a turn or the settings pane.
 const KEYRING_TIMEOUT: Duration = Duration::from_secs(3);
@@ -65,7 +65,7 @@ pub fn env_key_vars(kind: ProviderKind) -> [&'static str; 2] {
 }
 
 /// Runs a keyring call on its own thread with a deadline.
-fn with_keyring<T: Send + 'static>(
+pub(crate) fn with_keyring<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, keyring::Error> + Send + 'static,
 ) -> Result<T, String> {
     let (tx, rx) = mpsc::channel();

@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::{
-    ApprovalDecision, ApprovalKind, AwaySummary, BackgroundUpdate, CommandPart, ErrorKind, ExecRun, HealthView,
-    HeartbeatSkip, HeartbeatStatus, HistoryHit, McpCallCard, McpView, Message, NotificationKind, ProcessSummary,
-    RoutinesView, SessionSummary, Usage, WakeReason,
+    ApprovalDecision, ApprovalKind, AwaySummary, BackgroundUpdate, ChannelsView, CommandPart, ErrorKind, ExecRun,
+    HealthView, HeartbeatSkip, HeartbeatStatus, HistoryHit, McpCallCard, McpView, Message, NotificationKind,
+    ProcessSummary, RoutinesView, SessionSummary, Usage, WakeReason,
 };
 
 /// Which kind of work an event belongs to.
@@ -255,6 +255,9 @@ pub enum Event {
     /// The user came back after an absence of at least `away_after_minutes`, and something
     /// happened meanwhile: the window shows it as one card.
     WhileAway { summary: AwaySummary },
+    /// The phone channels changed state (connected, retrying, paired…), or a `channels`
+    /// op asked.
+    ChannelsChanged { channels: ChannelsView },
 }
 
 /// Why the model (or the runtime) ended a turn.

@@ -31,6 +31,7 @@
 //! `tests/bindings.rs` fails when the checked-in file drifts from the Rust types.
 
 pub mod away;
+pub mod channels;
 pub mod health;
 pub mod heartbeat;
 pub mod history;
@@ -52,6 +53,10 @@ mod views;
 
 pub use approval::{ApprovalDecision, ApprovalKind, CommandPart, ExecRun};
 pub use away::{AwayKind, AwayLine, AwaySummary, AwayTarget};
+pub use channels::{
+    ChannelKinds, ChannelName, ChannelOp, ChannelStatus, ChannelView, ChannelWhen, ChannelsSettings, ChannelsView,
+    NtfySettings, PairingView, TelegramSettings,
+};
 pub use error::{CommandError, ErrorKind};
 pub use event::{Event, EventEnvelope, Scope, Source, StopReason};
 pub use health::{HealthStatus, HealthView, HeartbeatHealth, LaneHealth, LockHealth, MailboxHealth, RoutinesHealth};

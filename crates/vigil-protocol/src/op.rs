@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::{ApprovalDecision, Attachment, McpSecretField, RoutineDraft, WakeReason};
+use crate::{ApprovalDecision, Attachment, ChannelOp, McpSecretField, RoutineDraft, WakeReason};
 
 /// A command into the runtime. Scripts depend on these names: keep them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -127,4 +127,6 @@ pub enum Op {
     /// The window saw the user's input (keys, pointer), sent a few times a minute at most:
     /// where the desktop session cannot say whether the user is there, this does.
     WindowInput,
+    /// Settings → Away: the phone channels (ntfy, Telegram). Answered by `channels_changed`.
+    Channels { op: ChannelOp },
 }

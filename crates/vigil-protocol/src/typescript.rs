@@ -96,6 +96,17 @@ pub fn typescript_bindings() -> String {
         AwayTarget::decl(&cfg),
         HistoryHit::decl(&cfg),
         SnippetPart::decl(&cfg),
+        ChannelWhen::decl(&cfg),
+        ChannelKinds::decl(&cfg),
+        NtfySettings::decl(&cfg),
+        TelegramSettings::decl(&cfg),
+        ChannelsSettings::decl(&cfg),
+        ChannelName::decl(&cfg),
+        ChannelOp::decl(&cfg),
+        ChannelStatus::decl(&cfg),
+        ChannelView::decl(&cfg),
+        PairingView::decl(&cfg),
+        ChannelsView::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from crates/vigil-protocol by `UPDATE_BINDINGS=1 cargo test -p vigil-protocol`.\n// Do not edit by hand.\n\nexport type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;\n",

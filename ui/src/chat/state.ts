@@ -95,6 +95,8 @@ export const NOT_THE_CHATS = new Set([
   'mcp_servers_changed',
   // The "While you were away" card's (`away/`), above every conversation.
   'while_away',
+  // Settings → Away's (the phone channels).
+  'channels_changed',
 ] as const satisfies readonly EventEnvelope['type'][]);
 
 type NotTheChats = Extract<EventEnvelope, { type: typeof NOT_THE_CHATS extends Set<infer T> ? T : never }>;

@@ -17,6 +17,7 @@ import { createMockGate } from './mock-approvals';
 import { sampleSessions, type MockSession } from './mock-data';
 import { mockHealth } from './mock-health';
 import { createMockHeartbeat } from './mock-heartbeat';
+import { createMockChannels } from './mock-channels';
 import { createMockMcp } from './mock-mcp';
 import { createMockProcesses, execHistory } from './mock-processes';
 import { createMockRoutines } from './mock-routines';
@@ -34,6 +35,7 @@ import type {
   RoutineDraft,
   SettingsView,
   WakeReason,
+  ChannelOp,
 } from './protocol';
 
 export function createMockBackend(variant: string): Backend {
@@ -92,6 +94,7 @@ export function createMockBackend(variant: string): Backend {
   const processes = createMockProcesses(variant, emit);
   const routines = createMockRoutines(variant, emit);
   const mcp = createMockMcp(emit);
+  const channels = createMockChannels(emit);
 
   const turns = createMockTurns({ variant, emit, counter, sessions, gate, heartbeat, model: () => provider.model, sessionsChanged });
   const { lanes, lane, startTurn } = turns;
@@ -121,6 +124,7 @@ export function createMockBackend(variant: string): Backend {
     cols?: number;
     rows?: number;
     reason?: WakeReason;
+    op?: unknown;
   };
 
   const commands: Record<string, (args: Record<string, unknown>) => unknown> = {
@@ -193,6 +197,9 @@ export function createMockBackend(variant: string): Backend {
           break;
         case 'wake':
           heartbeat.wake(op.reason ?? 'manual');
+          break;
+        case 'channels':
+          channels.op(op.op as ChannelOp);
           break;
       }
     },

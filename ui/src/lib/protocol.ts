@@ -9,7 +9,7 @@ export type Op = { "type": "user_message", text: string, session_id?: string,
  * downscaled and stored with the conversation before the message is saved; one that
  * cannot be read is an error and nothing is sent.
  */
-attachments?: Array<Attachment>, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "retry_routine_run", id: string, run_id: string, } | { "type": "dismiss_routine_run", id: string, run_id: string, } | { "type": "approve_routine", id: string, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, } | { "type": "search_history", query: string, } | { "type": "list_mcp_servers" } | { "type": "add_mcp_servers", json: string, secret?: Array<McpSecretField>, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_server_trusted", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "window_input" };
+attachments?: Array<Attachment>, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "retry_routine_run", id: string, run_id: string, } | { "type": "dismiss_routine_run", id: string, run_id: string, } | { "type": "approve_routine", id: string, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, } | { "type": "search_history", query: string, } | { "type": "list_mcp_servers" } | { "type": "add_mcp_servers", json: string, secret?: Array<McpSecretField>, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_server_trusted", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "window_input" } | { "type": "channels", op: ChannelOp, };
 
 export type Attachment = { 
 /**
@@ -111,7 +111,7 @@ retrying?: boolean,
 /**
  * The tokens the run's model call used (absent when nothing was asked of the model).
  */
-usage?: Usage, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, } | { "type": "mcp_servers_changed", mcp: McpView, } | { "type": "while_away", summary: AwaySummary, });
+usage?: Usage, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, } | { "type": "mcp_servers_changed", mcp: McpView, } | { "type": "while_away", summary: AwaySummary, } | { "type": "channels_changed", channels: ChannelsView, });
 
 export type Event = { "type": "turn_started", user_text: string, } | { "type": "text_delta", text: string, } | { "type": "reasoning_delta", text: string, } | { "type": "retrying", attempt: number, delay_ms: number, reason: string, } | { "type": "turn_finished", stop_reason: StopReason, usage: Usage, detail?: string, } | { "type": "tool_call_started", call_id: string, name: string, input: JsonValue, } | { "type": "tool_call_update", call_id: string, output: string, } | { "type": "tool_call_finished", call_id: string, name: string, content: string, is_error: boolean, } | { "type": "message_queued", text: string, } | { "type": "queue_consumed", count: number, } | { "type": "compacted", summarized_messages: number, tokens_before: number, tokens_after: number, } | { "type": "sessions_changed", sessions: Array<SessionSummary>, } | { "type": "history_results", query: string, hits: Array<HistoryHit>, } | { "type": "approval_requested", approval_id: string, kind: ApprovalKind, 
 /**
@@ -184,7 +184,7 @@ retrying?: boolean,
 /**
  * The tokens the run's model call used (absent when nothing was asked of the model).
  */
-usage?: Usage, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, } | { "type": "mcp_servers_changed", mcp: McpView, } | { "type": "while_away", summary: AwaySummary, };
+usage?: Usage, } | { "type": "background_update", update: BackgroundUpdate, unread: number, } | { "type": "background_updates_read", event_ids: Array<string>, } | { "type": "background_paused", paused: boolean, } | { "type": "message_appended", message: Message, } | { "type": "process_started", process: ProcessSummary, } | { "type": "process_output", process_id: string, data_b64: string, } | { "type": "process_exited", process: ProcessSummary, } | { "type": "routines_changed", routines: RoutinesView, } | { "type": "health", health: HealthView, } | { "type": "mcp_servers_changed", mcp: McpView, } | { "type": "while_away", summary: AwaySummary, } | { "type": "channels_changed", channels: ChannelsView, };
 
 export type StopReason = "end_turn" | "tool_use" | "max_tokens" | "stop_sequence" | "refusal" | "cancelled" | "policy" | "error";
 
@@ -1096,3 +1096,106 @@ role: string, ts: number,
 snippet: Array<SnippetPart>, };
 
 export type SnippetPart = { text: string, matched: boolean, };
+
+export type ChannelWhen = "away" | "always" | "never";
+
+export type ChannelKinds = { 
+/**
+ * An approval waiting.
+ */
+approval?: ChannelWhen, 
+/**
+ * A conversation's answer given on its own (a continuation), a background command's end.
+ */
+continuation?: ChannelWhen, 
+/**
+ * A routine's result.
+ */
+routine?: ChannelWhen, 
+/**
+ * Something the heartbeat or a monitor found.
+ */
+monitor?: ChannelWhen, 
+/**
+ * A failure, or anything else.
+ */
+failure?: ChannelWhen, 
+/**
+ * The daily budget is spent.
+ */
+budget?: ChannelWhen, };
+
+export type NtfySettings = { 
+/**
+ * `https://ntfy.example.org`
+ */
+server: string, 
+/**
+ * The topic pushes go to; absent: Vigil generates one (128 random bits) and keeps it.
+ */
+topic?: string, 
+/**
+ * The topic answers come back on; absent: generated like `topic`.
+ */
+reply_topic?: string, };
+
+export type TelegramSettings = { api_base: string, 
+/**
+ * The paired chat; absent: pair by code in Settings → Away.
+ */
+chat_id?: number, 
+/**
+ * The conversation messages to the bot go to; absent: the main one.
+ */
+session_id?: string, };
+
+export type ChannelsSettings = { ntfy?: NtfySettings, telegram?: TelegramSettings, when: ChannelWhen, kinds: ChannelKinds, };
+
+export type ChannelName = "ntfy" | "telegram";
+
+export type ChannelOp = { "action": "get" } | { "action": "set", settings: ChannelsSettings, } | { "action": "set_token", channel: ChannelName, token: string, } | { "action": "pair" } | { "action": "unpair" };
+
+export type ChannelStatus = "off" | "needs_setup" | "connecting" | "connected" | "retrying";
+
+export type ChannelView = { channel: ChannelName, status: ChannelStatus, 
+/**
+ * A token is stored (keyring or environment).
+ */
+has_token: boolean, 
+/**
+ * Pushes waiting to go out.
+ */
+queued: number, sent: number, 
+/**
+ * The last error, with any URL and token removed.
+ */
+last_error?: string, 
+/**
+ * Approvals can be answered from this channel (ntfy: only when its topics refuse
+ * anonymous readers).
+ */
+answers: boolean, 
+/**
+ * What this channel sends, in one sentence.
+ */
+sends: string, };
+
+export type PairingView = { code: string, expires_at: number, tries_left: number, };
+
+export type ChannelsView = { settings: ChannelsSettings, channels: Array<ChannelView>, pairing?: PairingView, paired_chat?: number, 
+/**
+ * The ntfy topics in use (named, or generated): the phone subscribes to `ntfy_topic`.
+ */
+ntfy_topic?: string, ntfy_reply_topic?: string, 
+/**
+ * Whether presence can be read; when not, "when away" means always.
+ */
+presence_known: boolean, 
+/**
+ * Answers refused: a forged, replayed or expired token, a wrong pairing code.
+ */
+refused_answers: number, 
+/**
+ * Messages from chats other than the paired one, ignored.
+ */
+ignored_chats: number, };

@@ -9,6 +9,9 @@
 //! `{"type":"shutdown"}`, Ctrl-C and SIGTERM stop them: turns are cancelled keeping what
 //! they said, process groups are killed, pending wakes stay saved.
 //!
+//! A config file's `"channels"` entry sets up the phone channels (ntfy, Telegram) as
+//! Settings → Away does; their tokens come from `VIGIL_NTFY_TOKEN` / `VIGIL_TELEGRAM_TOKEN`.
+//!
 //! The MCP servers of `DIR/mcp.json` start as in the app, and stop with it;
 //! `{"type":"list_mcp_servers"}` answers with their states (`mcp_servers_changed`).
 
@@ -65,6 +68,16 @@ fn parse_args() -> Result<Args, String> {
     })
 }
 
+/// The `"channels"` entry of a config file, if it has one.
+fn channels_entry(path: &std::path::Path) -> Result<Option<vigil_core::protocol::ChannelsSettings>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    match v.get("channels").filter(|c| !c.is_null()) {
+        None => Ok(None),
+        Some(c) => serde_json::from_value(c.clone()).map(Some).map_err(|e| e.to_string()),
+    }
+}
+
 /// Resolves on SIGTERM (never elsewhere, or when the handler cannot be installed).
 async fn terminate_signal() {
     #[cfg(unix)]
@@ -112,6 +125,18 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(1);
         }
     };
+    // The config file's "channels" entry, in the shape Settings → Away saves; tokens come
+    // from VIGIL_NTFY_TOKEN / VIGIL_TELEGRAM_TOKEN (or the keyring), never from the file.
+    if let Some(path) = &config {
+        match channels_entry(path) {
+            Ok(Some(channels)) => runtime.channels().set_settings(channels),
+            Ok(None) => {}
+            Err(e) => warnings.push(format!(
+                "The channels in {} are invalid ({e}); none are used.",
+                path.display()
+            )),
+        }
+    }
     let (provider, heartbeat) = (file.provider, file.heartbeat);
     warnings.extend(runtime.set_heartbeat_settings(&heartbeat.unwrap_or_default()));
     let view = runtime.apply_settings(provider, warnings);

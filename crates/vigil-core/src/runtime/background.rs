@@ -60,6 +60,8 @@ impl Runtime {
         self.inner.mcp.start();
         self.start_inhibitor();
         self.start_presence();
+        let host = Arc::new(self.clone());
+        self.inner.channels.start(host, self.inner.shutdown.child_token());
         // One loop owns all timing: the heartbeat interval and the routines.
         let scheduler = self.inner.routines.clone();
         scheduler.set_wake(wake.clone());

@@ -13,6 +13,7 @@ mod activity;
 mod attachments;
 mod away;
 mod background;
+mod channels;
 mod connection;
 mod continuation;
 mod health;
@@ -147,6 +148,9 @@ struct Inner {
     /// The search index over every transcript; `None` if it could not be opened (then no
     /// history tools, and the user's searches find nothing).
     history: Option<crate::history::History>,
+    /// The phone channels (ntfy, Telegram); they read events through the sink's tap and
+    /// start with the background work.
+    channels: crate::channels::Channels,
 }
 
 impl Runtime {
@@ -194,6 +198,8 @@ impl Runtime {
         if let Err(e) = crate::workspace::heartbeat_file::write_template_once(workspace.root(), data_dir) {
             tracing::warn!("could not write the HEARTBEAT.md template: {e}");
         }
+        let channels = crate::channels::Channels::open(data_dir, clock.clone(), crate::channels::Keys::system());
+        let sink = channels.tap(sink);
         let journal = crate::away::Journal::default();
         let sink = Arc::new(crate::away::Tap {
             journal: journal.clone(),
@@ -274,6 +280,7 @@ impl Runtime {
                 presence: OnceLock::new(),
                 away_after_ms: Default::default(),
                 history,
+                channels,
             }
         });
         let rt = Self { inner };
@@ -393,6 +400,7 @@ impl Runtime {
             Op::SetMcpServerTrusted { name, trusted } => self.mcp_op(mcp::McpOp::Trust(name, trusted)),
             Op::RestartMcpServer { name } => self.mcp_op(mcp::McpOp::Restart(name)),
             Op::WindowInput => self.window_input(),
+            Op::Channels { op } => self.inner.channels.op(op),
             Op::SetContinuationLimit { session_id, limit } => {
                 let done = self
                     .inner
@@ -467,6 +475,11 @@ impl Runtime {
                 .emit(Source::System, Event::SessionsChanged { sessions }),
             Err(e) => self.report(ErrorKind::Session, e.to_string()),
         }
+    }
+
+    /// The phone channels (Settings → Away).
+    pub fn channels(&self) -> &crate::channels::Channels {
+        &self.inner.channels
     }
 
     /// The approval gate shared by the tools.

@@ -1,5 +1,7 @@
 mod agent;
 mod alone;
+mod channels;
+mod channels_telegram;
 mod context_overflow;
 mod continuation;
 mod continuation_delivery;
