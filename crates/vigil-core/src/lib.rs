@@ -6,6 +6,8 @@
 //! ## Layout
 //!
 //! - [`runtime`] — the clonable handle front ends hold: takes `Op`s, runs turns per session lane.
+//! - [`run`] — one way to start a run ([`run::RunRequest`] → [`run::start::run`]) for every
+//!   kind of work, one way to deliver its result ([`run::deliver`]), lanes, the daily budget.
 //! - [`agent`] — one turn: save the user message, stream the reply, save the reply.
 //! - [`approval`] — may the agent run this command / touch this file? Policy, asking, "always".
 //! - [`sandbox`] — bubblewrap around the agent's commands: the workspace writable, the rest
