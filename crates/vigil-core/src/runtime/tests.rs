@@ -3,7 +3,7 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::events::CollectingSink;
-use vigil_protocol::StopReason;
+use vigil_protocol::{Op, StopReason};
 
 /// A message that makes its turn panic (see `run_turn`).
 pub(super) const PLANTED_BUG: &str = "<panic in this turn>";
