@@ -138,11 +138,11 @@ sandbox-compare:
 	  cargo test -p vigil-core --test all sandbox_compare -- --ignored --nocapture
 
 test-e2e:
-	cargo build -p vigil-fake-llm
+	cargo build -p vigil-fake-llm -p vigil-fake-phone
 	scripts/e2e.sh
 
 ## Load through the real window (not in `make test`: its bounds are timings): a 10 000-message
 ## conversation, 50 terminals streaming at once, 1 000 routines; frame gaps and event rates.
 test-load: deps-test ui app
-	cargo build -p vigil-fake-llm
+	cargo build -p vigil-fake-llm -p vigil-fake-phone
 	scripts/e2e.sh tests/e2e/load.test.mjs
