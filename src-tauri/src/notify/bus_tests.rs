@@ -77,8 +77,11 @@ async fn private_bus() -> Bus {
     }
 }
 
+/// A connection whose calls fail after [`BOUND`] rather than wait for ever, as the app's do
+/// (`notify::notifier`): a reply that never comes fails the test instead of hanging the run.
 async fn client(bus: &Bus) -> Connection {
     zbus::connection::Builder::address(bus.address.as_str())
+        .method_timeout(BOUND)
         .build()
         .await
         .expect("connect to the private bus")
@@ -109,11 +112,14 @@ struct FakeServer {
 impl FakeServer {
     async fn start(bus: &Bus, first_id: u32) -> Self {
         let conn = client(bus).await;
+        // Listening before it owns the name: zbus hands a message only to the streams that
+        // exist when it reads it, so a call that came before the serving task had made its
+        // stream was dropped unanswered (and the caller waited for ever).
+        let mut incoming = MessageStream::from(&conn);
         conn.request_name(NAME).await.expect("own the notification name");
         let (tx, calls) = mpsc::unbounded_channel();
         let serving = conn.clone();
         tokio::spawn(async move {
-            let mut incoming = MessageStream::from(&serving);
             let mut next = first_id;
             while let Some(Ok(message)) = incoming.next().await {
                 let header = message.header();
