@@ -10,17 +10,17 @@ use crate::inhibit::{InhibitorStatus, SleepInhibitor};
 impl Runtime {
     /// Turns keeping the computer awake on or off at once (the `keep_awake` setting).
     pub fn set_keep_awake(&self, on: bool) {
-        self.inner.keep_awake.store(on, Ordering::Relaxed);
-        if let Some(inhibitor) = self.inner.inhibitor.get() {
+        self.inner.away.keep_awake.store(on, Ordering::Relaxed);
+        if let Some(inhibitor) = self.inner.away.inhibitor.get() {
             inhibitor.set_enabled(on);
         }
     }
 
     /// What Settings shows: off, unavailable (and why), idle, or holding a lock.
     pub fn keep_awake_status(&self) -> InhibitorStatus {
-        match self.inner.inhibitor.get() {
+        match self.inner.away.inhibitor.get() {
             Some(inhibitor) => inhibitor.status(),
-            None if self.inner.keep_awake.load(Ordering::Relaxed) => InhibitorStatus::Idle,
+            None if self.inner.away.keep_awake.load(Ordering::Relaxed) => InhibitorStatus::Idle,
             None => InhibitorStatus::Off,
         }
     }
@@ -28,28 +28,40 @@ impl Runtime {
     /// The bus logind is asked on instead of the system bus (tests); call before
     /// [`Runtime::start_background`].
     pub fn set_logind_bus(&self, address: &str) {
-        *self.inner.logind_bus.lock().unwrap_or_else(|e| e.into_inner()) = Some(address.to_string());
+        *self.inner.away.logind_bus.lock().unwrap_or_else(|e| e.into_inner()) = Some(address.to_string());
     }
 
     /// Starts the inhibitor with the background work (it needs a tokio runtime).
     pub(super) fn start_inhibitor(&self) {
-        let bus = self.inner.logind_bus.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let enabled = self.inner.keep_awake.load(Ordering::Relaxed);
-        if self.inner.inhibitor.set(SleepInhibitor::start(enabled, bus)).is_ok() {
+        let bus = self
+            .inner
+            .away
+            .logind_bus
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let enabled = self.inner.away.keep_awake.load(Ordering::Relaxed);
+        if self
+            .inner
+            .away
+            .inhibitor
+            .set(SleepInhibitor::start(enabled, bus))
+            .is_ok()
+        {
             self.activity_changed();
         }
     }
 
     /// How many things run now: busy lanes plus running commands.
     pub fn running_tasks(&self) -> usize {
-        let lanes = self.inner.lanes.busy().len();
-        lanes + self.inner.running_commands.load(Ordering::Relaxed)
+        let lanes = self.inner.conversations.lanes.busy().len();
+        lanes + self.inner.processes.running_commands.load(Ordering::Relaxed)
     }
 
     /// Tells the inhibitor the new count; call after a lane turns busy or free, and after a
     /// command starts or ends.
     pub(super) fn activity_changed(&self) {
-        if let Some(inhibitor) = self.inner.inhibitor.get() {
+        if let Some(inhibitor) = self.inner.away.inhibitor.get() {
             inhibitor.set_running(self.running_tasks());
         }
     }

@@ -29,15 +29,15 @@ impl Runtime {
     /// The bytes of an image stored with `session_id` (for the window's thumbnails); `None`
     /// when its file is gone.
     pub fn image(&self, session_id: &str, sha256: &str, mime: &str) -> Result<Option<Vec<u8>>, SessionError> {
-        self.inner.store.read_image(session_id, sha256, mime)
+        self.inner.conversations.store.read_image(session_id, sha256, mime)
     }
 
     /// Prepares and stores `attachments` with `session_id`, then sends the message.
     pub(super) fn send_with_attachments(&self, session_id: String, text: String, attachments: Vec<Attachment>) {
         let this = self.clone();
-        self.inner.tasks.spawn(async move {
+        self.inner.life.tasks.spawn(async move {
             let stored = this.store_attachments(&session_id, &attachments).await;
-            let staging = this.inner.data_dir.join(STAGING_DIR);
+            let staging = this.inner.base.data_dir.join(STAGING_DIR);
             for a in &attachments {
                 if Path::new(&a.path).parent() == Some(staging.as_path()) {
                     let _ = std::fs::remove_file(&a.path);
@@ -46,7 +46,7 @@ impl Runtime {
             match stored {
                 Ok(images) => this.start_turn(session_id, UserInput { text, images }),
                 Err(message) => {
-                    let emitter = this.inner.emitter.for_session(&session_id, Scope::Primary);
+                    let emitter = this.inner.base.emitter.for_session(&session_id, Scope::Primary);
                     emitter.emit(
                         Source::System,
                         Event::Error {
@@ -73,6 +73,7 @@ impl Runtime {
                 .map_err(|e| format!("Cannot send this image: {e}. The message was not sent."))?;
             let block = self
                 .inner
+                .conversations
                 .store
                 .put_image(session_id, &prepared.bytes, prepared.mime)
                 .await

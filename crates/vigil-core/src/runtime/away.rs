@@ -13,19 +13,44 @@ use super::Runtime;
 use crate::away::{summarize, RoutineRuns};
 use crate::presence::{Presence, PresenceSource, PresenceWatch};
 
+/// The user's presence, and what reaches them while away: the journal behind the "While you
+/// were away" card, the phone channels, and keeping the computer awake.
+pub(super) struct Away {
+    /// The `keep_awake` setting, and the inhibitor once background work started.
+    pub(super) keep_awake: std::sync::atomic::AtomicBool,
+    pub(super) inhibitor: std::sync::OnceLock<crate::inhibit::SleepInhibitor>,
+    /// Another bus to find logind on (tests); `None`: the system bus.
+    pub(super) logind_bus: std::sync::Mutex<Option<String>>,
+    /// Whether the user is at the computer, once background work started.
+    pub(super) presence: std::sync::OnceLock<crate::presence::PresenceWatch>,
+    /// An absence this long (ms) or longer gets a "While you were away" card.
+    pub(super) away_after_ms: std::sync::atomic::AtomicI64,
+    /// What only the events tell of the time the user is away (fed by the sink's tap).
+    pub(super) journal: crate::away::Journal,
+    /// The phone channels (ntfy, Telegram); they read events through the sink's tap and
+    /// start with the background work.
+    pub(super) channels: crate::channels::Channels,
+}
+
 impl Runtime {
     /// Starts watching the user's presence (on the bus of [`Runtime::set_logind_bus`]).
     pub(super) fn start_presence(&self) {
-        let bus = self.inner.logind_bus.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let watch = PresenceWatch::start(self.inner.clock.clone(), bus);
+        let bus = self
+            .inner
+            .away
+            .logind_bus
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let watch = PresenceWatch::start(self.inner.base.clock.clone(), bus);
         let mut changes = watch.subscribe();
-        if self.inner.presence.set(watch).is_err() {
+        if self.inner.away.presence.set(watch).is_err() {
             return;
         }
         // Weak: this loop must not keep the runtime alive; it ends with shutdown.
         let runtime = Arc::downgrade(&self.inner);
-        let shutdown = self.inner.shutdown.clone();
-        self.inner.background.spawn(async move {
+        let shutdown = self.inner.life.shutdown.clone();
+        self.inner.life.background.spawn(async move {
             let mut was = *changes.borrow_and_update();
             loop {
                 tokio::select! {
@@ -44,15 +69,18 @@ impl Runtime {
 
     /// The user is back from an absence that began at `since_ms`.
     fn came_back(&self, since_ms: i64) {
-        let back = self.inner.clock.now_ms();
+        let back = self.inner.base.clock.now_ms();
         let away_for = back.saturating_sub(since_ms);
-        let threshold = self.inner.away_after_ms.load(Ordering::Relaxed);
+        let threshold = self.inner.away.away_after_ms.load(Ordering::Relaxed);
         tracing::info!(away_for_ms = away_for, "the user is back");
         if away_for < threshold {
             return;
         }
         if let Some(summary) = self.away_summary(since_ms, back) {
-            self.inner.emitter.emit(Source::System, Event::WhileAway { summary });
+            self.inner
+                .base
+                .emitter
+                .emit(Source::System, Event::WhileAway { summary });
         }
     }
 
@@ -77,30 +105,35 @@ impl Runtime {
                 HashMap::new()
             }
         };
-        summarize(since_ms, back_ms, &self.inner.journal, &routines, &titles)
+        summarize(since_ms, back_ms, &self.inner.away.journal, &routines, &titles)
     }
 
     /// How long an absence must last for its card (the `away_after_minutes` setting).
     pub fn set_away_after(&self, minutes: u32) {
         let ms = i64::from(minutes.max(1)) * 60_000;
-        self.inner.away_after_ms.store(ms, Ordering::Relaxed);
+        self.inner.away.away_after_ms.store(ms, Ordering::Relaxed);
     }
 
     /// The window saw the user's input; counts where the desktop session cannot say.
     pub fn window_input(&self) {
-        if let Some(watch) = self.inner.presence.get() {
+        if let Some(watch) = self.inner.away.presence.get() {
             watch.input_seen();
         }
     }
 
     /// Whether the user is at the computer (here until background work started).
     pub fn presence(&self) -> Presence {
-        self.inner.presence.get().map_or(Presence::Here, PresenceWatch::now)
+        self.inner
+            .away
+            .presence
+            .get()
+            .map_or(Presence::Here, PresenceWatch::now)
     }
 
     /// Where the presence comes from: logind's session, or the window.
     pub fn presence_source(&self) -> PresenceSource {
         self.inner
+            .away
             .presence
             .get()
             .map_or(PresenceSource::Starting, PresenceWatch::source)

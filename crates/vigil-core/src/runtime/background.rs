@@ -13,6 +13,23 @@ use crate::run::{RunRequest, RunResult, Runner};
 use crate::system_events::{self, SystemEventKind};
 use crate::wake::{HandlerRegistration, PendingWake, Wake, WakeConfig, WakeOutcome};
 
+/// Work nobody asked for just now: the wake loop, the heartbeat, routines and their
+/// triggers, continuations, and the daily budget they all spend.
+pub(super) struct Unattended {
+    /// The daily account of background work (the heartbeat, continuations, jobs).
+    pub(super) budget: crate::run::Budget,
+    /// Settings and status of the heartbeat; runs only once background work started.
+    pub(super) heartbeat: crate::heartbeat::Heartbeat,
+    /// Routines and the one timing loop; ticks only once background work started.
+    pub(super) routines: crate::routines::Scheduler,
+    /// Routine triggers and checks (issue 33); watches only once background work started.
+    pub(super) watch: crate::watch::Watch,
+    /// The wake loop, once [`Runtime::start_background`] ran.
+    pub(super) wake: std::sync::OnceLock<Started>,
+    /// Continuations and unattended approvals: their limits, and merges in progress.
+    pub(super) autonomy: super::continuation::Autonomy,
+}
+
 /// The running wake loop and the heartbeat's registration with it.
 pub(super) struct Started {
     pub(super) wake: Wake,
@@ -27,14 +44,14 @@ impl Runtime {
     /// error in the log, when there is no tokio runtime to run on.
     pub fn start_background(&self) -> bool {
         self.start_background_with(WakeConfig {
-            persist_path: Some(self.inner.data_dir.join("wake").join("pending.json")),
+            persist_path: Some(self.inner.base.data_dir.join("wake").join("pending.json")),
             ..WakeConfig::default()
         })
     }
 
     /// [`Self::start_background`] with explicit wake timings (tests).
     pub fn start_background_with(&self, config: WakeConfig) -> bool {
-        if self.inner.wake.get().is_some() {
+        if self.inner.unattended.wake.get().is_some() {
             return true;
         }
         if tokio::runtime::Handle::try_current().is_err() {
@@ -43,16 +60,16 @@ impl Runtime {
         }
         let wake = Wake::start(
             config,
-            self.inner.clock.clone(),
-            self.inner.shutdown.clone(),
-            &self.inner.background,
+            self.inner.base.clock.clone(),
+            self.inner.life.shutdown.clone(),
+            &self.inner.life.background,
         );
-        let registration = wake.set_handler(Arc::new(self.inner.heartbeat.clone()));
+        let registration = wake.set_handler(Arc::new(self.inner.unattended.heartbeat.clone()));
         let started = Started {
             wake: wake.clone(),
             _registration: registration,
         };
-        if self.inner.wake.set(started).is_err() {
+        if self.inner.unattended.wake.set(started).is_err() {
             return true;
         }
         self.start_processes();
@@ -61,14 +78,18 @@ impl Runtime {
         self.start_inhibitor();
         self.start_presence();
         let host = Arc::new(self.clone());
-        self.inner.channels.start(host, self.inner.shutdown.child_token());
-        // One loop owns all timing: the heartbeat interval and the routines.
-        let scheduler = self.inner.routines.clone();
-        scheduler.set_wake(wake.clone());
-        let timer = IntervalTimer::new(self.inner.heartbeat.clone(), wake);
         self.inner
+            .away
+            .channels
+            .start(host, self.inner.life.shutdown.child_token());
+        // One loop owns all timing: the heartbeat interval and the routines.
+        let scheduler = self.inner.unattended.routines.clone();
+        scheduler.set_wake(wake.clone());
+        let timer = IntervalTimer::new(self.inner.unattended.heartbeat.clone(), wake);
+        self.inner
+            .life
             .background
-            .spawn(scheduler.run(timer, self.inner.shutdown.clone()));
+            .spawn(scheduler.run(timer, self.inner.life.shutdown.clone()));
         self.start_watch();
         true
     }
@@ -78,14 +99,14 @@ impl Runtime {
     /// provider error it would try again): for tests and diagnostics. It still emits the
     /// `heartbeat` event and counts.
     pub async fn heartbeat_once(&self, reason: WakeReason) -> WakeOutcome {
-        let wake = PendingWake::new(reason, heartbeat::AGENT, self.inner.clock.now_ms());
-        self.inner.heartbeat.run_once(wake).await
+        let wake = PendingWake::new(reason, heartbeat::AGENT, self.inner.base.clock.now_ms());
+        self.inner.unattended.heartbeat.run_once(wake).await
     }
 
     /// Asks for a heartbeat run (coalesced with others). Before
     /// [`Self::start_background`] there is nothing to run it, and the request is dropped.
     pub fn request_wake(&self, reason: WakeReason) {
-        match self.inner.wake.get() {
+        match self.inner.unattended.wake.get() {
             Some(started) => started.wake.request_wake(reason, heartbeat::AGENT),
             None => tracing::warn!("a {} wake before the heartbeat started was dropped", reason.as_str()),
         }
@@ -95,13 +116,14 @@ impl Runtime {
     /// session). Pair it with [`Self::request_wake`] to have it relayed promptly.
     pub fn enqueue_system_event(&self, session_id: &str, text: &str, kind: SystemEventKind) -> bool {
         self.inner
+            .conversations
             .system_events
-            .enqueue(session_id, text, kind, self.inner.clock.now_ms())
+            .enqueue(session_id, text, kind, self.inner.base.clock.now_ms())
     }
 
     /// The queues, for producers that hold on to them (the process registry).
     pub fn system_events(&self) -> &system_events::SystemEvents {
-        &self.inner.system_events
+        &self.inner.conversations.system_events
     }
 
     /// Applies heartbeat settings at once (no restart); returns the problems found, which
@@ -109,10 +131,10 @@ impl Runtime {
     pub fn set_heartbeat_settings(&self, settings: &HeartbeatSettings) -> Vec<String> {
         let config = HeartbeatConfig::resolve(settings);
         let warnings = config.warnings.clone();
-        let turned_off = !config.enabled && self.inner.heartbeat.config().enabled;
-        self.inner.heartbeat.set_config(config);
+        let turned_off = !config.enabled && self.inner.unattended.heartbeat.config().enabled;
+        self.inner.unattended.heartbeat.set_config(config);
         if turned_off {
-            self.inner.routines.heartbeat_turned_off();
+            self.inner.unattended.routines.heartbeat_turned_off();
         }
         warnings
     }
@@ -123,27 +145,34 @@ impl Runtime {
     /// conversation turns are not touched. Emits `background_paused` when it changes.
     /// Routines check it too: nothing is claimed while paused (see `JobHost::paused`).
     pub fn set_paused(&self, paused: bool) {
-        if self.inner.heartbeat.set_paused(paused) {
+        if self.inner.unattended.heartbeat.set_paused(paused) {
             tracing::info!(paused, "background activity paused or resumed");
             self.inner
+                .base
                 .emitter
                 .emit(Source::System, Event::BackgroundPaused { paused });
             if !paused {
                 // What fell due meanwhile runs now, not at the scheduler's next wake-up.
-                self.inner.routines.poke();
+                self.inner.unattended.routines.poke();
             }
         }
     }
 
     /// Whether background activity is paused (see [`Self::set_paused`]).
     pub fn is_paused(&self) -> bool {
-        self.inner.heartbeat.is_paused()
+        self.inner.unattended.heartbeat.is_paused()
     }
 
     /// The status view: last run, next run, settings problems, counters.
     pub fn heartbeat_view(&self) -> HeartbeatView {
-        let stats = self.inner.wake.get().map(|s| s.wake.stats()).unwrap_or_default();
-        self.inner.heartbeat.view(stats)
+        let stats = self
+            .inner
+            .unattended
+            .wake
+            .get()
+            .map(|s| s.wake.stats())
+            .unwrap_or_default();
+        self.inner.unattended.heartbeat.view(stats)
     }
 
     /// Counters since start (runs, sent, suppressed, skipped by reason, wakes coalesced).
@@ -153,7 +182,7 @@ impl Runtime {
 
     /// Waits for requested wakes to run; true if there were any.
     pub(super) async fn settle_wakes(&self) -> bool {
-        match self.inner.wake.get() {
+        match self.inner.unattended.wake.get() {
             Some(started) => started.wake.settled().await,
             None => false,
         }
@@ -163,6 +192,7 @@ impl Runtime {
     /// heartbeat's own turns are not conversations).
     fn conversation_busy(&self) -> bool {
         self.inner
+            .conversations
             .lanes
             .busy()
             .iter()
@@ -186,8 +216,14 @@ impl HeartbeatHost for Host {
     }
 
     fn has_provider(&self) -> bool {
-        self.runtime()
-            .is_some_and(|rt| rt.inner.client.read().unwrap_or_else(|e| e.into_inner()).is_some())
+        self.runtime().is_some_and(|rt| {
+            rt.inner
+                .agent
+                .client
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some()
+        })
     }
 }
 
@@ -208,7 +244,7 @@ impl Runner for Host {
 impl JobHost for Host {
     fn notifications(&self) -> bool {
         self.runtime()
-            .is_none_or(|rt| rt.inner.heartbeat.config().notifications)
+            .is_none_or(|rt| rt.inner.unattended.heartbeat.config().notifications)
     }
 
     fn paused(&self) -> bool {
@@ -216,21 +252,23 @@ impl JobHost for Host {
     }
 
     fn heartbeat_scheduled(&self) -> bool {
-        self.runtime().is_some_and(|rt| rt.inner.heartbeat.interval().is_some())
+        self.runtime()
+            .is_some_and(|rt| rt.inner.unattended.heartbeat.interval().is_some())
     }
 
     fn heartbeat_enabled(&self) -> bool {
-        self.runtime().is_none_or(|rt| rt.inner.heartbeat.config().enabled)
+        self.runtime()
+            .is_none_or(|rt| rt.inner.unattended.heartbeat.config().enabled)
     }
 
     fn heartbeat_active(&self, now_ms: i64) -> bool {
         self.runtime()
-            .is_none_or(|rt| rt.inner.heartbeat.config().is_active_at(now_ms))
+            .is_none_or(|rt| rt.inner.unattended.heartbeat.config().is_active_at(now_ms))
     }
 
     async fn check(&self, routine: &crate::routines::Routine) -> crate::routines::CheckGate {
         match self.runtime() {
-            Some(rt) => rt.inner.watch.gate(routine).await,
+            Some(rt) => rt.inner.unattended.watch.gate(routine).await,
             None => crate::routines::CheckGate::Refused("Vigil is shutting down".into()),
         }
     }

@@ -92,14 +92,20 @@ impl Runtime {
     /// Applies the limits of acting alone at once: continuations in a row (0: never) and how
     /// long an unattended approval waits.
     pub fn set_autonomy(&self, continuation_limit: u32, approval_timeout: Duration) {
-        let a = &self.inner.autonomy;
+        let a = &self.inner.unattended.autonomy;
         a.limit.store(continuation_limit, Ordering::Relaxed);
         a.approval_timeout_ms
             .store(approval_timeout.as_millis() as u64, Ordering::Relaxed);
     }
 
     pub(super) fn approval_timeout(&self) -> Duration {
-        Duration::from_millis(self.inner.autonomy.approval_timeout_ms.load(Ordering::Relaxed))
+        Duration::from_millis(
+            self.inner
+                .unattended
+                .autonomy
+                .approval_timeout_ms
+                .load(Ordering::Relaxed),
+        )
     }
 
     /// A conversation's background command ended: its notice is queued for the
@@ -115,6 +121,7 @@ impl Runtime {
     pub(super) fn continue_after_merge(&self, session_id: &str) {
         let first = self
             .inner
+            .unattended
             .autonomy
             .merging
             .lock()
@@ -125,9 +132,10 @@ impl Runtime {
         }
         let this = self.clone();
         let session_id = session_id.to_string();
-        self.inner.tasks.spawn(async move {
+        self.inner.life.tasks.spawn(async move {
             tokio::time::sleep(MERGE_WINDOW).await;
             this.inner
+                .unattended
                 .autonomy
                 .merging
                 .lock()
@@ -140,13 +148,15 @@ impl Runtime {
     /// Starts a continuation in `session_id` if notices wait and its lane is free; a busy
     /// lane takes them in at the running turn's next step, or right after it.
     fn continue_now(&self, session_id: String) {
-        if self.inner.shutdown.is_cancelled() || self.inner.system_events.peek(&session_id).is_empty() {
+        if self.inner.life.shutdown.is_cancelled()
+            || self.inner.conversations.system_events.peek(&session_id).is_empty()
+        {
             return;
         }
         // Deleted meanwhile (or a job session retention removed): no turn may bring it back.
-        if let Err(e) = self.inner.meta.load(&session_id) {
+        if let Err(e) = self.inner.conversations.meta.load(&session_id) {
             tracing::info!("not continuing {session_id}: {e}");
-            let events = self.inner.system_events.drain(&session_id);
+            let events = self.inner.conversations.system_events.drain(&session_id);
             return self.announce_exits(&session_id, &events);
         }
         let lane = self.lane(&session_id);
@@ -156,6 +166,7 @@ impl Runtime {
             }
             let this = self.clone();
             self.inner
+                .life
                 .tasks
                 .spawn(async move { this.continue_job(&session_id).await });
             return;
@@ -167,7 +178,7 @@ impl Runtime {
             }
             state.busy = true;
             state.scope = Some(Scope::Primary);
-            state.cancel = self.inner.shutdown.child_token();
+            state.cancel = self.inner.life.shutdown.child_token();
         }
         self.activity_changed();
         self.spawn_lane(session_id, lane, super::Input::Continuation);
@@ -175,9 +186,10 @@ impl Runtime {
 
     /// Counts one more continuation, or says why not (one atomic metadata update).
     async fn admit(&self, session_id: &str) -> Admission {
-        let global = self.inner.autonomy.limit();
+        let global = self.inner.unattended.autonomy.limit();
         let admitted = self
             .inner
+            .conversations
             .meta
             .update_atomic_async(session_id, move |m| {
                 let limit = m.continuation_limit.unwrap_or(global);
@@ -205,11 +217,11 @@ impl Runtime {
     /// One continuation turn in `lane` (already marked busy). Returns whether the
     /// conversation may go on after it (it ran and succeeded).
     pub(super) async fn run_continuation(&self, session_id: &str, run_id: &str) -> bool {
-        let events = self.inner.system_events.drain(session_id);
+        let events = self.inner.conversations.system_events.drain(session_id);
         if events.is_empty() {
             return false;
         }
-        if self.inner.budget.spent() {
+        if self.inner.unattended.budget.spent() {
             // No model call: the notices wait for the user's next message, and the chat says why.
             self.leave_for_next_turn(session_id, &events).await;
             self.stopped_for_budget(session_id).await;
@@ -260,7 +272,7 @@ impl Runtime {
     /// wait, whose answer is delivered as the routine's result (the mailbox of the main
     /// conversation, a card and a notification).
     async fn continue_job(&self, session_id: &str) {
-        let events = self.inner.system_events.drain(session_id);
+        let events = self.inner.conversations.system_events.drain(session_id);
         if events.is_empty() {
             return;
         }
@@ -298,8 +310,8 @@ impl Runtime {
             notify: Some(NotificationKind::Routine),
             target: Target::Mailbox { dedupe_key: None },
         };
-        let now = self.inner.clock.now_ms();
-        if let Err(e) = deliver(&self.inner.meta, &self.inner.emitter, now, delivery).await {
+        let now = self.inner.base.clock.now_ms();
+        if let Err(e) = deliver(&self.inner.conversations.meta, &self.inner.base.emitter, now, delivery).await {
             tracing::warn!("could not deliver a job's continuation: {e}");
         }
     }
@@ -309,6 +321,7 @@ impl Runtime {
     async fn notify_reply(&self, session_id: &str, reply: &Message) {
         let title = self
             .inner
+            .conversations
             .meta
             .load(session_id)
             .map(|l| l.meta.title)
@@ -326,8 +339,8 @@ impl Runtime {
                 message_ts: Some(reply.ts),
             },
         };
-        let now = self.inner.clock.now_ms();
-        if let Err(e) = deliver(&self.inner.meta, &self.inner.emitter, now, delivery).await {
+        let now = self.inner.base.clock.now_ms();
+        if let Err(e) = deliver(&self.inner.conversations.meta, &self.inner.base.emitter, now, delivery).await {
             tracing::warn!("could not tell of {session_id}'s continuation: {e}");
         }
     }
@@ -348,7 +361,7 @@ impl Runtime {
             .chars()
             .take(300)
             .collect();
-        self.inner.emitter.for_session(session_id, Scope::Primary).emit(
+        self.inner.base.emitter.for_session(session_id, Scope::Primary).emit(
             Source::Exec,
             Event::Notification {
                 kind: NotificationKind::Process,
@@ -376,9 +389,12 @@ impl Runtime {
                 event_type: "exec_completed".into(),
                 ..MailboxEvent::default()
             };
-            if let Err(err) = self.inner.meta.deposit(session_id, event).await {
+            if let Err(err) = self.inner.conversations.meta.deposit(session_id, event).await {
                 tracing::warn!("could not keep an exit notice for {session_id}: {err}");
-                self.inner.system_events.restore(session_id, vec![e.clone()]);
+                self.inner
+                    .conversations
+                    .system_events
+                    .restore(session_id, vec![e.clone()]);
             }
         }
     }
@@ -389,12 +405,13 @@ impl Runtime {
         let text = "Vigil did not continue on its own: today's token budget for background work is spent. \
 The notice is kept for your next message; background work resumes tomorrow or when the budget is raised."
             .to_string();
-        let mut message = Message::user_text(text, self.inner.clock.now_ms());
+        let mut message = Message::user_text(text, self.inner.base.clock.now_ms());
         message.kind = MessageKind::SystemEvent;
-        if let Err(e) = self.inner.store.append_async(session_id, &message).await {
+        if let Err(e) = self.inner.conversations.store.append_async(session_id, &message).await {
             return tracing::warn!("could not save the budget notice of {session_id}: {e}");
         }
         self.inner
+            .base
             .emitter
             .for_session(session_id, Scope::Primary)
             .emit(Source::Background, Event::MessageAppended { message });
@@ -406,10 +423,10 @@ The notice is kept for your next message; background work resumes tomorrow or wh
             "Vigil stopped continuing on its own after {limit} turns in a row without a message from you. \
 The latest notice is kept for your next message; send one to carry on."
         );
-        let mut message = Message::user_text(text.clone(), self.inner.clock.now_ms());
+        let mut message = Message::user_text(text.clone(), self.inner.base.clock.now_ms());
         message.kind = MessageKind::SystemEvent;
-        let emitter = self.inner.emitter.for_session(session_id, Scope::Primary);
-        if let Err(e) = self.inner.store.append_async(session_id, &message).await {
+        let emitter = self.inner.base.emitter.for_session(session_id, Scope::Primary);
+        if let Err(e) = self.inner.conversations.store.append_async(session_id, &message).await {
             tracing::warn!("could not save the limit notice of {session_id}: {e}");
         } else {
             emitter.emit(

@@ -25,9 +25,9 @@ impl Runtime {
     /// How the runtime is doing now.
     pub async fn health(&self) -> HealthView {
         let inner = &self.inner;
-        let now = inner.clock.now_ms();
-        let (deposited, drained) = inner.meta.mailbox_counts();
-        let waiting = match inner.meta.load(PRIMARY_SESSION) {
+        let now = inner.base.clock.now_ms();
+        let (deposited, drained) = inner.conversations.meta.mailbox_counts();
+        let waiting = match inner.conversations.meta.load(PRIMARY_SESSION) {
             Ok(loaded) => loaded.meta.mailbox.len() as u32,
             Err(e) => {
                 tracing::warn!("health: could not read the primary session's mailbox: {e}");
@@ -35,23 +35,23 @@ impl Runtime {
             }
         };
         let mut view = HealthView {
-            status: if inner.shutdown.is_cancelled() {
+            status: if inner.life.shutdown.is_cancelled() {
                 HealthStatus::ShuttingDown
             } else {
                 HealthStatus::Healthy
             },
-            started_at: inner.started_at,
-            uptime_ms: now.saturating_sub(inner.started_at).max(0) as u64,
+            started_at: inner.base.started_at,
+            uptime_ms: now.saturating_sub(inner.base.started_at).max(0) as u64,
             paused: self.is_paused(),
             lanes: self.busy_lanes(),
-            locks: inner.store.locks().health(),
+            locks: inner.conversations.store.locks().health(),
             heartbeat: self.heartbeat_health(),
             mailbox: MailboxHealth {
                 waiting,
                 deposited,
                 drained,
             },
-            routines: inner.routines.health(),
+            routines: inner.unattended.routines.health(),
             processes_running: self.running_processes().await.len() as u32,
             alerts: Vec::new(),
         };
@@ -62,9 +62,9 @@ impl Runtime {
     /// Answers the `health` op with a `health` event (for `vigil-headless` and scripts).
     pub(super) fn report_health(&self) {
         let this = self.clone();
-        self.inner.tasks.spawn(async move {
+        self.inner.life.tasks.spawn(async move {
             let health = this.health().await;
-            this.inner.emitter.emit(Source::System, Event::Health { health });
+            this.inner.base.emitter.emit(Source::System, Event::Health { health });
         });
     }
 
@@ -72,6 +72,7 @@ impl Runtime {
     fn busy_lanes(&self) -> Vec<LaneHealth> {
         let mut busy: Vec<LaneHealth> = self
             .inner
+            .conversations
             .lanes
             .busy()
             .into_iter()
@@ -87,10 +88,10 @@ impl Runtime {
 
     fn heartbeat_health(&self) -> HeartbeatHealth {
         let stats = self.heartbeat_stats();
-        let wake = self.inner.wake.get().map(|s| &s.wake);
+        let wake = self.inner.unattended.wake.get().map(|s| &s.wake);
         let wake_stats = wake.map(|w| w.stats()).unwrap_or_default();
-        let durations = self.inner.heartbeat.durations();
-        let view = self.inner.heartbeat.view(wake_stats.clone());
+        let durations = self.inner.unattended.heartbeat.durations();
+        let view = self.inner.unattended.heartbeat.view(wake_stats.clone());
         HeartbeatHealth {
             handler_registered: wake.is_some_and(|w| w.has_handler()),
             running: self.is_busy(&crate::heartbeat::session_id(crate::heartbeat::AGENT)),

@@ -13,6 +13,20 @@ use crate::agent::UserInput;
 use crate::run::start::Context;
 use crate::run::{Attendance, Lane, RunKind, RunRequest, RunResult};
 
+/// The conversations: their transcripts and catalog, the lanes that run their turns, the
+/// notices waiting for their next turn, and the search index over them.
+pub(super) struct Conversations {
+    pub(super) store: crate::session::SessionStore,
+    pub(super) meta: crate::session::MetaStore,
+    /// Session id → its lane.
+    pub(super) lanes: crate::run::Lanes,
+    /// "What happened" lines waiting for each session's next turn.
+    pub(super) system_events: crate::system_events::SystemEvents,
+    /// The search index over every transcript; `None` if it could not be opened (then no
+    /// history tools, and the user's searches find nothing).
+    pub(super) history: Option<crate::history::History>,
+}
+
 /// What starts a turn in a conversation's lane.
 pub(super) enum Input {
     /// A message from the user.
@@ -23,16 +37,16 @@ pub(super) enum Input {
 
 impl Runtime {
     pub(super) fn lane_if_exists(&self, session_id: &str) -> Option<Arc<Lane>> {
-        self.inner.lanes.get(session_id)
+        self.inner.conversations.lanes.get(session_id)
     }
 
     pub(super) fn lane(&self, session_id: &str) -> Arc<Lane> {
-        self.inner.lanes.lane(session_id)
+        self.inner.conversations.lanes.lane(session_id)
     }
 
     /// Whether a turn is running in `session_id` (the heartbeat waits for a free lane).
     pub fn is_busy(&self, session_id: &str) -> bool {
-        self.inner.lanes.is_busy(session_id)
+        self.inner.conversations.lanes.is_busy(session_id)
     }
 
     /// Starts `req` (see [`crate::run::start`]) with what this runtime has now. A job whose
@@ -40,17 +54,17 @@ impl Runtime {
     pub(super) async fn run(&self, req: RunRequest) -> RunResult {
         let activity = || self.activity_changed();
         let ctx = Context {
-            store: &self.inner.store,
-            meta: &self.inner.meta,
-            emitter: &self.inner.emitter,
-            clock: &self.inner.clock,
-            approvals: &self.inner.approvals,
-            workspace: &self.inner.workspace,
-            data_dir: &self.inner.data_dir,
-            notices: &self.inner.system_events,
-            lanes: &self.inner.lanes,
-            budget: &self.inner.budget,
-            shutdown: &self.inner.shutdown,
+            store: &self.inner.conversations.store,
+            meta: &self.inner.conversations.meta,
+            emitter: &self.inner.base.emitter,
+            clock: &self.inner.base.clock,
+            approvals: &self.inner.agent.approvals,
+            workspace: &self.inner.agent.workspace,
+            data_dir: &self.inner.base.data_dir,
+            notices: &self.inner.conversations.system_events,
+            lanes: &self.inner.conversations.lanes,
+            budget: &self.inner.unattended.budget,
+            shutdown: &self.inner.life.shutdown,
             tools: self.tools(),
             client: self.client(),
             config: self.agent_config(),
@@ -61,22 +75,22 @@ impl Runtime {
         let job = req.kind.scope() == Scope::Job;
         let session_id = req.session_id.clone();
         let result = crate::run::start::run(&ctx, req).await;
-        if job && !result.locked && !self.inner.system_events.peek(&session_id).is_empty() {
+        if job && !result.locked && !self.inner.conversations.system_events.peek(&session_id).is_empty() {
             self.continue_after_merge(&session_id);
         }
         result
     }
 
     pub(super) fn start_turn(&self, session_id: String, input: UserInput) {
-        if self.inner.shutdown.is_cancelled() {
+        if self.inner.life.shutdown.is_cancelled() {
             return self.report(
                 ErrorKind::InvalidOp,
                 "Vigil is shutting down; the message was not sent.",
             );
         }
         // The user is here: the heartbeat's idle gate opens.
-        self.inner.heartbeat.user_active();
-        match self.inner.meta.load(&session_id) {
+        self.inner.unattended.heartbeat.user_active();
+        match self.inner.conversations.meta.load(&session_id) {
             Err(e) => return self.report(ErrorKind::Session, e.to_string()),
             Ok(loaded) => {
                 // A metadata file that fell back to its backup says so.
@@ -87,6 +101,7 @@ impl Runtime {
                 if loaded.meta.continuations > 0 || loaded.meta.stopped_at_limit {
                     let done = self
                         .inner
+                        .conversations
                         .meta
                         .update_atomic(&session_id, |m| {
                             m.continuations = 0;
@@ -101,7 +116,7 @@ impl Runtime {
                         "" if !input.images.is_empty() => "Image".to_string(),
                         text => title_from(text),
                     };
-                    let done = self.inner.meta.rename(&session_id, &title).map(|_| ());
+                    let done = self.inner.conversations.meta.rename(&session_id, &title).map(|_| ());
                     self.sessions_changed(done);
                 }
             }
@@ -113,12 +128,12 @@ impl Runtime {
                 let text = input.text.clone();
                 state.queue.push(input);
                 drop(state);
-                let emitter = self.inner.emitter.for_session(&session_id, Scope::Primary);
+                let emitter = self.inner.base.emitter.for_session(&session_id, Scope::Primary);
                 return emitter.emit(Source::User, Event::MessageQueued { text });
             }
             state.busy = true;
             state.scope = Some(Scope::Primary);
-            state.cancel = self.inner.shutdown.child_token();
+            state.cancel = self.inner.life.shutdown.child_token();
         }
         self.activity_changed();
         self.spawn_lane(session_id, lane, Input::User(input));
@@ -128,7 +143,7 @@ impl Runtime {
     /// user's messages, or a continuation when notices wait.
     pub(super) fn spawn_lane(&self, session_id: String, lane: Arc<Lane>, first: Input) {
         let this = self.clone();
-        self.inner.tasks.spawn(async move {
+        self.inner.life.tasks.spawn(async move {
             let mut next = Some(first);
             while let Some(input) = next.take() {
                 let run_id = uuid::Uuid::new_v4().to_string();
@@ -161,7 +176,7 @@ impl Runtime {
     pub(super) fn turn_panicked(&self, session_id: &str, run_id: &str, panic: &(dyn std::any::Any + Send)) {
         let why = crate::tools::panic_text(panic);
         tracing::error!(session = session_id, "a turn panicked: {why}");
-        let emitter = self.inner.emitter.for_run(session_id, Scope::Primary, run_id);
+        let emitter = self.inner.base.emitter.for_run(session_id, Scope::Primary, run_id);
         crate::run::start::panicked(&emitter, &why);
     }
 
@@ -185,16 +200,16 @@ impl Runtime {
         let mut state = lane.lock();
         let queued = std::mem::take(&mut state.queue);
         if queued.is_empty() {
-            let notices = !self.inner.system_events.peek(session_id).is_empty();
-            if went_well && notices && !state.cancel.is_cancelled() && !self.inner.shutdown.is_cancelled() {
-                state.cancel = self.inner.shutdown.child_token();
+            let notices = !self.inner.conversations.system_events.peek(session_id).is_empty();
+            if went_well && notices && !state.cancel.is_cancelled() && !self.inner.life.shutdown.is_cancelled() {
+                state.cancel = self.inner.life.shutdown.child_token();
                 return Some(Input::Continuation);
             }
             state.busy = false;
             return None;
         }
         if !state.cancel.is_cancelled() {
-            state.cancel = self.inner.shutdown.child_token();
+            state.cancel = self.inner.life.shutdown.child_token();
             let texts: Vec<&str> = queued.iter().map(|q| q.text.as_str()).collect();
             let joined = UserInput {
                 text: texts.join("\n\n"),
@@ -203,11 +218,11 @@ impl Runtime {
             return Some(Input::User(joined));
         }
         // Saved while the lane is still busy, so no new turn can interleave with them.
-        let emitter = self.inner.emitter.for_session(session_id, Scope::Primary);
+        let emitter = self.inner.base.emitter.for_session(session_id, Scope::Primary);
         for input in &queued {
-            let mut message = Message::user_text(input.text.clone(), self.inner.clock.now_ms());
+            let mut message = Message::user_text(input.text.clone(), self.inner.base.clock.now_ms());
             message.content.extend(input.images.iter().cloned());
-            match self.inner.store.append(session_id, &message) {
+            match self.inner.conversations.store.append(session_id, &message) {
                 Ok(()) => emitter.emit(Source::User, Event::MessageAppended { message }),
                 Err(e) => self.report(ErrorKind::Storage, format!("Could not save a queued message: {e}")),
             }

@@ -38,7 +38,7 @@ impl Runtime {
 
     pub(super) fn mcp_op(&self, op: McpOp) {
         let this = self.clone();
-        self.inner.tasks.spawn(async move {
+        self.inner.life.tasks.spawn(async move {
             let mcp = &this.inner.mcp;
             let done = match op {
                 McpOp::List => Ok(mcp.view()),
@@ -50,6 +50,7 @@ impl Runtime {
             match done {
                 Ok(mcp) => this
                     .inner
+                    .base
                     .emitter
                     .emit(Source::System, Event::McpServersChanged { mcp }),
                 Err(message) => this.report(ErrorKind::Config, message),

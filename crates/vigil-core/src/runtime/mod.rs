@@ -81,76 +81,46 @@ pub struct Runtime {
     inner: Arc<Inner>,
 }
 
+/// The runtime's state: a handful of owners, each holding its own part (and defined in the
+/// module of its concept), so a method's home is found in one guess from its owner.
 struct Inner {
-    data_dir: PathBuf,
-    clock: Arc<dyn Clock>,
-    emitter: Emitter,
-    store: SessionStore,
-    meta: MetaStore,
-    secrets: Secrets,
-    tools: ToolRegistry,
-    approvals: Approvals,
-    /// Problems found while opening (an unreadable approvals file…), shown in Settings.
-    startup_warnings: Vec<String>,
-    workspace: Workspace,
-    /// `std` lock: cloned at turn start, replaced when settings change.
-    agent_config: RwLock<AgentConfig>,
-    /// `std` lock: read for a clone at turn start, written when settings change; never held
-    /// across an await.
-    client: RwLock<Option<ModelClient>>,
-    /// Session id → its lane.
-    lanes: crate::run::Lanes,
-    tasks: TaskTracker,
-    /// Long-lived loops (wake, heartbeat schedule): not waited for by [`Runtime::idle`].
-    background: TaskTracker,
-    /// Cancelled on shutdown; every turn's token is a child of it.
-    shutdown: CancellationToken,
-    /// When this runtime opened (its clock's milliseconds), for the health check's uptime.
-    started_at: i64,
-    /// Set when [`Runtime::shutdown`] has finished: a later call returns at once, a
-    /// concurrent one waits for the first.
-    shut_down: tokio::sync::OnceCell<()>,
-    /// "What happened" lines waiting for each session's next turn.
-    system_events: SystemEvents,
-    /// The daily account of background work (the heartbeat, continuations, jobs).
-    budget: crate::run::Budget,
-    /// Settings and status of the heartbeat; runs only once background work started.
-    heartbeat: Heartbeat,
-    /// Routines and the one timing loop; ticks only once background work started.
-    routines: crate::routines::Scheduler,
-    /// Routine triggers and checks (issue 33); watches only once background work started.
-    watch: crate::watch::Watch,
-    /// The wake loop, once [`Runtime::start_background`] ran.
-    wake: OnceLock<background::Started>,
-    /// The process registry, started with the background work (it needs a tokio runtime).
-    exec: OnceLock<crate::exec::RegistryHandle>,
-    /// `tools` plus `exec`/`process`, once the registry runs.
-    exec_tools: OnceLock<ToolRegistry>,
-    /// Continuations and unattended approvals: their limits, and merges in progress.
-    autonomy: continuation::Autonomy,
-    /// The user's own commands that were running when Vigil last stopped (the panel's lines).
-    lost_processes: Mutex<Vec<vigil_protocol::ProcessSummary>>,
-    /// The `keep_awake` setting, and the inhibitor once background work started.
-    keep_awake: std::sync::atomic::AtomicBool,
-    inhibitor: OnceLock<crate::inhibit::SleepInhibitor>,
-    /// Another bus to find logind on (tests); `None`: the system bus.
-    logind_bus: Mutex<Option<String>>,
-    /// Commands running now (the process table's size).
-    running_commands: std::sync::atomic::AtomicUsize,
+    base: Base,
+    life: Life,
+    /// Transcripts, their catalog, the lanes that run their turns, the search index.
+    conversations: lanes::Conversations,
+    /// What a turn is made of: provider, tools, approvals, workspace.
+    agent: connection::Agent,
+    /// The process registry and the panel's lines.
+    processes: processes::Processes,
     /// The MCP servers of `mcp.json`; they start with the background work.
     mcp: crate::mcp::McpManager,
-    /// What only the events tell of the time the user is away (fed by the sink's tap).
-    journal: crate::away::Journal,
-    /// Whether the user is at the computer, once background work started.
-    presence: OnceLock<crate::presence::PresenceWatch>,
-    /// An absence this long (ms) or longer gets a "While you were away" card.
-    away_after_ms: std::sync::atomic::AtomicI64,
-    /// The search index over every transcript; `None` if it could not be opened (then no
-    /// history tools, and the user's searches find nothing).
-    history: Option<crate::history::History>,
-    /// The phone channels (ntfy, Telegram); they read events through the sink's tap and
-    /// start with the background work.
-    channels: crate::channels::Channels,
+    /// Work nobody asked for just now: heartbeat, routines, triggers, continuations, budget.
+    unattended: background::Unattended,
+    /// The user's presence and the ways Vigil reaches them while away.
+    away: away::Away,
+}
+
+/// What every part reads: where the data lives, the clock, the event emitter.
+struct Base {
+    pub(super) data_dir: PathBuf,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) emitter: Emitter,
+    /// When this runtime opened (its clock's milliseconds), for the health check's uptime.
+    pub(super) started_at: i64,
+    /// Problems found while opening (an unreadable approvals file…), shown in Settings.
+    pub(super) startup_warnings: Vec<String>,
+}
+
+/// The runtime's tasks and its one shutdown.
+struct Life {
+    pub(super) tasks: TaskTracker,
+    /// Long-lived loops (wake, heartbeat schedule): not waited for by [`Runtime::idle`].
+    pub(super) background: TaskTracker,
+    /// Cancelled on shutdown; every turn's token is a child of it.
+    pub(super) shutdown: CancellationToken,
+    /// Set when [`Runtime::shutdown`] has finished: a later call returns at once, a
+    /// concurrent one waits for the first.
+    pub(super) shut_down: tokio::sync::OnceCell<()>,
 }
 
 impl Runtime {
@@ -243,44 +213,58 @@ impl Runtime {
             heartbeat.set_due_tasks(Arc::new(routines.clone()));
             routines.set_host(Arc::new(background::Host(weak.clone())));
             Inner {
-                data_dir: data_dir.to_path_buf(),
-                emitter,
-                clock,
-                store,
-                meta,
-                secrets: Secrets::new(data_dir),
-                tools,
-                approvals,
-                startup_warnings,
-                workspace,
-                agent_config: RwLock::new(AgentConfig::default()),
-                client: RwLock::new(None),
-                lanes: crate::run::Lanes::new(system_events.clone()),
-                tasks: TaskTracker::new(),
-                background: TaskTracker::new(),
-                shutdown: CancellationToken::new(),
-                started_at,
-                shut_down: tokio::sync::OnceCell::new(),
-                system_events,
-                budget,
-                heartbeat,
-                routines,
-                watch,
-                wake: OnceLock::new(),
-                exec: OnceLock::new(),
-                exec_tools: OnceLock::new(),
-                autonomy: continuation::Autonomy::default(),
-                lost_processes: Mutex::default(),
-                keep_awake: std::sync::atomic::AtomicBool::new(true),
-                inhibitor: OnceLock::new(),
-                logind_bus: Mutex::default(),
-                running_commands: Default::default(),
+                base: Base {
+                    data_dir: data_dir.to_path_buf(),
+                    emitter,
+                    clock,
+                    started_at,
+                    startup_warnings,
+                },
+                life: Life {
+                    tasks: TaskTracker::new(),
+                    background: TaskTracker::new(),
+                    shutdown: CancellationToken::new(),
+                    shut_down: tokio::sync::OnceCell::new(),
+                },
+                conversations: lanes::Conversations {
+                    store,
+                    meta,
+                    lanes: crate::run::Lanes::new(system_events.clone()),
+                    system_events,
+                    history,
+                },
+                agent: connection::Agent {
+                    secrets: Secrets::new(data_dir),
+                    tools,
+                    exec_tools: OnceLock::new(),
+                    approvals,
+                    workspace,
+                    agent_config: RwLock::new(AgentConfig::default()),
+                    client: RwLock::new(None),
+                },
+                processes: processes::Processes {
+                    exec: OnceLock::new(),
+                    running_commands: Default::default(),
+                    lost_processes: Mutex::default(),
+                },
                 mcp,
-                journal,
-                presence: OnceLock::new(),
-                away_after_ms: Default::default(),
-                history,
-                channels,
+                unattended: background::Unattended {
+                    budget,
+                    heartbeat,
+                    routines,
+                    watch,
+                    wake: OnceLock::new(),
+                    autonomy: continuation::Autonomy::default(),
+                },
+                away: away::Away {
+                    keep_awake: std::sync::atomic::AtomicBool::new(true),
+                    inhibitor: OnceLock::new(),
+                    logind_bus: Mutex::default(),
+                    presence: OnceLock::new(),
+                    away_after_ms: Default::default(),
+                    journal,
+                    channels,
+                },
             }
         });
         let rt = Self { inner };
@@ -299,22 +283,22 @@ impl Runtime {
         );
         self.set_keep_awake(desktop.keep_awake);
         self.set_away_after(desktop.away_after_minutes);
-        if let Some(h) = &self.inner.history {
+        if let Some(h) = &self.inner.conversations.history {
             h.set_agent_skips_heartbeats(desktop.search_skips_heartbeats);
         }
     }
 
     pub fn data_dir(&self) -> &Path {
-        &self.inner.data_dir
+        &self.inner.base.data_dir
     }
 
     pub fn clock(&self) -> Arc<dyn Clock> {
-        self.inner.clock.clone()
+        self.inner.base.clock.clone()
     }
 
     /// Reports a problem that is not part of any turn (an unreadable op, a settings file…).
     pub fn report(&self, kind: ErrorKind, message: impl Into<String>) {
-        self.inner.emitter.emit(
+        self.inner.base.emitter.emit(
             Source::System,
             Event::Error {
                 kind,
@@ -325,7 +309,7 @@ impl Runtime {
 
     /// Asks the front end to raise a native notification.
     pub fn notify(&self, title: impl Into<String>, body: impl Into<String>) {
-        self.inner.emitter.emit(
+        self.inner.base.emitter.emit(
             Source::System,
             Event::Notification {
                 kind: NotificationKind::Other,
@@ -342,9 +326,10 @@ impl Runtime {
 
     /// The conversations, most recent first.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>, SessionError> {
-        self.inner.meta.load(PRIMARY_SESSION)?;
+        self.inner.conversations.meta.load(PRIMARY_SESSION)?;
         Ok(self
             .inner
+            .conversations
             .meta
             .list()?
             .sessions
@@ -368,6 +353,7 @@ impl Runtime {
         match self.sessions() {
             Ok(sessions) => self
                 .inner
+                .base
                 .emitter
                 .emit(Source::System, Event::SessionsChanged { sessions }),
             Err(e) => self.report(ErrorKind::Session, e.to_string()),
@@ -376,27 +362,33 @@ impl Runtime {
 
     /// The phone channels (Settings → Away).
     pub fn channels(&self) -> &crate::channels::Channels {
-        &self.inner.channels
+        &self.inner.away.channels
     }
 
     /// The approval gate shared by the tools.
     pub fn approvals(&self) -> &Approvals {
-        &self.inner.approvals
+        &self.inner.agent.approvals
     }
 
     /// The agent's workspace folder.
     pub fn workspace(&self) -> &Path {
-        self.inner.workspace.root()
+        self.inner.agent.workspace.root()
     }
 
     /// The client a turn starting now uses (`None`: no provider is set).
     fn client(&self) -> Option<ModelClient> {
-        self.inner.client.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.inner
+            .agent
+            .client
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The limits a turn starting now uses.
     fn agent_config(&self) -> AgentConfig {
         self.inner
+            .agent
             .agent_config
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -405,12 +397,15 @@ impl Runtime {
 
     /// Replaces the limits used by the next turn.
     pub fn set_agent_config(&self, config: AgentConfig) {
-        *self.inner.agent_config.write().unwrap_or_else(|e| e.into_inner()) = config;
+        *self.inner.agent.agent_config.write().unwrap_or_else(|e| e.into_inner()) = config;
     }
 
     /// The saved conversation of a session, with any load warnings.
     pub fn history(&self, session_id: Option<&str>) -> Result<Loaded, SessionError> {
-        self.inner.store.load(session_id.unwrap_or(PRIMARY_SESSION))
+        self.inner
+            .conversations
+            .store
+            .load(session_id.unwrap_or(PRIMARY_SESSION))
     }
 
     /// Convenience for tests and the headless runner.
@@ -422,11 +417,12 @@ impl Runtime {
     /// turn. Running turns keep the client they started with.
     pub fn apply_settings(&self, stored: Option<ProviderSettings>, warnings: Vec<String>) -> SettingsView {
         let mut warnings = warnings;
-        warnings.extend(self.inner.startup_warnings.iter().cloned());
-        let mut resolved = settings::resolve(stored, &self.inner.secrets, warnings);
+        warnings.extend(self.inner.base.startup_warnings.iter().cloned());
+        let mut resolved = settings::resolve(stored, &self.inner.agent.secrets, warnings);
         let p = &resolved.view.provider;
         let window = p.context_window.unwrap_or_else(|| p.kind.default_context_window());
         self.inner
+            .agent
             .agent_config
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -436,7 +432,7 @@ impl Runtime {
                 resolved.view.warnings.push(e);
                 None
             }
-            Ok(()) => match ModelClient::new(resolved.config, self.inner.clock.clone()) {
+            Ok(()) => match ModelClient::new(resolved.config, self.inner.base.clock.clone()) {
                 Ok(c) => Some(c),
                 Err(e) => {
                     resolved.view.warnings.push(e.to_string());
@@ -450,16 +446,17 @@ impl Runtime {
 
     /// Replaces the client the next turn uses (`None`: turns report that no provider is set).
     pub fn set_client(&self, client: Option<ModelClient>) {
-        *self.inner.client.write().unwrap_or_else(|e| e.into_inner()) = client;
+        *self.inner.agent.client.write().unwrap_or_else(|e| e.into_inner()) = client;
     }
 
     /// Stores (or with an empty key, forgets) the API key for a provider kind.
     pub fn set_api_key(&self, kind: vigil_protocol::ProviderKind, key: &str) -> Result<Option<String>, String> {
         if key.trim().is_empty() {
-            self.inner.secrets.delete(kind);
+            self.inner.agent.secrets.delete(kind);
             return Ok(None);
         }
         self.inner
+            .agent
             .secrets
             .set(kind, key)
             .map(|f| f.warning)
@@ -472,27 +469,28 @@ impl Runtime {
     pub async fn shutdown(&self) {
         let inner = &self.inner;
         inner
+            .life
             .shut_down
             .get_or_init(|| async {
-                inner.shutdown.cancel();
+                inner.life.shutdown.cancel();
                 // Child process groups go first, so no command outlives the app.
-                if let Some(registry) = inner.exec.get() {
+                if let Some(registry) = inner.processes.exec.get() {
                     registry.shutdown().await;
                 }
                 // So do the MCP servers' (stdin closed, then SIGTERM, then SIGKILL).
                 inner.mcp.shutdown().await;
-                inner.tasks.close();
-                inner.background.close();
+                inner.life.tasks.close();
+                inner.life.background.close();
                 let drained = async {
-                    inner.tasks.wait().await;
-                    inner.background.wait().await;
+                    inner.life.tasks.wait().await;
+                    inner.life.background.wait().await;
                 };
                 // Each step saves as it goes, so a turn or wake stuck past the grace period
                 // loses nothing by being left behind (seed 004 §7.3).
                 if tokio::time::timeout(SHUTDOWN_GRACE, drained).await.is_err() {
                     tracing::warn!(
-                        turns = inner.tasks.len(),
-                        background = inner.background.len(),
+                        turns = inner.life.tasks.len(),
+                        background = inner.life.background.len(),
                         "still running {} s after shutdown began; exiting without them",
                         SHUTDOWN_GRACE.as_secs()
                     );
@@ -504,16 +502,16 @@ impl Runtime {
     /// Nobody will answer questions any more (a script's input ended): approvals waiting
     /// are denied, later ones denied at once, so [`Self::idle`] can return.
     pub fn stop_asking(&self) {
-        self.inner.approvals.stop_asking();
+        self.inner.agent.approvals.stop_asking();
     }
 
     /// Waits until every turn submitted so far, and every wake requested so far, has
     /// finished (for scripts reaching EOF).
     pub async fn idle(&self) {
         loop {
-            self.inner.tasks.close();
-            self.inner.tasks.wait().await;
-            self.inner.tasks.reopen();
+            self.inner.life.tasks.close();
+            self.inner.life.tasks.wait().await;
+            self.inner.life.tasks.reopen();
             if !self.settle_wakes().await {
                 return;
             }

@@ -34,14 +34,23 @@ impl Runtime {
                 let title = title
                     .filter(|t| !t.trim().is_empty())
                     .unwrap_or_else(|| "New conversation".into());
-                let done = self.inner.meta.create(title.trim(), SessionType::Primary).map(|_| ());
+                let done = self
+                    .inner
+                    .conversations
+                    .meta
+                    .create(title.trim(), SessionType::Primary)
+                    .map(|_| ());
                 self.sessions_changed(done);
             }
             Op::RenameSession { session_id, title } => {
                 let done = if title.trim().is_empty() {
                     Err(SessionError::InvalidTitle)
                 } else {
-                    self.inner.meta.rename(&session_id, title.trim()).map(|_| ())
+                    self.inner
+                        .conversations
+                        .meta
+                        .rename(&session_id, title.trim())
+                        .map(|_| ())
                 };
                 self.sessions_changed(done);
             }
@@ -50,15 +59,15 @@ impl Runtime {
                 let done = if busy {
                     Err(SessionError::Busy(session_id.clone()))
                 } else {
-                    self.inner.meta.delete(&session_id)
+                    self.inner.conversations.meta.delete(&session_id)
                 };
                 if done.is_ok() {
-                    self.inner.lanes.remove(&session_id);
+                    self.inner.conversations.lanes.remove(&session_id);
                 }
                 self.sessions_changed(done);
             }
             Op::Approval { id, decision } => {
-                if !self.inner.approvals.answer(&id, decision) {
+                if !self.inner.agent.approvals.answer(&id, decision) {
                     self.report(
                         ErrorKind::InvalidOp,
                         format!("No approval request {id} is waiting (already answered or cancelled)."),
@@ -75,7 +84,7 @@ impl Runtime {
                 cols,
                 rows,
             }),
-            Op::Shutdown => self.inner.shutdown.cancel(),
+            Op::Shutdown => self.inner.life.shutdown.cancel(),
             Op::Wake { reason } => self.request_wake(reason),
             Op::ListRoutines => self.routine_op(routines::RoutineOp::List),
             Op::AddRoutine { routine } => self.routine_op(routines::RoutineOp::Add(routine)),
@@ -88,19 +97,22 @@ impl Runtime {
             Op::DismissRoutineRun { id, run_id } => self.routine_op(routines::RoutineOp::Resolve(id, run_id, false)),
             Op::ApproveRoutine { id } => self.approve_routine_op(&id),
             Op::Health => self.report_health(),
-            Op::SearchHistory { query } => {
-                crate::history::wire::answer(self.inner.history.as_ref(), &self.inner.emitter, query)
-            }
+            Op::SearchHistory { query } => crate::history::wire::answer(
+                self.inner.conversations.history.as_ref(),
+                &self.inner.base.emitter,
+                query,
+            ),
             Op::ListMcpServers => self.mcp_op(mcp::McpOp::List),
             Op::AddMcpServers { json, secret } => self.mcp_op(mcp::McpOp::Add(json, secret)),
             Op::RemoveMcpServer { name } => self.mcp_op(mcp::McpOp::Remove(name)),
             Op::SetMcpServerTrusted { name, trusted } => self.mcp_op(mcp::McpOp::Trust(name, trusted)),
             Op::RestartMcpServer { name } => self.mcp_op(mcp::McpOp::Restart(name)),
             Op::WindowInput => self.window_input(),
-            Op::Channels { op } => self.inner.channels.op(op),
+            Op::Channels { op } => self.inner.away.channels.op(op),
             Op::SetContinuationLimit { session_id, limit } => {
                 let done = self
                     .inner
+                    .conversations
                     .meta
                     .update_atomic(&session_id, |m| {
                         m.continuation_limit = limit;

@@ -24,6 +24,17 @@ use crate::tools::ToolRegistry;
 /// The owner of commands the user starts from the panel: no agent session is woken for them.
 pub const USER_OWNER: &str = "user";
 
+/// The commands: the process registry once it runs, how many run, and the user's commands
+/// that were running when Vigil last stopped.
+pub(super) struct Processes {
+    /// The process registry, started with the background work (it needs a tokio runtime).
+    pub(super) exec: std::sync::OnceLock<RegistryHandle>,
+    /// Commands running now (the process table's size).
+    pub(super) running_commands: std::sync::atomic::AtomicUsize,
+    /// The user's own commands that were running when Vigil last stopped (the panel's lines).
+    pub(super) lost_processes: std::sync::Mutex<Vec<vigil_protocol::ProcessSummary>>,
+}
+
 pub(super) fn summary(info: &ProcessInfo) -> ProcessSummary {
     let exit = info.exit.clone().unwrap_or_default();
     ProcessSummary {
@@ -46,35 +57,36 @@ impl Runtime {
     /// Starts the process registry and registers `exec`/`process` for later turns. Called by
     /// [`Runtime::start_background`], inside a tokio runtime.
     pub(super) fn start_processes(&self) {
-        if self.inner.exec.get().is_some() {
+        if self.inner.processes.exec.get().is_some() {
             return;
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        let (table, left) = ProcessTable::open(&self.inner.data_dir);
+        let (table, left) = ProcessTable::open(&self.inner.base.data_dir);
         self.announce_left(left);
         // Emptied only now that what the last run left is queued: announced once.
         table.save();
         let recording = Arc::new(Recording::new(
             table,
             ChannelExecEvents(tx),
-            self.inner.shutdown.clone(),
+            self.inner.life.shutdown.clone(),
         ));
         let registry = RegistryHandle::start_with_cancel(
             RegistryConfig::default(),
-            self.inner.clock.clone(),
+            self.inner.base.clock.clone(),
             recording.clone(),
-            self.inner.shutdown.child_token(),
+            self.inner.life.shutdown.child_token(),
         );
-        if self.inner.exec.set(registry.clone()).is_err() {
+        if self.inner.processes.exec.set(registry.clone()).is_err() {
             return;
         }
         let mut tools = ToolRegistry::with_builtins_and_exec(registry);
-        crate::routines::tools::register(&mut tools, &self.inner.routines);
-        let _ = self.inner.exec_tools.set(tools);
+        crate::routines::tools::register(&mut tools, &self.inner.unattended.routines);
+        let _ = self.inner.agent.exec_tools.set(tools);
         let this = self.clone();
         let recorded = Arc::downgrade(&recording);
         drop(recording);
         self.inner
+            .life
             .background
             .spawn(async move { this.forward_exec_events(rx, recorded).await });
     }
@@ -87,6 +99,7 @@ impl Runtime {
             tracing::info!(id = r.id, owner = r.owner, "a command was running when Vigil stopped");
             if r.owner == USER_OWNER {
                 self.inner
+                    .processes
                     .lost_processes
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -95,7 +108,7 @@ impl Runtime {
             }
             let notice = stopped_notice(&r);
             if type_from_id(&r.owner) == SessionType::Primary {
-                match self.inner.meta.load(&r.owner) {
+                match self.inner.conversations.meta.load(&r.owner) {
                     Ok(_) => self.continue_after_exit(&r.owner, &notice),
                     Err(e) => tracing::info!("not announced: {e}"),
                 }
@@ -110,16 +123,17 @@ impl Runtime {
     pub(super) fn tools(&self) -> ToolRegistry {
         let tools = self
             .inner
+            .agent
             .exec_tools
             .get()
             .cloned()
-            .unwrap_or_else(|| self.inner.tools.clone());
+            .unwrap_or_else(|| self.inner.agent.tools.clone());
         self.with_mcp_tools(tools)
     }
 
     /// The process registry, once background work started.
     pub fn processes(&self) -> Option<&RegistryHandle> {
-        self.inner.exec.get()
+        self.inner.processes.exec.get()
     }
 
     /// Every process, for the panel: the user's own that were running when Vigil last
@@ -127,6 +141,7 @@ impl Runtime {
     pub async fn list_processes(&self) -> Vec<ProcessSummary> {
         let mut all = self
             .inner
+            .processes
             .lost_processes
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -166,7 +181,7 @@ impl Runtime {
         recording: std::sync::Weak<Recording>,
     ) {
         let running = || recording.upgrade().map_or(0, |r| r.running());
-        let emitter = self.inner.emitter.clone();
+        let emitter = self.inner.base.emitter.clone();
         while let Some(event) = rx.recv().await {
             match event {
                 ExecEvent::Started(info) => {
@@ -236,7 +251,7 @@ impl Runtime {
         } else {
             "A background command finished"
         };
-        self.inner.emitter.emit(
+        self.inner.base.emitter.emit(
             Source::Exec,
             Event::Notification {
                 kind: NotificationKind::Process,
@@ -253,6 +268,7 @@ impl Runtime {
 
     fn commands_running(&self, n: usize) {
         self.inner
+            .processes
             .running_commands
             .store(n, std::sync::atomic::Ordering::Relaxed);
         self.activity_changed();
@@ -265,7 +281,7 @@ impl Runtime {
             return self.report(ErrorKind::InvalidOp, "Processes are not running yet.");
         };
         let this = self.clone();
-        self.inner.tasks.spawn(async move {
+        self.inner.life.tasks.spawn(async move {
             let owner_of = |id: String| {
                 let registry = registry.clone();
                 async move {

@@ -73,7 +73,7 @@ fn the_saved_desktop_preferences_set_how_vigil_works_alone() {
     )
     .unwrap();
     assert_eq!(rt.approval_timeout(), std::time::Duration::from_secs(90));
-    assert_eq!(rt.inner.autonomy.limit(), 0, "continuing on its own is off");
+    assert_eq!(rt.inner.unattended.autonomy.limit(), 0, "continuing on its own is off");
     assert_eq!(rt.keep_awake_status(), crate::inhibit::InhibitorStatus::Off);
 }
 
@@ -87,7 +87,7 @@ async fn shutdown_stops_waiting_for_a_stuck_task_after_the_grace_period() {
     )
     .unwrap();
     // A task that ignores cancellation: shutdown must not hang on it (Quit, SIGTERM).
-    rt.inner.tasks.spawn(std::future::pending::<()>());
+    rt.inner.life.tasks.spawn(std::future::pending::<()>());
     let started = tokio::time::Instant::now();
     let done = tokio::time::timeout(SHUTDOWN_GRACE * 2, rt.shutdown()).await;
     assert!(done.is_ok(), "shutdown hung on the stuck task");

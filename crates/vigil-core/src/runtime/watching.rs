@@ -27,18 +27,21 @@ pub(super) fn watch(scheduler: &Scheduler, data_dir: &Path, workspace: &Path, ap
 impl Runtime {
     /// The routine triggers' watcher.
     pub fn watch(&self) -> &Watch {
-        &self.inner.watch
+        &self.inner.unattended.watch
     }
 
     pub(super) fn start_watch(&self) {
-        let watch = self.inner.watch.clone();
-        self.inner.background.spawn(watch.run(self.inner.shutdown.clone()));
+        let watch = self.inner.unattended.watch.clone();
+        self.inner
+            .life
+            .background
+            .spawn(watch.run(self.inner.life.shutdown.clone()));
     }
 
     /// The user approved routine `id`'s check or URL as it is written now (the card showed
     /// what runs, how often, with what access); a pause by the rate limit ends with it.
     pub fn approve_routine(&self, id: &str) -> Result<RoutinesView, String> {
-        self.inner.watch.approve(id)?;
+        self.inner.unattended.watch.approve(id)?;
         Ok(self.routines())
     }
 
@@ -47,6 +50,7 @@ impl Runtime {
         match self.approve_routine(id) {
             Ok(routines) => self
                 .inner
+                .base
                 .emitter
                 .emit(Source::Scheduler, Event::RoutinesChanged { routines }),
             Err(e) => self.report(ErrorKind::InvalidOp, e),
