@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use vigil_core::channels::Keys;
 use vigil_core::protocol::{
-    ApprovalDecision, ApprovalPolicy, ChannelName, ChannelStatus, ChannelWhen, ChannelsSettings, Event, NtfySettings,
-    ProviderKind,
+    ApprovalDecision, ApprovalPolicy, ChannelName, ChannelStatus, ChannelWhen, ChannelsSettings, ChannelsView, Event,
+    NtfySettings, ProviderKind,
 };
 use vigil_fake_llm::{FakeLlm, Script, Step};
 use vigil_fake_phone::FakeNtfy;
@@ -16,7 +16,7 @@ use vigil_fake_phone::FakeNtfy;
 use super::support::*;
 
 const NTFY_TOKEN: &str = "tk_fakeaccesstoken0123456789";
-const WAIT: Duration = Duration::from_secs(20);
+pub(super) const WAIT: Duration = Duration::from_secs(20);
 
 fn ntfy_settings(fake: &FakeNtfy, when: ChannelWhen) -> ChannelsSettings {
     ChannelsSettings {
@@ -27,6 +27,39 @@ fn ntfy_settings(fake: &FakeNtfy, when: ChannelWhen) -> ChannelsSettings {
         }),
         when,
         ..Default::default()
+    }
+}
+
+/// The id of the next approval the runtime asks for.
+pub(super) async fn approval_requested(rx: &mut Events) -> String {
+    next_matching(rx, |e| match e {
+        Event::ApprovalRequested { approval_id, .. } => Some(approval_id.clone()),
+        _ => None,
+    })
+    .await
+}
+
+/// The next approval that ended, and how.
+pub(super) async fn approval_resolved(rx: &mut Events) -> (String, ApprovalDecision) {
+    next_matching(rx, |e| match e {
+        Event::ApprovalResolved {
+            approval_id, decision, ..
+        } => Some((approval_id.clone(), *decision)),
+        _ => None,
+    })
+    .await
+}
+
+/// Settings → Away's view once `f` holds for it; panics with the view after [`WAIT`].
+pub(super) async fn until_view(rt: &vigil_core::Runtime, f: impl Fn(&ChannelsView) -> bool) -> ChannelsView {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let v = rt.channels().view();
+        if f(&v) {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never came to pass: {v:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -72,11 +105,7 @@ async fn an_approval_while_away_is_pushed_with_buttons_and_allowed_from_the_phon
     let marker = dir.path().join("workspace/phone-allowed");
     let (rt, mut rx, _fake, ntfy) = away_with_ntfy(dir.path(), touch(&marker)).await;
     rt.submit(user("run it"));
-    let id = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { approval_id, .. } => Some(approval_id.clone()),
-        _ => None,
-    })
-    .await;
+    let id = approval_requested(&mut rx).await;
     let pushes = ntfy.wait_for("vigil-push", 1, WAIT).await;
     assert_eq!(pushes.len(), 1, "one push per approval");
     let push = &pushes[0];
@@ -97,23 +126,14 @@ async fn an_approval_while_away_is_pushed_with_buttons_and_allowed_from_the_phon
     assert!(!marker.exists());
     assert!(press(&push.body, "Allow once").await.is_success());
     // The desktop card goes away as if answered there.
-    let resolved = next_matching(&mut rx, |e| match e {
-        Event::ApprovalResolved {
-            approval_id, decision, ..
-        } => Some((approval_id.clone(), *decision)),
-        _ => None,
-    })
-    .await;
+    let resolved = approval_resolved(&mut rx).await;
     assert_eq!(resolved, (id, ApprovalDecision::Approve));
     until_finished(&mut rx).await;
     assert!(marker.exists(), "the command ran after the phone allowed it");
     assert_eq!(rt.channels().view().refused_answers, 0);
     // The same answer again (a replay) is refused and counted.
     press(&push.body, "Allow once").await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while rt.channels().view().refused_answers == 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_view(&rt, |v| v.refused_answers > 0).await;
     assert_eq!(rt.channels().view().refused_answers, 1, "the replay was counted");
     rt.shutdown().await;
 }
@@ -134,10 +154,7 @@ async fn deny_forged_and_replayed_answers_run_nothing() {
         .send()
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while rt.channels().view().refused_answers == 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_view(&rt, |v| v.refused_answers > 0).await;
     assert_eq!(rt.channels().view().refused_answers, 1, "the forged token was counted");
     assert!(!marker.exists(), "a forged token ran the command");
     press(&push.body, "Deny").await;
@@ -165,11 +182,7 @@ async fn a_public_topic_gets_no_buttons_and_its_answers_count_for_nothing() {
     rt.channels().set_settings(ntfy_settings(&ntfy, ChannelWhen::Always));
     assert!(rt.start_background());
     rt.submit(user("run it"));
-    let id = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { approval_id, .. } => Some(approval_id.clone()),
-        _ => None,
-    })
-    .await;
+    let id = approval_requested(&mut rx).await;
     let push = ntfy.wait_for("vigil-push", 1, WAIT).await.remove(0);
     assert!(
         push.body.get("actions").is_none(),
@@ -200,19 +213,13 @@ async fn pushes_queued_while_the_server_is_down_arrive_once_each_in_order_after_
         for i in 1..=3 {
             rt.notify(format!("result {i}"), "done");
         }
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            let v = rt.channels().view();
-            let ntfy_view = &v.channels[0];
-            if ntfy_view.status == ChannelStatus::Retrying && ntfy_view.queued == 3 {
-                let error = ntfy_view.last_error.clone().unwrap_or_default();
-                assert!(error.contains("503"), "{error}");
-                assert!(!error.contains(&ntfy.url()), "a URL in the error: {error}");
-                break;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "never retried: {v:?}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let v = until_view(&rt, |v| {
+            v.channels[0].status == ChannelStatus::Retrying && v.channels[0].queued == 3
+        })
+        .await;
+        let error = v.channels[0].last_error.clone().unwrap_or_default();
+        assert!(error.contains("503"), "{error}");
+        assert!(!error.contains(&ntfy.url()), "a URL in the error: {error}");
         rt.shutdown().await;
     }
     ntfy.set_down(false);

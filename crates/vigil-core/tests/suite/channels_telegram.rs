@@ -7,18 +7,19 @@ use std::time::Duration;
 use serde_json::json;
 use vigil_core::channels::Keys;
 use vigil_core::protocol::{
-    ApprovalDecision, ApprovalPolicy, ChannelOp, ChannelWhen, ChannelsSettings, Event, Op, ProviderKind, Role,
-    TelegramSettings,
+    ApprovalDecision, ApprovalPolicy, ChannelOp, ChannelStatus, ChannelWhen, ChannelsSettings, Event, Op, ProviderKind,
+    Role, TelegramSettings,
 };
 use vigil_fake_llm::{FakeLlm, Script, Step};
+use vigil_fake_phone::telegram::Sent;
 use vigil_fake_phone::FakeTelegram;
 
+use super::channels::{approval_requested, approval_resolved, until_view, WAIT};
 use super::support::*;
 
 const BOT_TOKEN: &str = "123456:fake-bot-token-abcdef";
 const CHAT: i64 = 4242;
 const STRANGER: i64 = 666;
-const WAIT: Duration = Duration::from_secs(20);
 
 async fn with_telegram(dir: &std::path::Path, script: Script) -> (vigil_core::Runtime, Events, FakeLlm, FakeTelegram) {
     let fake = FakeLlm::start(script).await.unwrap();
@@ -57,6 +58,28 @@ async fn pair(rt: &vigil_core::Runtime, tg: &FakeTelegram) {
     assert!(tg.messages(STRANGER).is_empty(), "a stranger got an answer");
 }
 
+/// The first message in `CHAT` with Allow once / Deny buttons.
+async fn asked(tg: &FakeTelegram) -> Sent {
+    let got = tg
+        .wait_until(CHAT, WAIT, |m| m.iter().any(|m| !m.buttons.is_empty()))
+        .await;
+    got.into_iter()
+        .find(|m| !m.buttons.is_empty())
+        .expect("an approval with buttons in the chat")
+}
+
+/// `ask` once its buttons are gone (the approval ended).
+async fn answered(tg: &FakeTelegram, ask: &Sent) -> Sent {
+    let got = tg
+        .wait_until(CHAT, WAIT, |m| {
+            m.iter().any(|m| m.message_id == ask.message_id && m.buttons.is_empty())
+        })
+        .await;
+    got.into_iter()
+        .find(|m| m.message_id == ask.message_id && m.buttons.is_empty())
+        .expect("the approval's message lost its buttons")
+}
+
 #[tokio::test]
 async fn a_message_from_the_paired_chat_is_a_user_turn_whose_reply_streams_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -81,10 +104,7 @@ async fn a_message_from_the_paired_chat_is_a_user_turn_whose_reply_streams_back(
     assert!(reply.iter().all(|m| m.text.chars().count() <= 4096));
     // A stranger's message goes nowhere and is counted.
     tg.user_sends(STRANGER, "rm -rf everything please");
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while rt.channels().view().ignored_chats < 1 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_view(&rt, |v| v.ignored_chats >= 1).await;
     // (Its earlier wrong pairing code counts as a refused answer instead.)
     assert_eq!(
         rt.channels().view().ignored_chats,
@@ -111,15 +131,8 @@ async fn a_turn_started_from_the_phone_asks_that_phone_and_its_button_runs_the_c
     pair(&rt, &tg).await;
     // The user is at the desk (`away` is false), but this turn came from the phone.
     tg.user_sends(CHAT, "touch the marker");
-    let id = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { approval_id, .. } => Some(approval_id.clone()),
-        _ => None,
-    })
-    .await;
-    let asked = tg
-        .wait_until(CHAT, WAIT, |m| m.iter().any(|m| !m.buttons.is_empty()))
-        .await;
-    let ask = asked.iter().find(|m| !m.buttons.is_empty()).unwrap().clone();
+    let id = approval_requested(&mut rx).await;
+    let ask = asked(&tg).await;
     let labels: Vec<&str> = ask.buttons.iter().map(|(l, _)| l.as_str()).collect();
     assert_eq!(labels, ["Allow once", "Deny"]);
     // A stranger pressing the same button (a forwarded message) does nothing.
@@ -134,13 +147,7 @@ async fn a_turn_started_from_the_phone_asks_that_phone_and_its_button_runs_the_c
         tg.wait_callback_answer(&q, WAIT).await.as_deref(),
         Some("Allowed once.")
     );
-    let resolved = next_matching(&mut rx, |e| match e {
-        Event::ApprovalResolved {
-            approval_id, decision, ..
-        } => Some((approval_id.clone(), *decision)),
-        _ => None,
-    })
-    .await;
+    let resolved = approval_resolved(&mut rx).await;
     assert_eq!(
         resolved,
         (id, ApprovalDecision::Approve),
@@ -148,12 +155,7 @@ async fn a_turn_started_from_the_phone_asks_that_phone_and_its_button_runs_the_c
     );
     until_finished(&mut rx).await;
     assert!(marker.exists(), "the command ran");
-    let edited = tg
-        .wait_until(CHAT, WAIT, |m| {
-            m.iter().any(|m| m.message_id == ask.message_id && m.buttons.is_empty())
-        })
-        .await;
-    let now = edited.iter().find(|m| m.message_id == ask.message_id).unwrap();
+    let now = answered(&tg, &ask).await;
     assert!(now.text.ends_with("Allowed."), "{now:?}");
     // Pressing again: already answered.
     let q = tg.press(CHAT, ask.message_id, &ask.buttons[1].1);
@@ -176,26 +178,14 @@ async fn an_approval_answered_on_the_desktop_makes_the_phone_say_already_answere
     pair(&rt, &tg).await;
     rt.channels().set_away(Some(true));
     rt.submit(user("touch it"));
-    let id = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { approval_id, .. } => Some(approval_id.clone()),
-        _ => None,
-    })
-    .await;
-    let asked = tg
-        .wait_until(CHAT, WAIT, |m| m.iter().any(|m| !m.buttons.is_empty()))
-        .await;
-    let ask = asked.iter().find(|m| !m.buttons.is_empty()).unwrap().clone();
+    let id = approval_requested(&mut rx).await;
+    let ask = asked(&tg).await;
     rt.submit(Op::Approval {
         id,
         decision: ApprovalDecision::Deny,
     });
     until_finished(&mut rx).await;
-    let edited = tg
-        .wait_until(CHAT, WAIT, |m| {
-            m.iter().any(|m| m.message_id == ask.message_id && m.buttons.is_empty())
-        })
-        .await;
-    let now = edited.iter().find(|m| m.message_id == ask.message_id).unwrap();
+    let now = answered(&tg, &ask).await;
     assert!(now.text.ends_with("Denied."), "{now:?}");
     let q = tg.press(CHAT, ask.message_id, &ask.buttons[0].1);
     assert_eq!(
@@ -203,6 +193,69 @@ async fn an_approval_answered_on_the_desktop_makes_the_phone_say_already_answere
         Some("Already answered.")
     );
     assert!(!marker.exists(), "the phone's late Allow ran the command");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_streamed_reply_is_edited_at_most_once_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    // 80 deltas 40 ms apart: a reply that grows for more than three seconds.
+    let reply = (1..=80).map(|i| format!("w{i:02}")).collect::<Vec<_>>().join(" ");
+    let script = Script::steps(vec![Step::text(&reply).with_chunk_chars(4).with_delay_ms(40)]);
+    let (rt, mut rx, _fake, tg) = with_telegram(dir.path(), script).await;
+    pair(&rt, &tg).await;
+    tg.user_sends(CHAT, "tell me slowly");
+    until_finished(&mut rx).await;
+    let got = tg.wait_until(CHAT, WAIT, |m| m.len() == 2 && m[1].text == reply).await;
+    assert_eq!(got.len(), 2, "the reply is one message: {got:?}");
+    let m = &got[1];
+    assert_eq!(m.text, reply, "the whole reply arrived");
+    assert!(m.edits >= 2, "streamed as edits, not sent once at the end: {m:?}");
+    // The fake's own clock: from the message's first version to its last edit.
+    let span = m.edited_at.last().unwrap().duration_since(m.sent_at).as_secs_f64();
+    assert!(
+        f64::from(m.edits) <= span + 1.0,
+        "{} edits in {span:.2} s: more than one a second",
+        m.edits
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn pushes_wait_out_telegram_being_down_and_arrive_once_each_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, _rx, _fake, tg) = with_telegram(dir.path(), Script::steps(vec![])).await;
+    pair(&rt, &tg).await;
+    rt.channels().set_away(Some(true));
+    tg.set_down(true);
+    for i in 1..=3 {
+        rt.notify(format!("result {i}"), "done");
+    }
+    let v = until_view(&rt, |v| {
+        v.channels[1].status == ChannelStatus::Retrying && v.channels[1].queued == 3
+    })
+    .await;
+    let error = v.channels[1].last_error.clone().unwrap_or_default();
+    assert!(error.contains("Telegram") && error.contains("502"), "{error}");
+    assert!(!error.contains(BOT_TOKEN), "the token in the error: {error}");
+    assert!(!error.contains(&tg.api_base()), "the URL in the error: {error}");
+    assert_eq!(
+        tg.messages(CHAT).len(),
+        1,
+        "only the pairing's confirmation got through"
+    );
+    tg.set_down(false);
+    let v = until_view(&rt, |v| {
+        v.channels[1].queued == 0 && v.channels[1].status == ChannelStatus::Connected
+    })
+    .await;
+    let texts: Vec<String> = tg.messages(CHAT).into_iter().skip(1).map(|m| m.text).collect();
+    assert_eq!(
+        texts,
+        ["result 1\ndone", "result 2\ndone", "result 3\ndone"],
+        "once each, in order"
+    );
+    assert!(v.channels[1].sent >= 3, "{v:?}");
     rt.shutdown().await;
 }
 
