@@ -946,6 +946,10 @@ lanes: Array<LaneHealth>, locks: LockHealth, heartbeat: HeartbeatHealth, mailbox
  */
 processes_running: number, 
 /**
+ * The phone channels.
+ */
+channels: ChannelsHealth, 
+/**
  * What needs a look, in words (seed 004 §7.3 practice 3's alert rules: a wake backlog,
  * a deep queue, many locks held; and any lock wait that gave up or was reclaimed).
  */

@@ -244,6 +244,20 @@ async fn pushes_wait_out_telegram_being_down_and_arrive_once_each_in_order() {
         1,
         "only the pairing's confirmation got through"
     );
+    // Settings → Health shows the same: the channel's row, its error, and an alert.
+    let health = rt.health().await;
+    let row = &health.channels.channels;
+    assert_eq!(row.len(), 1, "only Telegram is set up: {row:?}");
+    assert_eq!(row[0].status, ChannelStatus::Retrying);
+    assert_eq!(row[0].last_error.as_deref(), Some(&*error));
+    assert!(
+        health
+            .alerts
+            .iter()
+            .any(|a| a.contains("through Telegram") && a.contains("3 pushes wait")),
+        "{:?}",
+        health.alerts
+    );
     tg.set_down(false);
     let v = until_view(&rt, |v| {
         v.channels[1].queued == 0 && v.channels[1].status == ChannelStatus::Connected
