@@ -758,7 +758,7 @@ path: string, };
 
 export type Theme = "system" | "light" | "dark";
 
-export type NotificationKind = "process" | "routine" | "heartbeat" | "approval" | "other";
+export type NotificationKind = "process" | "routine" | "heartbeat" | "approval" | "budget" | "other";
 
 export type NotificationKinds = { processes: boolean, routines: boolean, heartbeat: boolean, approvals: boolean, };
 

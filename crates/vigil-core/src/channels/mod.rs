@@ -121,6 +121,10 @@ struct State {
     asked: HashMap<String, (i64, i64, String)>,
     /// Tests and runners without presence: `Some` overrides the host.
     away_override: Option<bool>,
+    /// `https://t.me/<bot>`, the click of ntfy pushes while a bot is paired; asked once
+    /// per settings change.
+    bot_link: Option<String>,
+    bot_link_asked: bool,
 }
 
 struct Inner {
@@ -298,7 +302,11 @@ impl Inner {
     }
 
     fn changed(&self) {
-        self.state().ntfy_answers = None;
+        {
+            let mut state = self.state();
+            state.ntfy_answers = None;
+            state.bot_link_asked = false;
+        }
         self.generation.send_modify(|g| *g += 1);
         for w in &self.wake {
             w.notify_one();

@@ -208,7 +208,27 @@ async fn send(inner: Arc<Inner>, channel: ChannelName) {
 async fn deliver_ntfy(inner: &Inner, p: &Push) -> Result<(), String> {
     let n = inner.ntfy().ok_or("ntfy is not set up")?;
     let buttons = inner.ntfy_private(&n).await;
-    n.publish(p, buttons).await
+    // The chat with the paired bot is where a phone can answer and ask; Vigil has no page
+    // of its own to open.
+    let click = bot_link(inner).await;
+    n.publish(p, buttons, click.as_deref()).await
+}
+
+/// `https://t.me/<bot>` while a bot is paired, its name asked once per settings change.
+async fn bot_link(inner: &Inner) -> Option<String> {
+    let tg = inner.telegram()?;
+    Inner::paired_chat(&inner.state())?;
+    if !std::mem::replace(&mut inner.state().bot_link_asked, true) {
+        match tg.link().await {
+            Ok(link) => inner.state().bot_link = link,
+            // Pushes go without a click until the settings change.
+            Err(e) => tracing::debug!(
+                "could not read the bot's name: {}",
+                super::keys::redact(&e, &[tg.token.clone()])
+            ),
+        }
+    }
+    inner.state().bot_link.clone()
 }
 
 async fn deliver_telegram(inner: &Inner, p: &Push) -> Result<(), String> {

@@ -16,6 +16,7 @@ use vigil_fake_phone::FakeNtfy;
 use super::support::*;
 
 const NTFY_TOKEN: &str = "tk_fakeaccesstoken0123456789";
+const TG_BOT: &str = "555:fake-bot-token-for-the-click";
 pub(super) const WAIT: Duration = Duration::from_secs(20);
 
 fn ntfy_settings(fake: &FakeNtfy, when: ChannelWhen) -> ChannelsSettings {
@@ -248,6 +249,41 @@ async fn pushes_queued_while_the_server_is_down_arrive_once_each_in_order_after_
         assert!(!text.contains(NTFY_TOKEN), "the token is in {}", entry.display());
     }
     assert_eq!(rt.channels().view().channels[0].channel, ChannelName::Ntfy);
+}
+
+#[tokio::test]
+async fn a_push_opens_the_paired_bots_chat_when_tapped() {
+    let dir = tempfile::tempdir().unwrap();
+    let ntfy = FakeNtfy::start(Some(NTFY_TOKEN)).await.unwrap();
+    let tg = vigil_fake_phone::FakeTelegram::start(TG_BOT).await.unwrap();
+    let (rt, _rx) = runtime(dir.path(), None);
+    rt.channels().use_keys(Keys::fixed(Some(NTFY_TOKEN), None));
+    rt.channels().set_settings(ntfy_settings(&ntfy, ChannelWhen::Always));
+    assert!(rt.start_background());
+    rt.notify("result 1", "done");
+    let push = ntfy.wait_for("vigil-push", 1, WAIT).await.remove(0);
+    assert!(
+        push.body.get("click").is_none(),
+        "no bot, nothing to open: {}",
+        push.body
+    );
+    // A bot paired to a chat: tapping a push opens that chat, where the phone can answer.
+    rt.channels().use_keys(Keys::fixed(Some(NTFY_TOKEN), Some(TG_BOT)));
+    let mut settings = ntfy_settings(&ntfy, ChannelWhen::Always);
+    settings.telegram = Some(vigil_core::protocol::TelegramSettings {
+        api_base: tg.api_base(),
+        chat_id: Some(77),
+        session_id: None,
+    });
+    rt.channels().set_settings(settings);
+    rt.notify("result 2", "done");
+    let pushes = ntfy.wait_for("vigil-push", 2, WAIT).await;
+    assert_eq!(
+        pushes[1].body["click"], "https://t.me/vigil_test_bot",
+        "{}",
+        pushes[1].body
+    );
+    rt.shutdown().await;
 }
 
 /// Every file under `dir`.
