@@ -932,6 +932,12 @@ scheduled: number,
  */
 running: number, job_sessions_created: number, };
 
+export type ChannelsHealth = { 
+/**
+ * Only the channels that are configured; none: the phone is not used.
+ */
+channels: Array<ChannelView>, refused_answers: number, ignored_chats: number, };
+
 export type HealthView = { status: HealthStatus, started_at: number, uptime_ms: number, 
 /**
  * Background work (heartbeat, routines, processes) is paused by the user.
