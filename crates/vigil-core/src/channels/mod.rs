@@ -113,10 +113,15 @@ struct State {
     ntfy_answers: Option<bool>,
     refused: u64,
     ignored: u64,
-    /// Conversation → the chat whose message started the turn running (or about to) in it.
+    /// Conversation → the chat whose message the turn running in it answers.
     phone_turns: HashMap<String, i64>,
-    /// Conversation → the reply streaming to its chat.
+    /// Conversation → the chat whose message waits for a turn to take it: the next turn
+    /// that starts, or the running one when the message steers it.
+    phone_sent: HashMap<String, i64>,
+    /// Conversation → the reply streaming to its chat (an older one still being flushed
+    /// when a new one starts: under `<conversation>\0<n>`).
     streams: HashMap<String, chat::Stream>,
+    stream_seq: u64,
     /// Approval → its Telegram message `(chat, message id, text)`, to edit when it ends.
     asked: HashMap<String, (i64, i64, String)>,
     /// Tests and runners without presence: `Some` overrides the host.
@@ -503,6 +508,7 @@ impl EventSink for Tap {
                 | Event::ApprovalResolved { .. }
                 | Event::Notification { .. }
                 | Event::TurnStarted { .. }
+                | Event::QueueConsumed { .. }
                 | Event::TextDelta { .. }
                 | Event::TurnFinished { .. }
         ) {

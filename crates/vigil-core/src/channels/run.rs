@@ -60,14 +60,33 @@ async fn route(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<(EventEnvelope
                 decision,
                 expired,
             } => resolved(&inner, approval_id, *decision, *expired),
-            Event::TurnStarted { .. } => {
+            // A turn takes the phone's message when it starts with it, or when the message,
+            // sent while the turn ran, is handed to the model: what it writes from then on
+            // is the phone's reply.
+            Event::TurnStarted { .. } | Event::QueueConsumed { .. } => {
                 let mut state = inner.state();
-                if let Some(chat) = state.phone_turns.get(&session).copied() {
-                    state.streams.insert(session, chat::Stream::new(chat));
+                if let Some(chat) = state.phone_sent.remove(&session) {
+                    state.phone_turns.insert(session.clone(), chat);
+                    let continues = matches!(e.event, Event::QueueConsumed { .. })
+                        && state
+                            .streams
+                            .get(&session)
+                            .is_some_and(|s| s.chat_id == chat && !s.finished);
+                    if !continues {
+                        // A reply still being flushed keeps going under a key of its own.
+                        if let Some(mut old) = state.streams.remove(&session) {
+                            old.finished = true;
+                            state.stream_seq += 1;
+                            let key = format!("{session}\0{}", state.stream_seq);
+                            state.streams.insert(key, old);
+                        }
+                        state.streams.insert(session, chat::Stream::new(chat));
+                    }
                 }
             }
             Event::TextDelta { text } => {
-                if let Some(s) = inner.state().streams.get_mut(&session) {
+                // A finished reply takes nothing more (a desktop turn after a phone's).
+                if let Some(s) = inner.state().streams.get_mut(&session).filter(|s| !s.finished) {
                     s.text.push_str(text);
                 }
             }
@@ -94,7 +113,8 @@ fn queue(inner: &Inner, mut p: Push, session: &str, away: Option<bool>) {
         let mut state = inner.state();
         let wanted = push::wanted(&state.settings, p.kind, away);
         // A turn the phone started asks that phone, wherever the user is.
-        let phone_turn = p.ask.is_some() && state.phone_turns.contains_key(session);
+        let phone_turn =
+            p.ask.is_some() && (state.phone_turns.contains_key(session) || state.phone_sent.contains_key(session));
         let to_ntfy = wanted && state.settings.ntfy.is_some();
         let to_telegram =
             state.settings.telegram.is_some() && Inner::paired_chat(&state).is_some() && (wanted || phone_turn);
@@ -372,7 +392,7 @@ async fn on_update(inner: &Inner, tg: &telegram::Telegram, u: Update) {
                         .as_ref()
                         .and_then(|t| t.session_id.clone())
                         .unwrap_or_else(|| PRIMARY_SESSION.to_string());
-                    state.phone_turns.insert(session.clone(), chat_id);
+                    state.phone_sent.insert(session.clone(), chat_id);
                     Do::Chat(session)
                 } else if let Some(p) = state.pairing.as_mut() {
                     match p.attempt(&text, now) {

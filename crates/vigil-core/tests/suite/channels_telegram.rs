@@ -273,6 +273,39 @@ async fn pushes_wait_out_telegram_being_down_and_arrive_once_each_in_order() {
     rt.shutdown().await;
 }
 
+#[tokio::test]
+async fn a_phone_message_into_a_busy_conversation_gets_that_turns_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let desk = "Working on the desk question, slowly and at length.";
+    let script = Script::steps(vec![
+        // Three seconds of the desktop's answer, time for the phone's message to arrive.
+        Step::text(desk).with_chunk_chars(2).with_delay_ms(120),
+        Step::text("The build is green, 214 tests."),
+    ]);
+    let (rt, mut rx, fake, tg) = with_telegram(dir.path(), script).await;
+    pair(&rt, &tg).await;
+    rt.submit(user("a question from the desk"));
+    next_matching(&mut rx, |e| matches!(e, Event::TextDelta { .. }).then_some(())).await;
+    tg.user_sends(CHAT, "and how is the build?");
+    until_finished(&mut rx).await;
+    let got = tg
+        .wait_until(CHAT, WAIT, |m| {
+            m.iter().any(|m| m.text == "The build is green, 214 tests.")
+        })
+        .await;
+    let texts: Vec<&str> = got.iter().skip(1).map(|m| m.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["The build is green, 214 tests."],
+        "the reply after the phone's message, and not the desk's answer before it"
+    );
+    // The model saw the phone's message in the same turn.
+    assert_eq!(fake.request_count(), 2);
+    let sent = fake.requests()[1].body["messages"].to_string();
+    assert!(sent.contains("and how is the build?"), "{sent}");
+    rt.shutdown().await;
+}
+
 /// The channels alone (no runtime), for what only their events decide.
 mod direct {
     use std::sync::Arc;
