@@ -64,6 +64,23 @@ pub(super) async fn until_view(rt: &vigil_core::Runtime, f: impl Fn(&ChannelsVie
     }
 }
 
+/// Notifies "result 1" to "result 3" while `channel`'s server is down; waits until all three
+/// are held and the channel retries, and returns the error Settings shows for it.
+pub(super) async fn three_results_held(rt: &vigil_core::Runtime, channel: ChannelName) -> String {
+    for i in 1..=3 {
+        rt.notify(format!("result {i}"), "done");
+    }
+    let slot = match channel {
+        ChannelName::Ntfy => 0,
+        ChannelName::Telegram => 1,
+    };
+    let v = until_view(rt, |v| {
+        v.channels[slot].status == ChannelStatus::Retrying && v.channels[slot].queued == 3
+    })
+    .await;
+    v.channels[slot].last_error.clone().unwrap_or_default()
+}
+
 /// A runtime asking before commands, with ntfy set up and the user away.
 async fn away_with_ntfy(dir: &std::path::Path, script: Script) -> (vigil_core::Runtime, Events, FakeLlm, FakeNtfy) {
     let fake = FakeLlm::start(script).await.unwrap();
@@ -93,7 +110,7 @@ async fn press(push: &Value, label: &str) -> reqwest::StatusCode {
         .status()
 }
 
-fn touch(marker: &std::path::Path) -> Script {
+pub(super) fn touch(marker: &std::path::Path) -> Script {
     Script::steps(vec![
         Step::tool_call("c1", "exec", json!({"command": format!("touch {}", marker.display())})),
         Step::text("done"),
@@ -211,14 +228,7 @@ async fn pushes_queued_while_the_server_is_down_arrive_once_each_in_order_after_
         rt.channels().use_keys(Keys::fixed(Some(NTFY_TOKEN), None));
         rt.channels().set_settings(ntfy_settings(&ntfy, ChannelWhen::Always));
         assert!(rt.start_background());
-        for i in 1..=3 {
-            rt.notify(format!("result {i}"), "done");
-        }
-        let v = until_view(&rt, |v| {
-            v.channels[0].status == ChannelStatus::Retrying && v.channels[0].queued == 3
-        })
-        .await;
-        let error = v.channels[0].last_error.clone().unwrap_or_default();
+        let error = three_results_held(&rt, ChannelName::Ntfy).await;
         assert!(error.contains("503"), "{error}");
         assert!(!error.contains(&ntfy.url()), "a URL in the error: {error}");
         rt.shutdown().await;

@@ -4,17 +4,16 @@
 
 use std::time::Duration;
 
-use serde_json::json;
 use vigil_core::channels::Keys;
 use vigil_core::protocol::{
-    ApprovalDecision, ApprovalPolicy, ChannelOp, ChannelStatus, ChannelWhen, ChannelsSettings, Event, Op, ProviderKind,
-    Role, TelegramSettings,
+    ApprovalDecision, ApprovalPolicy, ChannelName, ChannelOp, ChannelStatus, ChannelWhen, ChannelsSettings, Event, Op,
+    ProviderKind, Role, TelegramSettings,
 };
 use vigil_fake_llm::{FakeLlm, Script, Step};
 use vigil_fake_phone::telegram::Sent;
 use vigil_fake_phone::FakeTelegram;
 
-use super::channels::{approval_requested, approval_resolved, until_view, WAIT};
+use super::channels::{approval_requested, approval_resolved, three_results_held, touch, until_view, WAIT};
 use super::support::*;
 
 const BOT_TOKEN: &str = "123456:fake-bot-token-abcdef";
@@ -123,11 +122,7 @@ async fn a_message_from_the_paired_chat_is_a_user_turn_whose_reply_streams_back(
 async fn a_turn_started_from_the_phone_asks_that_phone_and_its_button_runs_the_command() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("workspace/telegram-allowed");
-    let script = Script::steps(vec![
-        Step::tool_call("c1", "exec", json!({"command": format!("touch {}", marker.display())})),
-        Step::text("done"),
-    ]);
-    let (rt, mut rx, _fake, tg) = with_telegram(dir.path(), script).await;
+    let (rt, mut rx, _fake, tg) = with_telegram(dir.path(), touch(&marker)).await;
     pair(&rt, &tg).await;
     // The user is at the desk (`away` is false), but this turn came from the phone.
     tg.user_sends(CHAT, "touch the marker");
@@ -170,11 +165,7 @@ async fn a_turn_started_from_the_phone_asks_that_phone_and_its_button_runs_the_c
 async fn an_approval_answered_on_the_desktop_makes_the_phone_say_already_answered() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("workspace/desktop-denied");
-    let script = Script::steps(vec![
-        Step::tool_call("c1", "exec", json!({"command": format!("touch {}", marker.display())})),
-        Step::text("ok"),
-    ]);
-    let (rt, mut rx, _fake, tg) = with_telegram(dir.path(), script).await;
+    let (rt, mut rx, _fake, tg) = with_telegram(dir.path(), touch(&marker)).await;
     pair(&rt, &tg).await;
     rt.channels().set_away(Some(true));
     rt.submit(user("touch it"));
@@ -228,14 +219,7 @@ async fn pushes_wait_out_telegram_being_down_and_arrive_once_each_in_order() {
     pair(&rt, &tg).await;
     rt.channels().set_away(Some(true));
     tg.set_down(true);
-    for i in 1..=3 {
-        rt.notify(format!("result {i}"), "done");
-    }
-    let v = until_view(&rt, |v| {
-        v.channels[1].status == ChannelStatus::Retrying && v.channels[1].queued == 3
-    })
-    .await;
-    let error = v.channels[1].last_error.clone().unwrap_or_default();
+    let error = three_results_held(&rt, ChannelName::Telegram).await;
     assert!(error.contains("Telegram") && error.contains("502"), "{error}");
     assert!(!error.contains(BOT_TOKEN), "the token in the error: {error}");
     assert!(!error.contains(&tg.api_base()), "the URL in the error: {error}");
