@@ -143,6 +143,9 @@ struct Inner {
     /// `[ntfy, telegram]`; `std` locks, a save under them is one small atomic write.
     boxes: [Mutex<outbox::Outbox>; 2],
     wake: [Notify; 2],
+    /// A channel's server answers again after failing (its stream or long poll reopened):
+    /// the sender retries now instead of waiting out its backoff.
+    back: [Notify; 2],
     /// Bumped when settings or tokens change: the loops reconnect.
     generation: watch::Sender<u64>,
     /// Events for the router, with the user's presence when each happened.
@@ -195,6 +198,7 @@ impl Channels {
             http: reqwest::Client::new(),
             state: Mutex::new(state),
             wake: [Notify::new(), Notify::new()],
+            back: [Notify::new(), Notify::new()],
             generation: watch::channel(0).0,
             events,
             events_rx: Mutex::new(Some(rx)),

@@ -218,8 +218,10 @@ async fn send(inner: Arc<Inner>, channel: ChannelName) {
             }
             Err(e) => {
                 inner.link(channel, ChannelStatus::Retrying, Some(e));
-                pause(&inner, backoff).await;
-                backoff = next_backoff(backoff);
+                tokio::select! {
+                    _ = pause(&inner, backoff) => backoff = next_backoff(backoff),
+                    _ = inner.back[slot(channel)].notified() => backoff = RETRY_FIRST,
+                }
             }
         }
     }
@@ -310,7 +312,12 @@ async fn ntfy_answers(inner: Arc<Inner>) {
         inner.ntfy_private(&n).await;
         let listen = n.listen(
             &mut since,
-            || inner.link(ChannelName::Ntfy, ChannelStatus::Connected, None),
+            || {
+                inner.link(ChannelName::Ntfy, ChannelStatus::Connected, None);
+                if backoff > RETRY_FIRST {
+                    inner.back[slot(ChannelName::Ntfy)].notify_one();
+                }
+            },
             |a| {
                 if inner.state().ntfy_answers != Some(true) {
                     // Anyone can read these topics: an answer on them proves nothing.
@@ -353,6 +360,9 @@ async fn telegram_poll(inner: Arc<Inner>) {
         };
         match polled {
             Ok((updates, next)) => {
+                if backoff > RETRY_FIRST {
+                    inner.back[slot(ChannelName::Telegram)].notify_one();
+                }
                 backoff = RETRY_FIRST;
                 inner.link(ChannelName::Telegram, ChannelStatus::Connected, None);
                 if next != offset {
