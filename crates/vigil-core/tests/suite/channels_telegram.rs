@@ -290,6 +290,36 @@ async fn a_phone_message_into_a_busy_conversation_gets_that_turns_reply() {
     rt.shutdown().await;
 }
 
+#[tokio::test]
+async fn a_restart_while_telegram_is_down_loses_no_push_and_keeps_the_pairing() {
+    let dir = tempfile::tempdir().unwrap();
+    let tg = {
+        let (rt, _rx, _fake, tg) = with_telegram(dir.path(), Script::steps(vec![])).await;
+        pair(&rt, &tg).await;
+        rt.channels().set_away(Some(true));
+        tg.set_down(true);
+        three_results_held(&rt, ChannelName::Telegram).await;
+        rt.shutdown().await;
+        tg
+    };
+    tg.set_down(false);
+    let (rt, _rx) = runtime(dir.path(), None);
+    rt.channels().use_keys(Keys::fixed(None, Some(BOT_TOKEN)));
+    rt.channels().set_away(Some(true));
+    let v = rt.channels().view();
+    assert_eq!(v.paired_chat, Some(CHAT), "the pairing survived the restart");
+    assert_eq!(v.channels[1].queued, 3, "the queue survived the restart");
+    assert!(rt.start_background());
+    until_view(&rt, |v| v.channels[1].queued == 0).await;
+    let texts: Vec<String> = tg.messages(CHAT).into_iter().skip(1).map(|m| m.text).collect();
+    assert_eq!(
+        texts,
+        ["result 1\ndone", "result 2\ndone", "result 3\ndone"],
+        "once each, in order"
+    );
+    rt.shutdown().await;
+}
+
 /// The channels alone (no runtime), for what only their events decide.
 mod direct {
     use std::sync::Arc;
