@@ -92,6 +92,17 @@ describe('a Telegram chat paired from Settings → Away', () => {
     const { messages } = await phone.ask({ messages: CHAT });
     assert.match(messages[0].text, /^Paired with Vigil/);
     await screenshot(driver, 'away-pane-paired.png');
+    // Health, further down the pane, has a row for the channel (it asks again every 3 s).
+    const row = await waitFor(
+      'the Telegram row in Health',
+      async () => {
+        const t = await text(driver, '[data-testid="health-row"][data-key="channel-telegram"]');
+        return t?.includes('Connected') ? t : null;
+      },
+      15000,
+    );
+    assert.match(row, /Phone: Telegram/);
+    assert.match(await text(driver, '[data-testid="health-row"][data-key="channel-answers"]'), /1 refused/);
     await driver.executeScript('document.querySelector(\'[data-testid="settings-close"]\').click()');
   });
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -30,6 +30,10 @@ pub struct Sent {
     pub buttons: Vec<(String, String)>,
     /// How many times it was edited.
     pub edits: u32,
+    /// When the fake received the `sendMessage`, and each `editMessageText` that changed
+    /// it: what the edit-rate bound is checked against (the fake's clock, not the test's).
+    pub sent_at: Instant,
+    pub edited_at: Vec<Instant>,
 }
 
 #[derive(Default)]
@@ -266,6 +270,8 @@ async fn call(State(s): State<Arc<Shared>>, Path((bot, method)): Path<(String, S
                 text: text.clone(),
                 buttons: buttons(&body),
                 edits: 0,
+                sent_at: Instant::now(),
+                edited_at: Vec::new(),
             };
             s.state
                 .lock()
@@ -291,6 +297,7 @@ async fn call(State(s): State<Arc<Shared>>, Path((bot, method)): Path<(String, S
             m.text = text.clone();
             m.buttons = new_buttons;
             m.edits += 1;
+            m.edited_at.push(Instant::now());
             ok(json!({"message_id": id, "date": 0, "chat": {"id": m.chat_id, "type": "private"}, "text": text}))
         }
         "answerCallbackQuery" => {

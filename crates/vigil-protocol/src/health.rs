@@ -130,6 +130,18 @@ pub struct RoutinesHealth {
     pub job_sessions_created: u64,
 }
 
+/// The phone channels that are set up (ntfy, Telegram): each one's state, last error and
+/// counters as Settings → Away shows them, and the answers and chats refused.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct ChannelsHealth {
+    /// Only the channels that are configured; none: the phone is not used.
+    pub channels: Vec<crate::ChannelView>,
+    #[ts(type = "number")]
+    pub refused_answers: u64,
+    #[ts(type = "number")]
+    pub ignored_chats: u64,
+}
+
 /// What a health check returns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct HealthView {
@@ -148,6 +160,9 @@ pub struct HealthView {
     pub routines: RoutinesHealth,
     /// Processes started by the agent or the user that are still running.
     pub processes_running: u32,
+    /// The phone channels.
+    #[serde(default)]
+    pub channels: ChannelsHealth,
     /// What needs a look, in words (seed 004 §7.3 practice 3's alert rules: a wake backlog,
     /// a deep queue, many locks held; and any lock wait that gave up or was reclaimed).
     pub alerts: Vec<String>,

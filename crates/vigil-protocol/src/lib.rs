@@ -59,7 +59,9 @@ pub use channels::{
 };
 pub use error::{CommandError, ErrorKind};
 pub use event::{Event, EventEnvelope, Scope, Source, StopReason};
-pub use health::{HealthStatus, HealthView, HeartbeatHealth, LaneHealth, LockHealth, MailboxHealth, RoutinesHealth};
+pub use health::{
+    ChannelsHealth, HealthStatus, HealthView, HeartbeatHealth, LaneHealth, LockHealth, MailboxHealth, RoutinesHealth,
+};
 pub use heartbeat::{
     ActiveHours, BackgroundUpdate, HeartbeatSettings, HeartbeatSkip, HeartbeatStats, HeartbeatStatus, HeartbeatView,
     WakeReason,

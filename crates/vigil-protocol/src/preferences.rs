@@ -85,6 +85,8 @@ pub enum NotificationKind {
     Heartbeat,
     /// A background run wanted an approval nobody could give.
     Approval,
+    /// Background work spent the day's token budget: always shown.
+    Budget,
     /// Asked for by the user (the Settings test) or the system: always shown.
     Other,
 }
@@ -118,7 +120,7 @@ impl NotificationKinds {
             NotificationKind::Routine => self.routines,
             NotificationKind::Heartbeat => self.heartbeat,
             NotificationKind::Approval => self.approvals,
-            NotificationKind::Other => true,
+            NotificationKind::Budget | NotificationKind::Other => true,
         }
     }
 }

@@ -81,6 +81,7 @@ pub fn typescript_bindings() -> String {
         HeartbeatHealth::decl(&cfg),
         MailboxHealth::decl(&cfg),
         RoutinesHealth::decl(&cfg),
+        ChannelsHealth::decl(&cfg),
         HealthView::decl(&cfg),
         McpTransport::decl(&cfg),
         McpServerState::decl(&cfg),

@@ -63,6 +63,7 @@ export function mockHealth({ startedAt, lanes, heartbeat, routines, processes }:
       job_sessions_created: 0,
     },
     processes_running: processes.list().filter((p) => p.state === 'running').length,
+    channels: { channels: [], refused_answers: 0, ignored_chats: 0 },
     alerts: [],
   };
 }

@@ -758,7 +758,7 @@ path: string, };
 
 export type Theme = "system" | "light" | "dark";
 
-export type NotificationKind = "process" | "routine" | "heartbeat" | "approval" | "other";
+export type NotificationKind = "process" | "routine" | "heartbeat" | "approval" | "budget" | "other";
 
 export type NotificationKinds = { processes: boolean, routines: boolean, heartbeat: boolean, approvals: boolean, };
 
@@ -932,6 +932,12 @@ scheduled: number,
  */
 running: number, job_sessions_created: number, };
 
+export type ChannelsHealth = { 
+/**
+ * Only the channels that are configured; none: the phone is not used.
+ */
+channels: Array<ChannelView>, refused_answers: number, ignored_chats: number, };
+
 export type HealthView = { status: HealthStatus, started_at: number, uptime_ms: number, 
 /**
  * Background work (heartbeat, routines, processes) is paused by the user.
@@ -945,6 +951,10 @@ lanes: Array<LaneHealth>, locks: LockHealth, heartbeat: HeartbeatHealth, mailbox
  * Processes started by the agent or the user that are still running.
  */
 processes_running: number, 
+/**
+ * The phone channels.
+ */
+channels: ChannelsHealth, 
 /**
  * What needs a look, in words (seed 004 §7.3 practice 3's alert rules: a wake backlog,
  * a deep queue, many locks held; and any lock wait that gave up or was reclaimed).

@@ -27,7 +27,7 @@ describe('Settings → Away', () => {
     );
   });
 
-  it('keeps the paired chat and per-kind choices the form does not show', () => {
+  it('keeps the paired chat the form does not show, and each kind its own choice', () => {
     const prev: ChannelsSettings = {
       telegram: { api_base: 'https://api.telegram.org', chat_id: 42 },
       when: 'away',
@@ -41,5 +41,21 @@ describe('Settings → Away', () => {
       kinds: { routine: 'never' },
     });
     expect(settingsFrom({ ...form, telegramOn: false, ntfyServer: '' }, prev).telegram).toBeUndefined();
+  });
+
+  it('shows each kind of event with its own choice or the default, and saves only the ones set', () => {
+    const prev: ChannelsSettings = { when: 'away', kinds: { routine: 'never', budget: 'always' } };
+    const form = formFrom(prev);
+    expect(form.kinds).toEqual({
+      approval: 'default',
+      continuation: 'default',
+      routine: 'never',
+      monitor: 'default',
+      failure: 'default',
+      budget: 'always',
+    });
+    form.kinds.approval = 'always';
+    form.kinds.routine = 'default';
+    expect(settingsFrom(form, prev).kinds).toEqual({ approval: 'always', budget: 'always' });
   });
 });

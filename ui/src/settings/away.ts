@@ -1,7 +1,14 @@
 // Settings → Away, pure: the channels view as lines of plain words, the pairing code's
 // countdown, and the form ↔ settings mapping (tokens are never part of either: they go in
 // once, to the keyring, and only "stored" comes back).
-import type { ChannelStatus, ChannelView, ChannelWhen, ChannelsSettings, PairingView } from '../lib/protocol';
+import type {
+  ChannelKinds,
+  ChannelStatus,
+  ChannelView,
+  ChannelWhen,
+  ChannelsSettings,
+  PairingView,
+} from '../lib/protocol';
 
 export const STATUS_TEXT: Record<ChannelStatus, string> = {
   off: 'Off',
@@ -16,6 +23,19 @@ export const WHEN_TEXT: Record<ChannelWhen, string> = {
   always: 'Always',
   never: 'Never (the desktop only)',
 };
+
+/** The kinds of event, in the order Settings lists them, with what each covers. */
+export const KINDS: { key: keyof ChannelKinds; label: string }[] = [
+  { key: 'approval', label: 'An approval waiting' },
+  { key: 'continuation', label: 'An answer given on its own, a command finished' },
+  { key: 'routine', label: 'A routine’s result' },
+  { key: 'monitor', label: 'Something the heartbeat found' },
+  { key: 'failure', label: 'A failure, or anything else' },
+  { key: 'budget', label: 'The day’s background budget spent' },
+];
+
+/** A kind's choice in the form: its own "when", or `default` (the choice above). */
+export type KindChoice = ChannelWhen | 'default';
 
 export const CHANNEL_NAME: Record<ChannelView['channel'], string> = { ntfy: 'ntfy', telegram: 'Telegram' };
 
@@ -43,6 +63,7 @@ export interface AwayForm {
   telegramOn: boolean;
   telegramApi: string;
   when: ChannelWhen;
+  kinds: Record<keyof ChannelKinds, KindChoice>;
 }
 
 export function formFrom(s: ChannelsSettings): AwayForm {
@@ -53,10 +74,11 @@ export function formFrom(s: ChannelsSettings): AwayForm {
     telegramOn: s.telegram !== undefined && s.telegram !== null,
     telegramApi: s.telegram?.api_base ?? 'https://api.telegram.org',
     when: s.when,
+    kinds: Object.fromEntries(KINDS.map(({ key }) => [key, s.kinds?.[key] ?? 'default'])) as AwayForm['kinds'],
   };
 }
 
-/** The settings the form describes, keeping what it does not show (per-kind choices, the chat). */
+/** The settings the form describes, keeping what it does not show (the chat, its conversation). */
 export function settingsFrom(f: AwayForm, prev: ChannelsSettings): ChannelsSettings {
   const trimmed = (v: string): string | undefined => (v.trim() === '' ? undefined : v.trim());
   const server = trimmed(f.ntfyServer);
@@ -71,5 +93,8 @@ export function settingsFrom(f: AwayForm, prev: ChannelsSettings): ChannelsSetti
         }
       : undefined,
     when: f.when,
+    kinds: Object.fromEntries(
+      KINDS.map(({ key }) => [key, f.kinds[key]]).filter(([, choice]) => choice !== 'default'),
+    ) as ChannelKinds,
   };
 }

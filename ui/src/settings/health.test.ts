@@ -32,6 +32,7 @@ function health(patch: Partial<HealthView> = {}): HealthView {
     mailbox: { waiting: 1, deposited: 3, drained: 2 },
     routines: { scheduled: 4, running: 0, job_sessions_created: 1 },
     processes_running: 0,
+    channels: { channels: [], refused_answers: 0, ignored_chats: 0 },
     alerts: [],
     ...patch,
   };
@@ -145,5 +146,28 @@ describe('the health section', () => {
     });
     expect(value(stuck, 'locks').flagged).toBe(true);
     expect(value(stuck, 'locks').value).toContain('1 gave up waiting · 1 taken back from a stuck holder');
+  });
+  it('shows a row per phone channel set up, flagged with its error while it retries', () => {
+    expect(healthSummary(health()).rows.some((r) => r.key.startsWith('channel'))).toBe(false);
+    const telegram = {
+      channel: 'telegram' as const,
+      status: 'retrying' as const,
+      has_token: true,
+      queued: 3,
+      sent: 4,
+      last_error: 'Telegram answered sendMessage with 502 Bad Gateway: Bad Gateway',
+      answers: true,
+      sends: '',
+    };
+    const h = health({ channels: { channels: [telegram], refused_answers: 2, ignored_chats: 1 } });
+    expect(value(h, 'channel-telegram')).toMatchObject({
+      label: 'Phone: Telegram',
+      value:
+        'Retrying · 4 sent · 3 waiting · answers approvals · last error: Telegram answered sendMessage with 502 Bad Gateway: Bad Gateway',
+      flagged: true,
+    });
+    expect(value(h, 'channel-answers').value).toMatch(/^2 refused .* 1 messages from other chats ignored$/);
+    const back = health({ channels: { channels: [{ ...telegram, status: 'connected', queued: 0 }], refused_answers: 0, ignored_chats: 0 } });
+    expect(value(back, 'channel-telegram').flagged).toBe(false);
   });
 });

@@ -4,6 +4,7 @@
 import { durationText, REASON_LABEL } from '../heartbeat/status';
 import { costText, count as n } from '../lib/usage';
 import type { HealthView, LaneHealth, WakeReason } from '../lib/protocol';
+import { CHANNEL_NAME, channelLine } from './away';
 
 export interface HealthRow {
   key: string;
@@ -93,6 +94,7 @@ export function healthSummary(h: HealthView): HealthSummary {
     },
     { key: 'processes', label: 'Processes', value: `${h.processes_running} running`, flagged: false },
     { key: 'locks', label: 'Session locks', value: locks.join(' · '), flagged: lockTrouble },
+    ...channelRows(h.channels),
   ];
   return { headline, state, rows };
 }
@@ -142,4 +144,22 @@ function backgroundTokens(hb: HealthView['heartbeat']): string | null {
   return hb.budget_spent
     ? `${today}: the daily budget of ${n(hb.daily_token_budget)} is spent, background work waits until tomorrow`
     : `${today} of a daily budget of ${n(hb.daily_token_budget)}`;
+}
+
+/** A row for each phone channel that is set up (its state, counters, last error), and the answers refused. */
+function channelRows(ch: HealthView['channels'] | undefined): HealthRow[] {
+  if (!ch || ch.channels.length === 0) return [];
+  const rows: HealthRow[] = ch.channels.map((c) => ({
+    key: `channel-${c.channel}`,
+    label: `Phone: ${CHANNEL_NAME[c.channel]}`,
+    value: c.last_error ? `${channelLine(c)} · last error: ${c.last_error}` : channelLine(c),
+    flagged: c.status === 'retrying' || c.status === 'needs_setup',
+  }));
+  rows.push({
+    key: 'channel-answers',
+    label: 'Phone answers',
+    value: `${n(ch.refused_answers)} refused (a forged, replayed or expired token, a wrong pairing code) · ${n(ch.ignored_chats)} messages from other chats ignored`,
+    flagged: false,
+  });
+  return rows;
 }

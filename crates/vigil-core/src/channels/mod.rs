@@ -113,14 +113,23 @@ struct State {
     ntfy_answers: Option<bool>,
     refused: u64,
     ignored: u64,
-    /// Conversation → the chat whose message started the turn running (or about to) in it.
+    /// Conversation → the chat whose message the turn running in it answers.
     phone_turns: HashMap<String, i64>,
-    /// Conversation → the reply streaming to its chat.
+    /// Conversation → the chat whose message waits for a turn to take it: the next turn
+    /// that starts, or the running one when the message steers it.
+    phone_sent: HashMap<String, i64>,
+    /// Conversation → the reply streaming to its chat (an older one still being flushed
+    /// when a new one starts: under `<conversation>\0<n>`).
     streams: HashMap<String, chat::Stream>,
+    stream_seq: u64,
     /// Approval → its Telegram message `(chat, message id, text)`, to edit when it ends.
     asked: HashMap<String, (i64, i64, String)>,
     /// Tests and runners without presence: `Some` overrides the host.
     away_override: Option<bool>,
+    /// `https://t.me/<bot>`, the click of ntfy pushes while a bot is paired; asked once
+    /// per settings change.
+    bot_link: Option<String>,
+    bot_link_asked: bool,
 }
 
 struct Inner {
@@ -134,6 +143,9 @@ struct Inner {
     /// `[ntfy, telegram]`; `std` locks, a save under them is one small atomic write.
     boxes: [Mutex<outbox::Outbox>; 2],
     wake: [Notify; 2],
+    /// A channel's server answers again after failing (its stream or long poll reopened):
+    /// the sender retries now instead of waiting out its backoff.
+    back: [Notify; 2],
     /// Bumped when settings or tokens change: the loops reconnect.
     generation: watch::Sender<u64>,
     /// Events for the router, with the user's presence when each happened.
@@ -186,6 +198,7 @@ impl Channels {
             http: reqwest::Client::new(),
             state: Mutex::new(state),
             wake: [Notify::new(), Notify::new()],
+            back: [Notify::new(), Notify::new()],
             generation: watch::channel(0).0,
             events,
             events_rx: Mutex::new(Some(rx)),
@@ -298,7 +311,11 @@ impl Inner {
     }
 
     fn changed(&self) {
-        self.state().ntfy_answers = None;
+        {
+            let mut state = self.state();
+            state.ntfy_answers = None;
+            state.bot_link_asked = false;
+        }
         self.generation.send_modify(|g| *g += 1);
         for w in &self.wake {
             w.notify_one();
@@ -495,6 +512,7 @@ impl EventSink for Tap {
                 | Event::ApprovalResolved { .. }
                 | Event::Notification { .. }
                 | Event::TurnStarted { .. }
+                | Event::QueueConsumed { .. }
                 | Event::TextDelta { .. }
                 | Event::TurnFinished { .. }
         ) {

@@ -76,12 +76,16 @@ impl Ntfy {
 
     /// Publishes `push`; with `buttons`, an approval gets Allow once / Deny, each posting its
     /// answer with the token to the reply topic.
-    pub async fn publish(&self, push: &Push, buttons: bool) -> Result<(), String> {
+    /// With `click`, tapping the push opens it (the paired Telegram bot's chat).
+    pub async fn publish(&self, push: &Push, buttons: bool, click: Option<&str>) -> Result<(), String> {
         let mut body = json!({
             "topic": self.topic,
             "title": push.title,
             "message": push.text(),
         });
+        if let Some(url) = click {
+            body["click"] = json!(url);
+        }
         if let Some(ask) = &push.ask {
             if buttons && !ask.token.is_empty() {
                 let url = format!("{}/{}", self.server, self.reply_topic);

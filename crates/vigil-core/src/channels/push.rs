@@ -118,6 +118,7 @@ pub fn from_event(e: &EventEnvelope) -> Option<Push> {
                 NotificationKind::Process => Kind::Continuation,
                 NotificationKind::Routine => Kind::Routine,
                 NotificationKind::Heartbeat => Kind::Monitor,
+                NotificationKind::Budget => Kind::Budget,
                 NotificationKind::Approval | NotificationKind::Other => Kind::Failure,
             };
             (kind, title.clone(), cut(body, BODY_CHARS), None)
@@ -158,5 +159,35 @@ mod tests {
         assert!(wanted(&settings, Kind::Approval, None), "presence unknown: always");
         assert!(!wanted(&settings, Kind::Routine, Some(true)));
         assert!(wanted(&settings, Kind::Budget, Some(false)));
+    }
+
+    #[test]
+    fn each_notification_is_pushed_as_its_kind() {
+        let kind_of = |kind| {
+            let e = EventEnvelope {
+                id: "e".into(),
+                ts: 0,
+                session_id: None,
+                scope: vigil_protocol::Scope::Primary,
+                source: vigil_protocol::Source::Heartbeat,
+                run_id: None,
+                event: Event::Notification {
+                    kind,
+                    title: "t".into(),
+                    body: "b".into(),
+                    event_id: None,
+                    process_id: None,
+                    approval_id: None,
+                    target_session_id: None,
+                    message_ts: None,
+                },
+            };
+            from_event(&e).unwrap().kind
+        };
+        assert_eq!(kind_of(NotificationKind::Budget), Kind::Budget, "the budget spent");
+        assert_eq!(kind_of(NotificationKind::Heartbeat), Kind::Monitor);
+        assert_eq!(kind_of(NotificationKind::Routine), Kind::Routine);
+        assert_eq!(kind_of(NotificationKind::Process), Kind::Continuation);
+        assert_eq!(kind_of(NotificationKind::Other), Kind::Failure);
     }
 }

@@ -60,14 +60,33 @@ async fn route(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<(EventEnvelope
                 decision,
                 expired,
             } => resolved(&inner, approval_id, *decision, *expired),
-            Event::TurnStarted { .. } => {
+            // A turn takes the phone's message when it starts with it, or when the message,
+            // sent while the turn ran, is handed to the model: what it writes from then on
+            // is the phone's reply.
+            Event::TurnStarted { .. } | Event::QueueConsumed { .. } => {
                 let mut state = inner.state();
-                if let Some(chat) = state.phone_turns.get(&session).copied() {
-                    state.streams.insert(session, chat::Stream::new(chat));
+                if let Some(chat) = state.phone_sent.remove(&session) {
+                    state.phone_turns.insert(session.clone(), chat);
+                    let continues = matches!(e.event, Event::QueueConsumed { .. })
+                        && state
+                            .streams
+                            .get(&session)
+                            .is_some_and(|s| s.chat_id == chat && !s.finished);
+                    if !continues {
+                        // A reply still being flushed keeps going under a key of its own.
+                        if let Some(mut old) = state.streams.remove(&session) {
+                            old.finished = true;
+                            state.stream_seq += 1;
+                            let key = format!("{session}\0{}", state.stream_seq);
+                            state.streams.insert(key, old);
+                        }
+                        state.streams.insert(session, chat::Stream::new(chat));
+                    }
                 }
             }
             Event::TextDelta { text } => {
-                if let Some(s) = inner.state().streams.get_mut(&session) {
+                // A finished reply takes nothing more (a desktop turn after a phone's).
+                if let Some(s) = inner.state().streams.get_mut(&session).filter(|s| !s.finished) {
                     s.text.push_str(text);
                 }
             }
@@ -94,7 +113,8 @@ fn queue(inner: &Inner, mut p: Push, session: &str, away: Option<bool>) {
         let mut state = inner.state();
         let wanted = push::wanted(&state.settings, p.kind, away);
         // A turn the phone started asks that phone, wherever the user is.
-        let phone_turn = p.ask.is_some() && state.phone_turns.contains_key(session);
+        let phone_turn =
+            p.ask.is_some() && (state.phone_turns.contains_key(session) || state.phone_sent.contains_key(session));
         let to_ntfy = wanted && state.settings.ntfy.is_some();
         let to_telegram =
             state.settings.telegram.is_some() && Inner::paired_chat(&state).is_some() && (wanted || phone_turn);
@@ -198,8 +218,10 @@ async fn send(inner: Arc<Inner>, channel: ChannelName) {
             }
             Err(e) => {
                 inner.link(channel, ChannelStatus::Retrying, Some(e));
-                pause(&inner, backoff).await;
-                backoff = next_backoff(backoff);
+                tokio::select! {
+                    _ = pause(&inner, backoff) => backoff = next_backoff(backoff),
+                    _ = inner.back[slot(channel)].notified() => backoff = RETRY_FIRST,
+                }
             }
         }
     }
@@ -208,7 +230,27 @@ async fn send(inner: Arc<Inner>, channel: ChannelName) {
 async fn deliver_ntfy(inner: &Inner, p: &Push) -> Result<(), String> {
     let n = inner.ntfy().ok_or("ntfy is not set up")?;
     let buttons = inner.ntfy_private(&n).await;
-    n.publish(p, buttons).await
+    // The chat with the paired bot is where a phone can answer and ask; Vigil has no page
+    // of its own to open.
+    let click = bot_link(inner).await;
+    n.publish(p, buttons, click.as_deref()).await
+}
+
+/// `https://t.me/<bot>` while a bot is paired, its name asked once per settings change.
+async fn bot_link(inner: &Inner) -> Option<String> {
+    let tg = inner.telegram()?;
+    Inner::paired_chat(&inner.state())?;
+    if !std::mem::replace(&mut inner.state().bot_link_asked, true) {
+        match tg.link().await {
+            Ok(link) => inner.state().bot_link = link,
+            // Pushes go without a click until the settings change.
+            Err(e) => tracing::debug!(
+                "could not read the bot's name: {}",
+                super::keys::redact(&e, &[tg.token.clone()])
+            ),
+        }
+    }
+    inner.state().bot_link.clone()
 }
 
 async fn deliver_telegram(inner: &Inner, p: &Push) -> Result<(), String> {
@@ -270,7 +312,12 @@ async fn ntfy_answers(inner: Arc<Inner>) {
         inner.ntfy_private(&n).await;
         let listen = n.listen(
             &mut since,
-            || inner.link(ChannelName::Ntfy, ChannelStatus::Connected, None),
+            || {
+                inner.link(ChannelName::Ntfy, ChannelStatus::Connected, None);
+                if backoff > RETRY_FIRST {
+                    inner.back[slot(ChannelName::Ntfy)].notify_one();
+                }
+            },
             |a| {
                 if inner.state().ntfy_answers != Some(true) {
                     // Anyone can read these topics: an answer on them proves nothing.
@@ -313,6 +360,9 @@ async fn telegram_poll(inner: Arc<Inner>) {
         };
         match polled {
             Ok((updates, next)) => {
+                if backoff > RETRY_FIRST {
+                    inner.back[slot(ChannelName::Telegram)].notify_one();
+                }
                 backoff = RETRY_FIRST;
                 inner.link(ChannelName::Telegram, ChannelStatus::Connected, None);
                 if next != offset {
@@ -352,7 +402,7 @@ async fn on_update(inner: &Inner, tg: &telegram::Telegram, u: Update) {
                         .as_ref()
                         .and_then(|t| t.session_id.clone())
                         .unwrap_or_else(|| PRIMARY_SESSION.to_string());
-                    state.phone_turns.insert(session.clone(), chat_id);
+                    state.phone_sent.insert(session.clone(), chat_id);
                     Do::Chat(session)
                 } else if let Some(p) = state.pairing.as_mut() {
                     match p.attempt(&text, now) {

@@ -143,6 +143,13 @@ impl Telegram {
         }
     }
 
+    /// The bot's chat link from `getMe` (see [`bot_link`]).
+    pub async fn link(&self) -> Result<Option<String>, String> {
+        // Short: the first ntfy push after a settings change waits for it.
+        let me = self.call("getMe", json!({}), Duration::from_secs(5)).await?;
+        Ok(me["username"].as_str().and_then(bot_link))
+    }
+
     /// Shows `text` on the phone that pressed a button.
     pub async fn answer_button(&self, query_id: &str, text: &str) -> Result<(), String> {
         let body = json!({"callback_query_id": query_id, "text": text});
@@ -150,6 +157,14 @@ impl Telegram {
             .await
             .map(|_| ())
     }
+}
+
+/// `https://t.me/<username>`: where tapping an ntfy push takes the user when a bot is
+/// paired. `None` for a name Telegram would not give a bot (5 to 32 letters, digits and
+/// underscores), so nothing else can end up in the link.
+pub fn bot_link(username: &str) -> Option<String> {
+    let fits = (5..=32).contains(&username.len()) && username.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    fits.then(|| format!("https://t.me/{username}"))
 }
 
 fn read_update(u: &Value) -> Update {
@@ -199,6 +214,17 @@ mod tests {
         assert_eq!(parts[0], format!("{}\n", "a".repeat(4000)), "cut at the line break");
         assert_eq!(parts.concat(), lines);
         assert_eq!(split("short"), ["short"]);
+    }
+
+    #[test]
+    fn the_bot_link_takes_only_a_bots_username() {
+        assert_eq!(
+            bot_link("vigil_test_bot").as_deref(),
+            Some("https://t.me/vigil_test_bot")
+        );
+        assert_eq!(bot_link("evil.example/x"), None);
+        assert_eq!(bot_link("a?b=c"), None);
+        assert_eq!(bot_link("bot"), None);
     }
 
     #[test]

@@ -108,7 +108,7 @@ impl Budget {
                 .emit(
                     Source::Heartbeat,
                     Event::Notification {
-                        kind: NotificationKind::Other,
+                        kind: NotificationKind::Budget,
                         title: "Vigil: background budget spent".into(),
                         body,
                         event_id: None,

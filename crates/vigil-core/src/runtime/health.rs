@@ -4,7 +4,8 @@
 //! mailbox and asks the process registry for its list; it changes nothing.
 
 use vigil_protocol::{
-    Event, HealthStatus, HealthView, HeartbeatHealth, HeartbeatSkip, LaneHealth, MailboxHealth, Source,
+    ChannelName, ChannelStatus, ChannelsHealth, Event, HealthStatus, HealthView, HeartbeatHealth, HeartbeatSkip,
+    LaneHealth, MailboxHealth, Source,
 };
 
 use super::Runtime;
@@ -53,6 +54,7 @@ impl Runtime {
             },
             routines: inner.unattended.routines.health(),
             processes_running: self.running_processes().await.len() as u32,
+            channels: self.channels_health(),
             alerts: Vec::new(),
         };
         view.alerts = alerts(&view);
@@ -66,6 +68,20 @@ impl Runtime {
             let health = this.health().await;
             this.inner.base.emitter.emit(Source::System, Event::Health { health });
         });
+    }
+
+    /// The channels that are set up, as Settings → Away shows them.
+    fn channels_health(&self) -> ChannelsHealth {
+        let v = self.inner.channels.view();
+        ChannelsHealth {
+            channels: v
+                .channels
+                .into_iter()
+                .filter(|c| c.status != ChannelStatus::Off)
+                .collect(),
+            refused_answers: v.refused_answers,
+            ignored_chats: v.ignored_chats,
+        }
     }
 
     /// Sessions with a turn running, by id.
@@ -159,6 +175,23 @@ fn alerts(h: &HealthView) -> Vec<String> {
             times(l.reclaimed)
         ));
     }
+    for c in &h.channels.channels {
+        if c.status == ChannelStatus::Retrying {
+            let name = match c.channel {
+                ChannelName::Ntfy => "ntfy",
+                ChannelName::Telegram => "Telegram",
+            };
+            let error = c.last_error.as_deref().unwrap_or("no answer");
+            let waiting = match c.queued {
+                0 => String::new(),
+                1 => "; 1 push waits and is retried".into(),
+                n => format!("; {n} pushes wait and are retried"),
+            };
+            out.push(format!(
+                "The phone cannot be reached through {name} ({error}){waiting}."
+            ));
+        }
+    }
     out
 }
 
@@ -187,6 +220,7 @@ mod tests {
             mailbox: MailboxHealth::default(),
             routines: RoutinesHealth::default(),
             processes_running: 0,
+            channels: ChannelsHealth::default(),
             alerts: vec![],
         }
     }
@@ -220,5 +254,29 @@ mod tests {
         assert!(a[2].starts_with("101 messages are queued"), "{}", a[2]);
         assert!(a[3].contains("gave up once since start"), "{}", a[3]);
         assert!(a[4].contains("hung 3 times since start"), "{}", a[4]);
+    }
+
+    #[test]
+    fn a_channel_retrying_is_an_alert_that_names_it_its_error_and_the_pushes_waiting() {
+        let channel = |channel, status, queued| vigil_protocol::ChannelView {
+            channel,
+            status,
+            has_token: true,
+            queued,
+            sent: 4,
+            last_error: Some("Telegram answered sendMessage with 502 Bad Gateway: Bad Gateway".into()),
+            answers: true,
+            sends: String::new(),
+        };
+        let mut h = calm();
+        h.channels.channels = vec![channel(ChannelName::Ntfy, ChannelStatus::Connected, 0)];
+        assert!(alerts(&h).is_empty(), "connected, an old error: no alert");
+        h.channels
+            .channels
+            .push(channel(ChannelName::Telegram, ChannelStatus::Retrying, 3));
+        assert_eq!(
+            alerts(&h),
+            ["The phone cannot be reached through Telegram (Telegram answered sendMessage with 502 Bad Gateway: Bad Gateway); 3 pushes wait and are retried."]
+        );
     }
 }

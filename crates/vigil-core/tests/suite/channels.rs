@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use vigil_core::channels::Keys;
 use vigil_core::protocol::{
-    ApprovalDecision, ApprovalPolicy, ChannelName, ChannelStatus, ChannelWhen, ChannelsSettings, Event, NtfySettings,
-    ProviderKind,
+    ApprovalDecision, ApprovalPolicy, ChannelName, ChannelStatus, ChannelWhen, ChannelsSettings, ChannelsView, Event,
+    NtfySettings, ProviderKind,
 };
 use vigil_fake_llm::{FakeLlm, Script, Step};
 use vigil_fake_phone::FakeNtfy;
@@ -16,7 +16,8 @@ use vigil_fake_phone::FakeNtfy;
 use super::support::*;
 
 const NTFY_TOKEN: &str = "tk_fakeaccesstoken0123456789";
-const WAIT: Duration = Duration::from_secs(20);
+const TG_BOT: &str = "555:fake-bot-token-for-the-click";
+pub(super) const WAIT: Duration = Duration::from_secs(20);
 
 fn ntfy_settings(fake: &FakeNtfy, when: ChannelWhen) -> ChannelsSettings {
     ChannelsSettings {
@@ -28,6 +29,56 @@ fn ntfy_settings(fake: &FakeNtfy, when: ChannelWhen) -> ChannelsSettings {
         when,
         ..Default::default()
     }
+}
+
+/// The id of the next approval the runtime asks for.
+pub(super) async fn approval_requested(rx: &mut Events) -> String {
+    next_matching(rx, |e| match e {
+        Event::ApprovalRequested { approval_id, .. } => Some(approval_id.clone()),
+        _ => None,
+    })
+    .await
+}
+
+/// The next approval that ended, and how.
+pub(super) async fn approval_resolved(rx: &mut Events) -> (String, ApprovalDecision) {
+    next_matching(rx, |e| match e {
+        Event::ApprovalResolved {
+            approval_id, decision, ..
+        } => Some((approval_id.clone(), *decision)),
+        _ => None,
+    })
+    .await
+}
+
+/// Settings → Away's view once `f` holds for it; panics with the view after [`WAIT`].
+pub(super) async fn until_view(rt: &vigil_core::Runtime, f: impl Fn(&ChannelsView) -> bool) -> ChannelsView {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let v = rt.channels().view();
+        if f(&v) {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never came to pass: {v:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Notifies "result 1" to "result 3" while `channel`'s server is down; waits until all three
+/// are held and the channel retries, and returns the error Settings shows for it.
+pub(super) async fn three_results_held(rt: &vigil_core::Runtime, channel: ChannelName) -> String {
+    for i in 1..=3 {
+        rt.notify(format!("result {i}"), "done");
+    }
+    let slot = match channel {
+        ChannelName::Ntfy => 0,
+        ChannelName::Telegram => 1,
+    };
+    let v = until_view(rt, |v| {
+        v.channels[slot].status == ChannelStatus::Retrying && v.channels[slot].queued == 3
+    })
+    .await;
+    v.channels[slot].last_error.clone().unwrap_or_default()
 }
 
 /// A runtime asking before commands, with ntfy set up and the user away.
@@ -59,7 +110,7 @@ async fn press(push: &Value, label: &str) -> reqwest::StatusCode {
         .status()
 }
 
-fn touch(marker: &std::path::Path) -> Script {
+pub(super) fn touch(marker: &std::path::Path) -> Script {
     Script::steps(vec![
         Step::tool_call("c1", "exec", json!({"command": format!("touch {}", marker.display())})),
         Step::text("done"),
@@ -72,11 +123,7 @@ async fn an_approval_while_away_is_pushed_with_buttons_and_allowed_from_the_phon
     let marker = dir.path().join("workspace/phone-allowed");
     let (rt, mut rx, _fake, ntfy) = away_with_ntfy(dir.path(), touch(&marker)).await;
     rt.submit(user("run it"));
-    let id = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { approval_id, .. } => Some(approval_id.clone()),
-        _ => None,
-    })
-    .await;
+    let id = approval_requested(&mut rx).await;
     let pushes = ntfy.wait_for("vigil-push", 1, WAIT).await;
     assert_eq!(pushes.len(), 1, "one push per approval");
     let push = &pushes[0];
@@ -97,23 +144,14 @@ async fn an_approval_while_away_is_pushed_with_buttons_and_allowed_from_the_phon
     assert!(!marker.exists());
     assert!(press(&push.body, "Allow once").await.is_success());
     // The desktop card goes away as if answered there.
-    let resolved = next_matching(&mut rx, |e| match e {
-        Event::ApprovalResolved {
-            approval_id, decision, ..
-        } => Some((approval_id.clone(), *decision)),
-        _ => None,
-    })
-    .await;
+    let resolved = approval_resolved(&mut rx).await;
     assert_eq!(resolved, (id, ApprovalDecision::Approve));
     until_finished(&mut rx).await;
     assert!(marker.exists(), "the command ran after the phone allowed it");
     assert_eq!(rt.channels().view().refused_answers, 0);
     // The same answer again (a replay) is refused and counted.
     press(&push.body, "Allow once").await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while rt.channels().view().refused_answers == 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_view(&rt, |v| v.refused_answers > 0).await;
     assert_eq!(rt.channels().view().refused_answers, 1, "the replay was counted");
     rt.shutdown().await;
 }
@@ -134,10 +172,7 @@ async fn deny_forged_and_replayed_answers_run_nothing() {
         .send()
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while rt.channels().view().refused_answers == 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_view(&rt, |v| v.refused_answers > 0).await;
     assert_eq!(rt.channels().view().refused_answers, 1, "the forged token was counted");
     assert!(!marker.exists(), "a forged token ran the command");
     press(&push.body, "Deny").await;
@@ -165,11 +200,7 @@ async fn a_public_topic_gets_no_buttons_and_its_answers_count_for_nothing() {
     rt.channels().set_settings(ntfy_settings(&ntfy, ChannelWhen::Always));
     assert!(rt.start_background());
     rt.submit(user("run it"));
-    let id = next_matching(&mut rx, |e| match e {
-        Event::ApprovalRequested { approval_id, .. } => Some(approval_id.clone()),
-        _ => None,
-    })
-    .await;
+    let id = approval_requested(&mut rx).await;
     let push = ntfy.wait_for("vigil-push", 1, WAIT).await.remove(0);
     assert!(
         push.body.get("actions").is_none(),
@@ -197,22 +228,9 @@ async fn pushes_queued_while_the_server_is_down_arrive_once_each_in_order_after_
         rt.channels().use_keys(Keys::fixed(Some(NTFY_TOKEN), None));
         rt.channels().set_settings(ntfy_settings(&ntfy, ChannelWhen::Always));
         assert!(rt.start_background());
-        for i in 1..=3 {
-            rt.notify(format!("result {i}"), "done");
-        }
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            let v = rt.channels().view();
-            let ntfy_view = &v.channels[0];
-            if ntfy_view.status == ChannelStatus::Retrying && ntfy_view.queued == 3 {
-                let error = ntfy_view.last_error.clone().unwrap_or_default();
-                assert!(error.contains("503"), "{error}");
-                assert!(!error.contains(&ntfy.url()), "a URL in the error: {error}");
-                break;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "never retried: {v:?}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let error = three_results_held(&rt, ChannelName::Ntfy).await;
+        assert!(error.contains("503"), "{error}");
+        assert!(!error.contains(&ntfy.url()), "a URL in the error: {error}");
         rt.shutdown().await;
     }
     ntfy.set_down(false);
@@ -241,6 +259,41 @@ async fn pushes_queued_while_the_server_is_down_arrive_once_each_in_order_after_
         assert!(!text.contains(NTFY_TOKEN), "the token is in {}", entry.display());
     }
     assert_eq!(rt.channels().view().channels[0].channel, ChannelName::Ntfy);
+}
+
+#[tokio::test]
+async fn a_push_opens_the_paired_bots_chat_when_tapped() {
+    let dir = tempfile::tempdir().unwrap();
+    let ntfy = FakeNtfy::start(Some(NTFY_TOKEN)).await.unwrap();
+    let tg = vigil_fake_phone::FakeTelegram::start(TG_BOT).await.unwrap();
+    let (rt, _rx) = runtime(dir.path(), None);
+    rt.channels().use_keys(Keys::fixed(Some(NTFY_TOKEN), None));
+    rt.channels().set_settings(ntfy_settings(&ntfy, ChannelWhen::Always));
+    assert!(rt.start_background());
+    rt.notify("result 1", "done");
+    let push = ntfy.wait_for("vigil-push", 1, WAIT).await.remove(0);
+    assert!(
+        push.body.get("click").is_none(),
+        "no bot, nothing to open: {}",
+        push.body
+    );
+    // A bot paired to a chat: tapping a push opens that chat, where the phone can answer.
+    rt.channels().use_keys(Keys::fixed(Some(NTFY_TOKEN), Some(TG_BOT)));
+    let mut settings = ntfy_settings(&ntfy, ChannelWhen::Always);
+    settings.telegram = Some(vigil_core::protocol::TelegramSettings {
+        api_base: tg.api_base(),
+        chat_id: Some(77),
+        session_id: None,
+    });
+    rt.channels().set_settings(settings);
+    rt.notify("result 2", "done");
+    let pushes = ntfy.wait_for("vigil-push", 2, WAIT).await;
+    assert_eq!(
+        pushes[1].body["click"], "https://t.me/vigil_test_bot",
+        "{}",
+        pushes[1].body
+    );
+    rt.shutdown().await;
 }
 
 /// Every file under `dir`.
