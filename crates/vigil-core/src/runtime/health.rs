@@ -72,7 +72,7 @@ impl Runtime {
 
     /// The channels that are set up, as Settings → Away shows them.
     fn channels_health(&self) -> ChannelsHealth {
-        let v = self.inner.channels.view();
+        let v = self.inner.away.channels.view();
         ChannelsHealth {
             channels: v
                 .channels
