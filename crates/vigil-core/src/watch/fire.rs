@@ -182,16 +182,15 @@ impl Watch {
         }
     }
 
-    /// The run ended: the evidence merged meanwhile, if any, for the next.
+    /// The run ended: the evidence merged meanwhile, if any, for the next. The routine is
+    /// not running until that next run is admitted again (were it left running, the next
+    /// run's own admission would take it for a fire during a run and merge it away for
+    /// good, and every later fire with it).
     fn end_run(&self, id: &str) -> Option<String> {
         let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         let w = state.entry(id.to_string()).or_default();
         w.running = false;
-        let merged = w.merged.take();
-        if merged.is_some() {
-            w.running = true;
-        }
-        merged
+        w.merged.take()
     }
 
     /// A fire that did not run, in the routine's history.

@@ -279,3 +279,54 @@ async fn fire_counters_and_each_runs_evidence_survive_a_restart() {
     assert!(evidence.contains("+line"), "with the diff: {evidence}");
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn fires_during_a_run_go_into_a_next_run_and_the_routine_keeps_firing_after() {
+    let dir = outside_tmp();
+    // Each run takes a while: its reply streams slowly.
+    let slow = Step::text("Seen it.").with_chunk_chars(1).with_delay_ms(300);
+    let fake = FakeLlm::start(Script::steps(vec![]).with_fallback(slow)).await.unwrap();
+    let (rt, _rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    assert!(rt.start_background());
+    let registry = rt.processes().unwrap().clone();
+    let owner = "conversation-with-a-dev-server";
+    let mut req = SpawnRequest::new(owner, "while read l; do echo \"$l\"; done", rt.workspace());
+    req.pty = false;
+    let server = registry.spawn(req).await.unwrap();
+    let (r, _) = rt.add_routine(output_routine(&server.id, None)).await.unwrap();
+    until("the trigger is taken up", || rt.watch().follows(&r.id)).await;
+    let say = |line: &'static str| {
+        let registry = registry.clone();
+        let id = server.id.clone();
+        async move {
+            registry
+                .write(owner, &id, line.as_bytes().to_vec(), false)
+                .await
+                .unwrap()
+        }
+    };
+    say("ERROR one\n").await;
+    until("the first run's request", || fake.request_count() >= 1).await;
+    // While that run goes on.
+    say("ERROR two\n").await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    say("ERROR three\n").await;
+    let all = |fake: &FakeLlm| {
+        fake.requests()
+            .iter()
+            .map(|r| r.body.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    until("the fires during the run reach a run", || {
+        let seen = all(&fake);
+        seen.contains("ERROR two") && seen.contains("ERROR three")
+    })
+    .await;
+    // Every run ended: a later line still fires.
+    until("the runs ended", || rt.scheduler().history(&r.id).len() >= 2).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    say("ERROR four\n").await;
+    until("the routine still fires", || all(&fake).contains("ERROR four")).await;
+    rt.shutdown().await;
+}
