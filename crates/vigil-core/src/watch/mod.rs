@@ -240,6 +240,11 @@ impl Watch {
         }
     }
 
+    /// The task file's text now, to tell whether it changed.
+    fn task_text(&self) -> Option<String> {
+        self.scheduler().deps().store.read().ok().map(|s| s.text.clone())
+    }
+
     fn routine(&self, id: &str) -> Option<Routine> {
         self.routines().into_iter().find(|r| r.id == id)
     }
@@ -279,8 +284,11 @@ impl Watch {
         self.save_counters();
         self.publish(&r);
         self.scheduler().changed();
-        // An output trigger's command may start now.
-        self.reload();
+        // An output trigger's command may start now. (Only then: a reload makes the file
+        // watches again, and a change while they are made is not seen.)
+        if matches!(r.trigger, Some(Trigger::Output { .. })) {
+            self.reload();
+        }
         Ok(())
     }
 
@@ -339,16 +347,20 @@ impl Watch {
             .map(|r| r.id.clone())
             .collect();
         let mut listener = self.shared.listener.lock().await;
-        listener.take();
-        if ids.is_empty() {
-            return;
-        }
-        for id in &ids {
-            self.shared.webhooks.secret(id);
-        }
-        match webhook::listen(self.clone(), ids).await {
-            Ok(l) => *listener = Some(l),
-            Err(e) => tracing::warn!("webhook triggers cannot listen ({e})"),
+        // The same routines: the socket stays (a call arriving now is not refused, and the
+        // per-minute counts go on).
+        if listener.as_ref().is_none_or(|l| l.routines != ids) {
+            listener.take();
+            if ids.is_empty() {
+                return;
+            }
+            for id in &ids {
+                self.shared.webhooks.secret(id);
+            }
+            match webhook::listen(self.clone(), ids).await {
+                Ok(l) => *listener = Some(l),
+                Err(e) => tracing::warn!("webhook triggers cannot listen ({e})"),
+            }
         }
         drop(listener);
         for r in routines.iter().filter(|r| matches!(r.trigger, Some(Trigger::Webhook))) {
@@ -370,6 +382,7 @@ impl Watch {
         let mut pending: HashMap<String, (Instant, BTreeSet<PathBuf>)> = HashMap::new();
         let mut url_tasks: Vec<tokio::task::AbortHandle> = Vec::new();
         loop {
+            let text = self.task_text();
             let routines = self.routines();
             for r in &routines {
                 self.publish(r);
@@ -403,6 +416,10 @@ impl Watch {
             };
             // The task file's folder: a routine changed by hand or by a tool.
             files.watch(&workspace, false);
+            if self.task_text() != text {
+                // Changed before the task file was watched: its event is lost, so again now.
+                continue;
+            }
             for w in &watches {
                 for (dir, deep) in &w.dirs {
                     files.watch(dir, *deep);
