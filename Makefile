@@ -115,6 +115,7 @@ bench:
 	cargo bench -p vigil-core --bench images
 	cargo bench -p vigil-core --bench history
 	cargo bench -p vigil-core --bench channels
+	cargo bench -p vigil-core --bench triggers
 	@$(MAKE) --no-print-directory bench-app
 
 ## The desktop app against an empty Tauri v2 window built the same way (bench/empty-window,

@@ -112,6 +112,7 @@ fn run(outcome: RunOutcome, finished_at: i64) -> RoutineRun {
         last_due_at: None,
         side_effect: None,
         usage: None,
+        evidence: None,
     }
 }
 

@@ -303,6 +303,12 @@ pub struct RoutineRun {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub usage: Option<crate::Usage>,
+    /// What a trigger or check saw that started (or would have started) this run: the
+    /// changed paths and their diff, the matched output lines, the check's output, the
+    /// webhook body (bounded; data, never instructions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub evidence: Option<String>,
 }
 
 fn one() -> u32 {

@@ -682,7 +682,13 @@ side_effect?: string,
  * job's turn, or for an inline routine the whole heartbeat run that carried it (shared
  * with any routine due in the same run). `None` when no model ran.
  */
-usage?: Usage, };
+usage?: Usage, 
+/**
+ * What a trigger or check saw that started (or would have started) this run: the
+ * changed paths and their diff, the matched output lines, the check's output, the
+ * webhook body (bounded; data, never instructions).
+ */
+evidence?: string, };
 
 export type SchedulePreview = { description: string, timezone: string, next_runs: Array<number>, };
 

@@ -135,6 +135,29 @@ describe('a routine’s run history', () => {
     expect(all(item, 'routine-run-retry')).toHaveLength(1);
   });
 
+  it('shows what set a fired run off, folded, as text', async () => {
+    const fired = run({
+      run_id: 'f1',
+      outcome: 'ok',
+      evidence: 'Output of process 0a1b2c3d matched:\nGET / 200\nERROR db timeout <img src=x>',
+    });
+    const item = await show(routine({ unknown_run: null }), { loadRuns: () => Promise.resolve([fired]) });
+    const shown = all(item, 'routine-run-evidence');
+    expect(shown).toHaveLength(1);
+    expect(shown[0].textContent).toContain('ERROR db timeout <img src=x>');
+    expect(shown[0].querySelector('img')).toBeNull();
+    expect(all(item, 'routine-run')[0].textContent).toContain('What set it off');
+  });
+
+  it('a check line of the checklist is changed in HEARTBEAT.md, not with the routine buttons', async () => {
+    const item = await show(routine({ id: 'checklist-0a1b2c3d4e', unknown_run: null }));
+    expect(q(item, 'routine-checklist-note')?.textContent).toContain('HEARTBEAT.md checklist');
+    for (const id of ['routine-run-now', 'routine-edit', 'routine-remove', 'routine-toggle-enabled']) expect(q(item, id)).toBeNull();
+    const plain = await show(routine({ unknown_run: null }));
+    expect(q(plain, 'routine-checklist-note')).toBeNull();
+    expect(q(plain, 'routine-edit')).not.toBeNull();
+  });
+
   it('once answered, the buttons are gone', async () => {
     const item = await show(routine({ unknown_run: null }));
     expect(all(item, 'routine-run')).toHaveLength(2);

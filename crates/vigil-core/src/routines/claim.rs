@@ -236,6 +236,12 @@ impl Scheduler {
             RunResult::Skipped(why) => (RunOutcome::Skipped, None, Some(why)),
         };
         let (due_at, due_count, last_due_at) = covered(&claimed.routine, Some(claimed.due_at));
+        let evidence = self
+            .shared
+            .evidence
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&claimed.run_id);
         self.shared.deps.runlog.record(&RoutineRun {
             run_id: claimed.run_id.clone(),
             routine_id: id,
@@ -252,6 +258,7 @@ impl Scheduler {
             last_due_at,
             side_effect: effect.filter(|_| outcome == RunOutcome::Unknown),
             usage: ran.usage,
+            evidence,
         });
         if let Some(p) = passed {
             self.shared.deps.runlog.record(&p);

@@ -24,6 +24,18 @@ pub fn with_evidence(task: &str, evidence: &str) -> String {
     )
 }
 
+/// Characters of evidence kept with each run in its history.
+pub const MAX_RUN_EVIDENCE: usize = 4096;
+
+/// `evidence` cut to [`MAX_RUN_EVIDENCE`] characters.
+pub fn bounded_evidence(evidence: &str) -> String {
+    let e = evidence.trim();
+    match e.char_indices().nth(MAX_RUN_EVIDENCE) {
+        Some((cut, _)) => format!("{}\n(cut)", &e[..cut]),
+        None => e.to_string(),
+    }
+}
+
 fn run_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
 }
@@ -41,7 +53,15 @@ impl Scheduler {
             due_at: now,
             started_at: now,
         };
+        self.keep_evidence(&c.run_id, &evidence);
         self.act(c, Some(evidence)).await
+    }
+
+    /// Keeps a fired run's evidence for its history (bounded by [`MAX_RUN_EVIDENCE`]).
+    pub(super) fn keep_evidence(&self, run_id: &str, evidence: &str) {
+        let kept = bounded_evidence(evidence);
+        let mut all = self.shared.evidence.lock().unwrap_or_else(|e| e.into_inner());
+        all.insert(run_id.to_string(), kept);
     }
 
     /// The action of `c`, once any check let it through.

@@ -80,6 +80,7 @@ impl Scheduler {
             CheckGate::Act(evidence) => {
                 if let Some(e) = &evidence {
                     c.routine.description = with_evidence(&c.routine.description, e);
+                    self.keep_evidence(&c.run_id, e);
                 }
                 if c.routine.action == Some(Action::Notify) {
                     self.act(c, evidence).await;

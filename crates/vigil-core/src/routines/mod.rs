@@ -38,6 +38,7 @@
 mod alarm;
 mod block;
 mod catch_up;
+pub mod checklist;
 mod claim;
 mod describe;
 pub mod edit;
@@ -59,7 +60,7 @@ pub mod view;
 
 use vigil_protocol::RunOutcome;
 
-pub use fired::with_evidence;
+pub use fired::{bounded_evidence, with_evidence, MAX_RUN_EVIDENCE};
 pub use host::{CheckGate, Deps, JobHost, Ran};
 pub use interval::IntervalTimer;
 pub(crate) use model::safe_name;

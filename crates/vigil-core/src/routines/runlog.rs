@@ -168,6 +168,7 @@ mod tests {
             last_due_at: None,
             side_effect: None,
             usage: None,
+            evidence: None,
         }
     }
 

@@ -168,6 +168,8 @@ pub(super) struct Shared {
     pub(super) jobs: TaskTracker,
     /// `std` lock: ids this instance is running; never held across an await.
     pub(super) in_flight: Mutex<HashSet<String>>,
+    /// `std` lock: the evidence of fired runs going now, by run id, for their history.
+    pub(super) evidence: Mutex<HashMap<String, String>>,
     /// `std` lock: inline runs claimed, waiting for (or in) a heartbeat turn.
     pub(super) inline: Mutex<InlineQueue>,
     /// Wakes the loop (a routine changed, a run finished).
@@ -203,6 +205,7 @@ impl Scheduler {
                 wake: RwLock::new(None),
                 jobs: TaskTracker::new(),
                 in_flight: Mutex::new(HashSet::new()),
+                evidence: Mutex::new(HashMap::new()),
                 inline: Mutex::new(InlineQueue::default()),
                 poke: Notify::new(),
                 reported: Mutex::new(HashMap::new()),

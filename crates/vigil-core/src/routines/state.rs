@@ -275,6 +275,7 @@ pub(super) fn run_entry(r: &Routine, outcome: RunOutcome, now: i64, error: Optio
         side_effect: r.side_effect.clone(),
         // Recovered after a crash: what the cut-off turn used was not kept.
         usage: None,
+        evidence: None,
     }
 }
 
@@ -296,5 +297,6 @@ pub(super) fn gap_entry(r: &Routine, outcome: RunOutcome, slots: Slots, now: i64
         last_due_at: (slots.count > 1).then_some(slots.last),
         side_effect: None,
         usage: None,
+        evidence: None,
     }
 }

@@ -107,7 +107,7 @@ pub fn routines_view(s: &Scheduler, now: i64) -> RoutinesView {
         Parsed::Ok { .. } => (ParseStatus::Ok, None),
     };
     // While the block is corrupted, the last good routines: the ones that run.
-    let routines = state
+    let mut routines: Vec<RoutineView> = state
         .routines()
         .entries()
         .iter()
@@ -127,6 +127,10 @@ pub fn routines_view(s: &Scheduler, now: i64) -> RoutinesView {
             }
         })
         .collect();
+    // The checklist's machine checks, after them (they run on the heartbeat's interval).
+    for r in super::checklist::routines(&state.text, now) {
+        routines.push(with_last_run(routine_view(&r, zone, now), &s.deps().runlog));
+    }
     RoutinesView {
         status,
         error,

@@ -193,14 +193,19 @@ impl Runtime {
                         },
                     )
                 }
-                ExecEvent::Output { process_id, raw, .. } => emitter.emit(
-                    Source::Exec,
-                    Event::ProcessOutput {
-                        process_id,
-                        data_b64: base64::engine::general_purpose::STANDARD.encode(raw),
-                    },
-                ),
+                ExecEvent::Output { process_id, owner, raw } => {
+                    // Output triggers (issue 33) read it too; they never block.
+                    self.inner.unattended.watch.output(&process_id, &owner, &raw);
+                    emitter.emit(
+                        Source::Exec,
+                        Event::ProcessOutput {
+                            process_id,
+                            data_b64: base64::engine::general_purpose::STANDARD.encode(raw),
+                        },
+                    )
+                }
                 ExecEvent::Exited { process_id, owner, .. } => {
+                    self.inner.unattended.watch.process_ended(&process_id);
                     self.commands_running(running());
                     if let Some(Ok(info)) = match self.processes() {
                         Some(r) => Some(r.info(&owner, &process_id).await),

@@ -32,6 +32,11 @@ impl Runtime {
 
     pub(super) fn start_watch(&self) {
         let watch = self.inner.unattended.watch.clone();
+        if let Some(registry) = self.processes() {
+            watch.set_processes(registry.clone());
+        }
+        let heartbeat = self.inner.unattended.heartbeat.clone();
+        watch.set_checklist_every(Arc::new(move || heartbeat.interval()));
         self.inner
             .life
             .background

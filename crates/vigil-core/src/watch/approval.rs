@@ -21,7 +21,13 @@ pub const FILE: &str = "routine_approvals.json";
 /// Whether a routine needs the user's approval before it runs anything unattended: a check
 /// (a command) or a URL (a request leaving the machine).
 pub fn needs_approval(r: &Routine) -> bool {
-    r.check.is_some() || matches!(r.trigger, Some(Trigger::Url { .. }))
+    r.check.is_some() || matches!(r.trigger, Some(Trigger::Url { .. })) || starts_command(r)
+}
+
+/// Whether `r`'s output trigger starts a command of its own (rather than following a
+/// running process named by id).
+fn starts_command(r: &Routine) -> bool {
+    matches!(&r.trigger, Some(Trigger::Output { process, .. }) if !super::output::is_process_id(process.trim()))
 }
 
 /// What the approval covers, in words for the card: what runs, how often, with what access.
@@ -36,12 +42,27 @@ pub fn approval_text(r: &Routine, network_granted: bool) -> Option<String> {
     if let Some(Trigger::Url { url, every, .. }) = &r.trigger {
         lines.push(format!("Requests {url} every {}", every.as_deref().unwrap_or("5m")));
     }
+    if let Some(Trigger::Output { process, pattern }) = &r.trigger {
+        if starts_command(r) {
+            lines.push(format!(
+                "Starts `{}` and keeps it running, watching its output for `{pattern}`",
+                process.trim()
+            ));
+        }
+    }
     lines.push(format!("When: {}", super::describe_trigger(r)));
-    lines.push(match (r.check.is_some(), network_granted) {
-        (true, true) => "Access: read-only sandbox, nothing writable, with the network (granted)".into(),
-        (true, false) => "Access: read-only sandbox, nothing writable, no network".into(),
-        _ => "Access: one HTTP request per look, no command".into(),
-    });
+    if starts_command(r) {
+        lines.push(match network_granted {
+            true => "Access for its command: the workspace writable, with the network (granted)".into(),
+            false => "Access for its command: the workspace writable, the network as for runs nobody watches".into(),
+        });
+    }
+    match (r.check.is_some(), network_granted) {
+        (true, true) => lines.push("Access: read-only sandbox, nothing writable, with the network (granted)".into()),
+        (true, false) => lines.push("Access: read-only sandbox, nothing writable, no network".into()),
+        _ if starts_command(r) => {}
+        _ => lines.push("Access: one HTTP request per look, no command".into()),
+    }
     Some(lines.join("\n"))
 }
 

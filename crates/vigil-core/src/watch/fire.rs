@@ -142,6 +142,7 @@ impl Watch {
     /// Counts a fire; over the hourly limit the routine pauses (said once) and `false`.
     async fn count(&self, r: &Routine, evidence: &str) -> bool {
         let now = self.scheduler().deps().clock.now_ms();
+        let max = self.shared.max_per_hour.load(std::sync::atomic::Ordering::Relaxed);
         let paused = {
             let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
             let w = state.entry(r.id.clone()).or_default();
@@ -149,11 +150,8 @@ impl Watch {
                 w.fires.pop_front();
             }
             w.fires.push_back(now);
-            if w.fires.len() > self.shared.max_per_hour {
-                let why = format!(
-                    "it fired more than {} times in an hour; approve it again in Routines to resume",
-                    self.shared.max_per_hour
-                );
+            if w.fires.len() > max {
+                let why = format!("it fired more than {max} times in an hour; approve it again in Routines to resume");
                 w.paused = Some(why.clone());
                 Some(why)
             } else {
@@ -170,6 +168,7 @@ impl Watch {
                 None
             }
         };
+        self.save_counters();
         self.publish(r);
         match paused {
             None => true,
@@ -183,20 +182,19 @@ impl Watch {
         }
     }
 
-    /// The run ended: the evidence merged meanwhile, if any, for the next.
+    /// The run ended: the evidence merged meanwhile, if any, for the next. The routine is
+    /// not running until that next run is admitted again (were it left running, the next
+    /// run's own admission would take it for a fire during a run and merge it away for
+    /// good, and every later fire with it).
     fn end_run(&self, id: &str) -> Option<String> {
         let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         let w = state.entry(id.to_string()).or_default();
         w.running = false;
-        let merged = w.merged.take();
-        if merged.is_some() {
-            w.running = true;
-        }
-        merged
+        w.merged.take()
     }
 
     /// A fire that did not run, in the routine's history.
-    fn record(&self, r: &Routine, outcome: RunOutcome, why: &str, evidence: &str) {
+    pub(super) fn record(&self, r: &Routine, outcome: RunOutcome, why: &str, evidence: &str) {
         let now = self.scheduler().deps().clock.now_ms();
         self.scheduler().deps().runlog.record(&RoutineRun {
             run_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
@@ -217,6 +215,9 @@ impl Watch {
             last_due_at: None,
             side_effect: None,
             usage: None,
+            evidence: Some(evidence)
+                .filter(|e| !e.trim().is_empty())
+                .map(crate::routines::bounded_evidence),
         });
     }
 

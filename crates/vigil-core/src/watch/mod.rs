@@ -14,6 +14,9 @@
 //! - [`diff`] — the evidence of a file change.
 //! - [`url`] — URL triggers: a look every `every`, a fire on a change.
 //! - [`webhook`] — the loopback listener, open only while a webhook routine exists.
+//! - [`output`] — output triggers: a process's output as bounded lines, matched.
+//! - `follow` — the processes output triggers follow, and the commands they start.
+//! - `checklist` — the `HEARTBEAT.md` checklist's checks, run on the heartbeat's interval.
 //! - `fire` — one fire from trigger to action: pause, merge, approval, check, limit, run.
 //!
 //! A fire ends in one call: [`crate::routines::Scheduler::run_fired`] (the run module takes
@@ -25,9 +28,12 @@
 
 pub mod approval;
 pub mod check;
+mod checklist;
 pub mod diff;
 pub mod files;
 mod fire;
+mod follow;
+pub mod output;
 pub mod plan;
 pub mod shape;
 pub mod url;
@@ -35,7 +41,7 @@ pub mod webhook;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -74,9 +80,11 @@ struct Shared {
     memory: check::Memory,
     /// `std` lock: each routine's fires, pause and merged evidence; never held across an await.
     state: Mutex<HashMap<String, RoutineWatch>>,
+    /// `std` lock: held while the counters are written, so the last write is the newest.
+    saving: Mutex<()>,
     /// Rebuild the file watches now (a routine changed).
     reload: Notify,
-    max_per_hour: usize,
+    max_per_hour: std::sync::atomic::AtomicUsize,
     /// URL triggers look this often instead of their `every` (tests; `None` in the app).
     url_every: Option<std::time::Duration>,
     /// `std` lock: each URL trigger's last look, with the URL it was of.
@@ -85,25 +93,52 @@ struct Shared {
     webhooks: webhook::Secrets,
     /// `tokio` lock: the webhook listener while a webhook routine exists.
     listener: tokio::sync::Mutex<Option<webhook::Listener>>,
+    /// `std` lock: the live output triggers, compiled.
+    outputs: Mutex<Vec<output::OutputWatch>>,
+    /// `std` lock: the lines of each followed process and the evidence waiting to fire.
+    followed: Mutex<output::Followed>,
+    /// `std` lock: the commands output triggers started, by routine.
+    owned: Mutex<HashMap<String, follow::Owned>>,
+    /// The process registry, once it runs (output triggers start their commands there).
+    registry: OnceLock<crate::exec::RegistryHandle>,
+    /// The heartbeat's interval now (`None`: off): the checklist's checks run on it.
+    checklist_every: OnceLock<Interval>,
 }
 
-/// One routine's bounds and counters.
-#[derive(Default)]
+/// How often something runs now, read each time (it changes in Settings).
+pub type Interval = Arc<dyn Fn() -> Option<std::time::Duration> + Send + Sync>;
+
+/// One routine's bounds and counters. The counters and the pause are kept in the data
+/// folder ([`COUNTERS_FILE`]): a restart neither resets the hourly limit nor resumes a
+/// paused routine nor forgets today's fires.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 struct RoutineWatch {
     /// When it fired in the last hour (ms).
+    #[serde(default)]
     fires: VecDeque<i64>,
     /// Paused by the rate limit: why.
+    #[serde(default)]
     paused: Option<String>,
     /// A run of it is going: later fires wait here, merged.
+    #[serde(skip)]
     running: bool,
+    #[serde(skip)]
     merged: Option<String>,
+    #[serde(default)]
     fired_today: u32,
+    #[serde(default)]
     day: i64,
+    #[serde(default)]
     last_fired_at: Option<i64>,
+    #[serde(default)]
     last_evidence: Option<String>,
     /// The fingerprint the user was last asked to approve (asked once per text).
+    #[serde(skip)]
     asked: Option<String>,
 }
+
+/// The fire counters of every routine, under the data folder.
+pub const COUNTERS_FILE: &str = "routine_fires.json";
 
 /// "Watching `logs/`", "Checking `df …` on its schedule".
 pub fn describe_trigger(r: &Routine) -> String {
@@ -137,20 +172,47 @@ impl Watch {
     pub fn with_limits(deps: WatchDeps, max: usize, url_every: Option<std::time::Duration>) -> Self {
         let approvals = approval::Approvals::open(&deps.data_dir);
         let webhooks = webhook::Secrets::open(&deps.data_dir);
+        let counters = load_counters(&deps.data_dir);
         Self {
             shared: Arc::new(Shared {
                 deps,
                 approvals,
                 memory: check::Memory::default(),
-                state: Mutex::new(HashMap::new()),
+                state: Mutex::new(counters),
+                saving: Mutex::new(()),
                 reload: Notify::new(),
-                max_per_hour: max,
+                max_per_hour: std::sync::atomic::AtomicUsize::new(max),
                 url_every,
                 looks: Mutex::new(HashMap::new()),
                 webhooks,
                 listener: tokio::sync::Mutex::new(None),
+                outputs: Mutex::new(Vec::new()),
+                followed: Mutex::new(output::Followed::default()),
+                owned: Mutex::new(HashMap::new()),
+                registry: OnceLock::new(),
+                checklist_every: OnceLock::new(),
             }),
         }
+    }
+
+    /// Writes every routine's counters and pause to the data folder.
+    fn save_counters(&self) {
+        let _writing = self.shared.saving.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = {
+            let state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            serde_json::to_vec(&*state).unwrap_or_default()
+        };
+        let path = self.shared.deps.data_dir.join(COUNTERS_FILE);
+        if let Err(e) = crate::durable::write_atomic(&path, &bytes) {
+            tracing::warn!("the routines' fire counters could not be saved: {e}");
+        }
+    }
+
+    /// Sets how many fires an hour pause a routine (benchmarks fire far more often).
+    pub fn set_max_fires_per_hour(&self, max: usize) {
+        self.shared
+            .max_per_hour
+            .store(max, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn scheduler(&self) -> &Scheduler {
@@ -158,18 +220,29 @@ impl Watch {
     }
 
     /// The live routines of the task block.
+    /// The live routines of the task block, then the checklist's checks.
     fn routines(&self) -> Vec<Routine> {
         match self.scheduler().deps().store.read() {
-            Ok(state) => state
-                .routines()
-                .entries()
-                .iter()
-                .filter_map(|e| e.routine.as_ref().ok())
-                .filter(|r| r.live())
-                .cloned()
-                .collect(),
+            Ok(state) => {
+                let mut all: Vec<Routine> = state
+                    .routines()
+                    .entries()
+                    .iter()
+                    .filter_map(|e| e.routine.as_ref().ok())
+                    .filter(|r| r.live())
+                    .cloned()
+                    .collect();
+                let now = self.scheduler().deps().clock.now_ms();
+                all.extend(crate::routines::checklist::routines(&state.text, now));
+                all
+            }
             Err(_) => Vec::new(),
         }
+    }
+
+    /// The task file's text now, to tell whether it changed.
+    fn task_text(&self) -> Option<String> {
+        self.scheduler().deps().store.read().ok().map(|s| s.text.clone())
     }
 
     fn routine(&self, id: &str) -> Option<Routine> {
@@ -208,8 +281,14 @@ impl Watch {
             w.fires.clear();
             w.asked = None;
         }
+        self.save_counters();
         self.publish(&r);
         self.scheduler().changed();
+        // An output trigger's command may start now. (Only then: a reload makes the file
+        // watches again, and a change while they are made is not seen.)
+        if matches!(r.trigger, Some(Trigger::Output { .. })) {
+            self.reload();
+        }
         Ok(())
     }
 
@@ -268,16 +347,20 @@ impl Watch {
             .map(|r| r.id.clone())
             .collect();
         let mut listener = self.shared.listener.lock().await;
-        listener.take();
-        if ids.is_empty() {
-            return;
-        }
-        for id in &ids {
-            self.shared.webhooks.secret(id);
-        }
-        match webhook::listen(self.clone(), ids).await {
-            Ok(l) => *listener = Some(l),
-            Err(e) => tracing::warn!("webhook triggers cannot listen ({e})"),
+        // The same routines: the socket stays (a call arriving now is not refused, and the
+        // per-minute counts go on).
+        if listener.as_ref().is_none_or(|l| l.routines != ids) {
+            listener.take();
+            if ids.is_empty() {
+                return;
+            }
+            for id in &ids {
+                self.shared.webhooks.secret(id);
+            }
+            match webhook::listen(self.clone(), ids).await {
+                Ok(l) => *listener = Some(l),
+                Err(e) => tracing::warn!("webhook triggers cannot listen ({e})"),
+            }
         }
         drop(listener);
         for r in routines.iter().filter(|r| matches!(r.trigger, Some(Trigger::Webhook))) {
@@ -293,11 +376,13 @@ impl Watch {
     /// The watching loop: file triggers until `shutdown`. An idle loop is one descriptor in
     /// the reactor and no timer.
     pub async fn run(self, shutdown: CancellationToken) {
+        tokio::spawn(self.clone().checklist_loop(shutdown.clone()));
         let workspace = self.shared.deps.workspace.clone();
         let mut copies = diff::Copies::default();
         let mut pending: HashMap<String, (Instant, BTreeSet<PathBuf>)> = HashMap::new();
         let mut url_tasks: Vec<tokio::task::AbortHandle> = Vec::new();
         loop {
+            let text = self.task_text();
             let routines = self.routines();
             for r in &routines {
                 self.publish(r);
@@ -318,6 +403,7 @@ impl Watch {
                 }
             }
             self.serve_webhooks(&routines).await;
+            self.follow_outputs(&routines).await;
             let mut files = match files::Files::new() {
                 Ok(f) => f,
                 Err(e) => {
@@ -330,6 +416,10 @@ impl Watch {
             };
             // The task file's folder: a routine changed by hand or by a tool.
             files.watch(&workspace, false);
+            if self.task_text() != text {
+                // Changed before the task file was watched: its event is lost, so again now.
+                continue;
+            }
             for w in &watches {
                 for (dir, deep) in &w.dirs {
                     files.watch(dir, *deep);
@@ -430,4 +520,12 @@ fn file_evidence(copies: &mut diff::Copies, paths: &BTreeSet<PathBuf>, workspace
         out.push_str(&part);
     }
     out
+}
+
+/// The counters saved by the last run (none, or unreadable: all start at zero).
+fn load_counters(data_dir: &Path) -> HashMap<String, RoutineWatch> {
+    std::fs::read(data_dir.join(COUNTERS_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
 }

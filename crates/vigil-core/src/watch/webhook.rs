@@ -100,6 +100,8 @@ impl Secrets {
 /// The running listener; dropping it closes the socket.
 pub struct Listener {
     pub port: u16,
+    /// The routines it takes calls for.
+    pub routines: Vec<String>,
     stop: tokio_util::sync::CancellationToken,
 }
 
@@ -129,7 +131,7 @@ pub async fn listen(watch: super::Watch, routines: Vec<String>) -> std::io::Resu
     secrets.set_port(port);
     let served = Served {
         watch,
-        routines: Arc::new(routines),
+        routines: Arc::new(routines.clone()),
         calls: Arc::default(),
     };
     let app = axum::Router::new()
@@ -143,7 +145,7 @@ pub async fn listen(watch: super::Watch, routines: Vec<String>) -> std::io::Resu
             .with_graceful_shutdown(async move { stopped.cancelled().await })
             .await;
     });
-    Ok(Listener { port, stop })
+    Ok(Listener { port, routines, stop })
 }
 
 async fn call(State(s): State<Served>, UrlPath((id, secret)): UrlPath<(String, String)>, body: Bytes) -> StatusCode {

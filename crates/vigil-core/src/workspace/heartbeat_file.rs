@@ -20,9 +20,10 @@ pub const HEARTBEAT_FILE: &str = "HEARTBEAT.md";
 /// Longest file passed to the model; a longer one is cut with a note.
 const MAX_CHARS: usize = 20_000;
 
-/// Seed 002 §6's `HEARTBEAT.md`, word for word: only comment lines, so it is effectively
-/// empty and an interval heartbeat makes no model call until the user adds a check.
-pub const TEMPLATE: &str = "# HEARTBEAT.md\n\n# Keep this file empty (or with only comments) to skip heartbeat API calls.\n# Add tasks below when you want the agent to check something periodically.\n";
+/// Seed 002 §6's `HEARTBEAT.md`, word for word, then how a line becomes a machine check
+/// (issue 33): only comment lines, so it is effectively empty and an interval heartbeat makes
+/// no model call until the user adds a check.
+pub const TEMPLATE: &str = "# HEARTBEAT.md\n\n# Keep this file empty (or with only comments) to skip heartbeat API calls.\n# Add tasks below when you want the agent to check something periodically.\n#\n# A task the machine can check costs no tokens: write it as a check, for example\n#   - check `df --output=pcent / | tail -1` when > 80: the disk is almost full\n# Vigil runs the command (read-only, once you approve it in Routines) and tells you\n# only when the condition turns true: `when nonzero` (the default), `when changed`,\n# or a bound on the first number in its output (`> 80`, `<= 5`).\n";
 
 /// The marker, in the data directory, that the template was offered: its presence means
 /// "never write it again", whatever became of the file since.
@@ -109,6 +110,8 @@ pub fn read(workspace: &Path) -> Result<HeartbeatFile, HeartbeatFileError> {
     let text = String::from_utf8(bytes).map_err(|_| HeartbeatFileError::Binary { path: path.clone() })?;
     // The routines' JSON block reaches the model as `## Due Tasks`, not as text to follow.
     let text = crate::routines::store::strip_block(&text);
+    // Its machine checks (`- check `…``) run without the model (issue 33): not for it.
+    let text = super::checklist::without_checks(&text);
     if is_effectively_empty(&text) {
         return Ok(HeartbeatFile::EffectivelyEmpty);
     }
@@ -179,9 +182,15 @@ mod tests {
 
     #[test]
     fn openclaws_template_is_ours_and_effectively_empty() {
-        let template = "# HEARTBEAT.md\n\n# Keep this file empty (or with only comments) to skip heartbeat API calls.\n# Add tasks below when you want the agent to check something periodically.\n";
-        assert_eq!(TEMPLATE, template);
-        assert!(is_effectively_empty(template));
+        let seed = "# HEARTBEAT.md\n\n# Keep this file empty (or with only comments) to skip heartbeat API calls.\n# Add tasks below when you want the agent to check something periodically.\n";
+        // The seed's words first, then how a line becomes a check (issue 33); all comments.
+        assert!(TEMPLATE.starts_with(seed), "{TEMPLATE}");
+        assert!(TEMPLATE.contains("- check `df --output=pcent / | tail -1` when > 80"));
+        assert!(is_effectively_empty(TEMPLATE));
+        assert!(
+            super::super::checklist::checks(TEMPLATE).is_empty(),
+            "the example is not itself a check"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod checklist;
 pub mod heartbeat_file;
 
 /// The files that make up the system prompt, in the order they appear in it.

@@ -44,6 +44,8 @@ mod support;
 mod task_file_bind;
 mod tool_calls;
 mod triggers;
+mod triggers_checklist;
+mod triggers_output;
 mod triggers_quiet;
 mod triggers_url;
 mod triggers_webhook;

@@ -122,3 +122,70 @@ async fn a_webhook_call_with_its_secret_fires_once_and_nothing_else_does() {
     assert!(!listening(port), "no webhook routine, no socket");
     stop.cancel();
 }
+
+#[tokio::test]
+async fn the_webhook_socket_outlives_a_change_to_other_routines() {
+    let dir = outside_tmp();
+    let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();
+    let (rt, _rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    assert!(rt.start_background());
+    let (r, _) = rt
+        .add_routine(RoutineDraft {
+            title: Some("Deploy finished".into()),
+            trigger: Some(Trigger::Webhook),
+            action: Some(Action::Notify),
+            ..RoutineDraft::default()
+        })
+        .await
+        .unwrap();
+    let end = tokio::time::Instant::now() + Duration::from_secs(10);
+    let port = loop {
+        if let Some(p) = rt.watch().webhook_port() {
+            break p;
+        }
+        assert!(tokio::time::Instant::now() < end, "the webhook never listened");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let view = rt.routines();
+    let summary = view
+        .routines
+        .iter()
+        .find(|v| v.id == r.id)
+        .unwrap()
+        .watch
+        .clone()
+        .unwrap()
+        .summary;
+    let address = summary.split("POST ").nth(1).unwrap().to_string();
+    // One connection held open across the change, as a CI system's keep-alive client does.
+    let client = reqwest::Client::new();
+    assert_eq!(client.post(&address).body("{}").send().await.unwrap().status(), 202);
+
+    // Another routine is added: the task file changes and the watcher reloads.
+    rt.add_routine(RoutineDraft {
+        title: Some("Unrelated notes watch".into()),
+        trigger: Some(Trigger::File {
+            paths: vec!["notes/".into()],
+            debounce_ms: None,
+        }),
+        action: Some(Action::Notify),
+        ..RoutineDraft::default()
+    })
+    .await
+    .unwrap();
+    let end = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !rt
+        .routines()
+        .routines
+        .iter()
+        .any(|v| v.title == "Unrelated notes watch" && v.watch.is_some())
+    {
+        assert!(tokio::time::Instant::now() < end, "the watcher never reloaded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(rt.watch().webhook_port(), Some(port), "the same socket");
+    assert!(listening(port));
+    let status = client.post(&address).body("{}").send().await.unwrap().status();
+    assert_eq!(status, 202, "a call on the open connection still lands");
+    rt.shutdown().await;
+}
