@@ -288,11 +288,11 @@ fn snippets_come_from_the_transcript_and_never_from_another_line() {
             "the index holds words, not the text"
         );
     }
-    // Another process writes another message in that line's place.
+    // Another process writes another message of the same length in that line's place.
     let elsewhere = tempfile::tempdir().unwrap();
     SessionStore::open(elsewhere.path())
         .unwrap()
-        .append("s1", &Message::user_text("quetzal private words of another", 2))
+        .append("s1", &Message::user_text("quetzal secret words 2", 2))
         .unwrap();
     std::fs::copy(
         elsewhere.path().join("sessions/s1.jsonl"),
