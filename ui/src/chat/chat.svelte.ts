@@ -5,6 +5,7 @@
 import * as ipc from '../lib/ipc';
 import { PRIMARY_SESSION } from '../lib/ipc';
 import type { Attachment, EventEnvelope, History, Op } from '../lib/protocol';
+import type { MessageTarget } from './reveal';
 import {
   addPendingUser,
   applyEvent,
@@ -24,8 +25,8 @@ import {
  */
 const FLUSH_BACKSTOP_MS = 120;
 
-/** What a clicked notification leads to in the conversation: a message (by time) or an approval's card. */
-export type Reveal = { ts: number } | { approvalId: string };
+/** What a clicked notification or search result leads to: a message (by place and time, or time) or an approval's card. */
+export type Reveal = MessageTarget | { approvalId: string };
 
 export class ChatStore {
   /** Replaced wholesale by the reducer, so `raw` (no deep proxies) is enough. */

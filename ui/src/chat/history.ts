@@ -1,13 +1,14 @@
 // A loaded transcript shown as rows: tool results folded onto their calls, each turn's
 // usage summed onto its last reply, calls of a turn still running shown as running.
 //
-// Owns: `withHistory`, and how it keeps rows on screen that the transcript does not hold.
+// Owns: `withHistory`, the row each saved message is shown in, and how it keeps rows on
+// screen that the transcript does not hold.
 // Must never: drop a row the user sent that is not saved yet.
 
 import type { History, Message, Usage } from '../lib/protocol';
 import { addUsage, isEmptyUsage, startsTurn } from './content';
 import { itemFromMessage, mergeResults, sameSaved, withKey } from './items';
-import type { ChatItem, ChatState } from './model';
+import type { ChatItem, ChatState, SavedPlace } from './model';
 
 /** Sums each turn's usage onto its last assistant message; `open`: the last turn still runs. */
 export function withTurnUsage(items: ChatItem[], messages: Message[], open: boolean): ChatItem[] {
@@ -39,14 +40,17 @@ export function withTurnUsage(items: ChatItem[], messages: Message[], open: bool
 export function withHistory(state: ChatState, history: History, running = false): ChatState {
   let next: ChatState = { ...state, sessionId: history.session_id, warnings: history.warnings };
   let loaded: ChatItem[] = [];
+  const saved: SavedPlace[] = [];
   for (const message of history.messages) {
     if (message.role === 'tool_result') {
       loaded = mergeResults(loaded, message);
+      saved.push({ key: callRow(loaded, message), ts: message.ts });
       continue;
     }
     let key: string;
     [next, key] = withKey(next);
     loaded.push(itemFromMessage(message, key, null, 'interrupted'));
+    saved.push({ key, ts: message.ts });
   }
   loaded = withTurnUsage(loaded, history.messages, running);
   if (running) {
@@ -58,5 +62,12 @@ export function withHistory(state: ChatState, history: History, running = false)
     );
   }
   const extra = state.items.filter((item) => !history.messages.some((m) => sameSaved(item, m)));
-  return { ...next, items: [...loaded, ...extra], phase: running && next.phase === 'idle' ? 'thinking' : next.phase };
+  return { ...next, items: [...loaded, ...extra], saved, phase: running && next.phase === 'idle' ? 'thinking' : next.phase };
+}
+
+/** The row a tool result is shown in: its call's (else the row before it). */
+function callRow(items: ChatItem[], message: Message): string {
+  const ids = message.content.flatMap((b) => (b.type === 'tool_result' ? [b.tool_use_id] : []));
+  const at = items.findLastIndex((i) => i.tools.some((c) => ids.includes(c.id)));
+  return items[at >= 0 ? at : items.length - 1]?.key ?? '';
 }

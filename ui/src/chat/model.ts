@@ -88,6 +88,17 @@ export interface ChatState {
   consumedAhead: number;
   /** Texts saved from the queue before their `message_queued` arrived (events of two tasks may cross). */
   lateAcks: string[];
+  /**
+   * The row each message of the loaded transcript is shown in, by the message's place in
+   * it (a tool result: its call's row), with the message's time: a search result names
+   * its message by place.
+   */
+  saved?: SavedPlace[];
+}
+
+export interface SavedPlace {
+  key: string;
+  ts: number;
 }
 
 export function initialState(sessionId: string | null = null): ChatState {

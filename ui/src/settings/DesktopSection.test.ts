@@ -115,3 +115,17 @@ describe('working on its own, in Settings', () => {
     await saved();
   });
 });
+
+describe('searching past conversations, in Settings', () => {
+  it('keeps heartbeat runs out of the agent’s searches when switched on, and shows what is in force', async () => {
+    const { el, change } = show();
+    const box = el<HTMLInputElement>('settings-search-skips-heartbeats')!;
+    expect(box.checked).toBe(false);
+    expect(el('settings-memory')!.textContent).toMatch(/Keep heartbeat runs out of the agent's searches/);
+    box.click();
+    expect(change).toHaveBeenLastCalledWith('search_skips_heartbeats', true);
+    await saved();
+    document.body.innerHTML = '';
+    expect(show({ search_skips_heartbeats: true }).el<HTMLInputElement>('settings-search-skips-heartbeats')!.checked).toBe(true);
+  });
+});

@@ -9,13 +9,13 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 
 /// Bumped whenever what is indexed or how changes: an index of another version is rebuilt.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS files(
     session TEXT PRIMARY KEY,
     -- The transcript as last indexed: same device and inode, at least this long, and the
-    -- same last bytes before `len`, or it is indexed again from its start.
+    -- same last bytes before `len` (their SHA-256), or it is indexed again from its start.
     dev INTEGER NOT NULL, ino INTEGER NOT NULL, len INTEGER NOT NULL, tail BLOB NOT NULL,
     -- Where the next line goes: its line number in the file, and its place among messages.
     next_line INTEGER NOT NULL, next_seq INTEGER NOT NULL,
@@ -28,15 +28,24 @@ CREATE TABLE IF NOT EXISTS messages(
     id TEXT NOT NULL,
     role TEXT NOT NULL,
     ts INTEGER NOT NULL,
-    kind TEXT NOT NULL
+    kind TEXT NOT NULL,
+    -- Where its line is in the transcript: line number, byte offset, length without the
+    -- newline. Snippets and `read_history` read the text back from there.
+    line INTEGER NOT NULL, off INTEGER NOT NULL, nbytes INTEGER NOT NULL,
+    -- A history tool's result (a copy of other messages): nothing of it is indexed or shown.
+    copy INTEGER NOT NULL
 );
 -- Calls to the history tools: their results are copies of other messages, left out.
 CREATE TABLE IF NOT EXISTS history_calls(session TEXT NOT NULL, call_id TEXT NOT NULL, PRIMARY KEY(session, call_id));
 CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session, seq);
 CREATE INDEX IF NOT EXISTS messages_by_id ON messages(session, id);
--- The text, under the same rowid as its `messages` row. unicode61 with diacritics folded:
+-- The words, under the same rowid as their `messages` row. Contentless: the index holds the
+-- words' postings but not the text, which stays in the JSONL only (half the file's size);
+-- `contentless_delete` lets a session's rows be deleted. unicode61 with diacritics folded:
 -- `cafe` finds `café`.
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+    text, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 2'
+);
 ";
 
 /// The folder the index lives in, inside Vigil's data folder (which no sandbox shows).
@@ -99,6 +108,9 @@ fn try_open(path: &Path) -> rusqlite::Result<Connection> {
         return Err(rusqlite::Error::InvalidQuery);
     }
     conn.execute_batch(SCHEMA)?;
+    // A deleted row's postings are removed from the index at once rather than masked by a
+    // tombstone until the next merge: forgetting does not wait for `optimize`.
+    conn.execute("INSERT INTO fts(fts, rank) VALUES('secure-delete', 1)", [])?;
     conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     // Touch the full-text index itself: a torn file can pass the quick check's pages.
     conn.query_row("SELECT count(*) FROM fts WHERE fts MATCH 'vigil'", [], |r| {

@@ -23,7 +23,7 @@ use crate::session::ids::line_id;
 /// Messages per transaction: large enough that a rebuild is not commit-bound, small enough
 /// that a kill loses little work and readers see progress.
 const CHUNK: usize = 2_000;
-/// Bytes of a transcript's end remembered to tell "appended to" from "rewritten".
+/// Bytes of a transcript's end (hashed) remembered to tell "appended to" from "rewritten".
 const TAIL: u64 = 64;
 
 pub enum Cmd {
@@ -33,10 +33,12 @@ pub enum Cmd {
     Removed(String),
     /// Reply once everything sent before is done (tests, benches, shutdown).
     Flush(SyncSender<()>),
+    /// The index's owner is gone: stop now (what is left is caught up at the next start).
+    Stop,
 }
 
 pub fn run(mut conn: Connection, sessions: PathBuf, shared: std::sync::Arc<Shared>, rx: Receiver<Cmd>) {
-    if let Err(e) = catch_up_all(&mut conn, &sessions) {
+    if let Err(e) = catch_up_all(&mut conn, &sessions, &shared) {
         tracing::warn!("the history index could not catch up with the transcripts: {e}");
     }
     shared.set_ready();
@@ -56,6 +58,7 @@ pub fn run(mut conn: Connection, sessions: PathBuf, shared: std::sync::Arc<Share
                     removed.insert(id);
                 }
                 Cmd::Flush(done) => flushes.push(done),
+                Cmd::Stop => return,
             }
         }
         for id in &removed {
@@ -83,10 +86,12 @@ pub fn run(mut conn: Connection, sessions: PathBuf, shared: std::sync::Arc<Share
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// Every transcript on disk caught up; sessions whose transcript is gone removed.
-pub fn catch_up_all(conn: &mut Connection, sessions: &Path) -> Result<()> {
+pub fn catch_up_all(conn: &mut Connection, sessions: &Path, shared: &Shared) -> Result<()> {
     let mut on_disk = BTreeSet::new();
+    let mut by_age = Vec::new();
     for entry in std::fs::read_dir(sessions)? {
-        let name = entry?.file_name();
+        let entry = entry?;
+        let name = entry.file_name();
         let Some(id) = name
             .to_str()
             .and_then(|n| n.strip_suffix(crate::session::suffix::TRANSCRIPT))
@@ -95,6 +100,8 @@ pub fn catch_up_all(conn: &mut Connection, sessions: &Path) -> Result<()> {
         };
         if crate::session::validate_id(id).is_ok() {
             on_disk.insert(id.to_string());
+            let written = entry.metadata().and_then(|m| m.modified()).ok();
+            by_age.push((written, id.to_string()));
         }
     }
     let indexed: Vec<String> = conn
@@ -104,7 +111,13 @@ pub fn catch_up_all(conn: &mut Connection, sessions: &Path) -> Result<()> {
     for id in indexed.iter().filter(|id| !on_disk.contains(*id)) {
         remove(conn, id)?;
     }
-    for id in &on_disk {
+    // The least recently written first: rowids follow recency, which searches rank by
+    // (see `query`), also after a rebuild.
+    by_age.sort();
+    for (_, id) in &by_age {
+        if shared.stopping() {
+            return Ok(());
+        }
         catch_up(conn, sessions, id)?;
     }
     Ok(())
@@ -195,7 +208,8 @@ pub fn catch_up(conn: &mut Connection, sessions: &Path, id: &str) -> Result<()> 
         let tx = conn.transaction()?;
         {
             let mut add_msg = tx.prepare_cached(
-                "INSERT INTO messages(session, seq, id, role, ts, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO messages(session, seq, id, role, ts, kind, line, off, nbytes, copy)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?;
             let mut add_text = tx.prepare_cached("INSERT INTO fts(rowid, text) VALUES (?1, ?2)")?;
             let mut add_call =
@@ -204,6 +218,7 @@ pub fn catch_up(conn: &mut Connection, sessions: &Path, id: &str) -> Result<()> 
             let mut n = 0;
             while n < CHUNK {
                 let Some(raw) = lines.next() else { break };
+                let off = state.len;
                 state.len += raw.len() as u64;
                 let line = raw.strip_suffix(b"\n").unwrap_or(raw);
                 let line_no = state.next_line;
@@ -227,7 +242,18 @@ pub fn catch_up(conn: &mut Connection, sessions: &Path, id: &str) -> Result<()> 
                     e.text.clear();
                 }
                 let msg_id = line_id(line_no, line);
-                add_msg.execute(params![id, state.next_seq, msg_id, e.role, e.ts, state.kind])?;
+                add_msg.execute(params![
+                    id,
+                    state.next_seq,
+                    msg_id,
+                    e.role,
+                    e.ts,
+                    state.kind,
+                    line_no as i64,
+                    off as i64,
+                    line.len() as i64,
+                    copy
+                ])?;
                 add_text.execute(params![tx.last_insert_rowid(), e.text])?;
                 state.next_seq += 1;
                 n += 1;
@@ -257,13 +283,15 @@ fn still_holds(f: &File, m: &std::fs::Metadata, k: &Known) -> bool {
     if (m.dev(), m.ino()) != (k.dev, k.ino) || m.len() < k.len {
         return false;
     }
-    let mut now = vec![0u8; k.tail.len()];
-    f.read_exact_at(&mut now, k.len - k.tail.len() as u64).is_ok() && now == k.tail
+    k.len == 0 || tail_before(f, k.len).is_ok_and(|now| now == k.tail)
 }
 
+/// A hash of the [`TAIL`] bytes before `len`: the index keeps no transcript bytes, only
+/// enough to tell whether they are still there.
 fn tail_before(f: &File, len: u64) -> std::io::Result<Vec<u8>> {
+    use sha2::{Digest, Sha256};
     let n = len.min(TAIL);
     let mut tail = vec![0u8; n as usize];
     f.read_exact_at(&mut tail, len - n)?;
-    Ok(tail)
+    Ok(Sha256::digest(&tail).to_vec())
 }

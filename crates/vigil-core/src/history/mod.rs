@@ -12,6 +12,11 @@
 //! ([`crate::session::TranscriptObserver`], one channel send), and the indexer's own thread
 //! reads the new lines. A turn never waits for the index.
 //!
+//! The index holds each message's words (a contentless FTS5 table) and where its line is,
+//! not its text: snippets and `read_history` read the line back from the transcript
+//! ([`source`]), which keeps the index about half the transcripts' size and means it never
+//! shows text the transcript no longer holds.
+//!
 //! SQLite FTS5 (bundled) rather than tantivy: one C file that builds in well under tantivy's
 //! time on two cores, one index file plus its WAL, bm25 built in, and WAL's crash safety (a
 //! killed indexer loses only its open transaction, and catches up from the JSONL).
@@ -28,6 +33,8 @@ pub(crate) mod db;
 pub mod extract;
 mod indexer;
 pub mod query;
+mod snippet;
+mod source;
 pub mod wire;
 
 use std::collections::{BTreeSet, HashSet};
@@ -141,9 +148,15 @@ pub(crate) struct Shared {
     /// Whether the start's catch-up is done.
     ready: Mutex<bool>,
     ready_cv: Condvar,
+    /// The owner is gone: a catch-up in progress stops between transcripts.
+    stop: AtomicBool,
 }
 
 impl Shared {
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
     fn set_ready(&self) {
         *self.ready.lock().unwrap_or_else(|e| e.into_inner()) = true;
         self.ready_cv.notify_all();
@@ -176,6 +189,19 @@ struct Inner {
     /// The setting that keeps heartbeat runs out of the agent's searches.
     agent_skips_heartbeats: AtomicBool,
     clock: Arc<dyn Clock>,
+    indexer: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// The last handle gone: the indexer stops and closes the index before this returns, so
+/// the files are left alone by the time the next `History` (or anything else) opens them.
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        let _ = self.tx.lock().unwrap_or_else(|e| e.into_inner()).send(Cmd::Stop);
+        if let Some(thread) = self.indexer.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// What the session store calls: one channel send.
@@ -217,7 +243,7 @@ impl History {
         let sessions = store.dir().to_path_buf();
         let thread_shared = Arc::clone(&shared);
         let thread_sessions = sessions.clone();
-        std::thread::Builder::new()
+        let indexer = std::thread::Builder::new()
             .name("vigil-history".into())
             .spawn(move || indexer::run(conn, thread_sessions, thread_shared, rx))
             .map_err(|e| HistoryError::Unavailable(e.to_string()))?;
@@ -234,6 +260,7 @@ impl History {
                 readers: Mutex::default(),
                 agent_skips_heartbeats: AtomicBool::new(false),
                 clock,
+                indexer: Mutex::new(Some(indexer)),
             }),
         })
     }
@@ -283,7 +310,7 @@ impl History {
     pub fn search(&self, q: &Query) -> Result<Vec<Hit>, HistoryError> {
         self.wait_ready(READY_WAIT);
         let now = self.inner.clock.now_ms();
-        let mut hits = self.with_reader(|conn| query::search(conn, q, now))?;
+        let mut hits = self.with_reader(|conn| query::search(conn, &self.inner.sessions, q, now))?;
         let forgotten = self
             .inner
             .shared
@@ -345,7 +372,16 @@ impl History {
         {
             return Ok(None);
         }
-        self.with_reader(|conn| query::around(conn, session, message_id, before.min(50), after.min(50)))
+        self.with_reader(|conn| {
+            query::around(
+                conn,
+                &self.inner.sessions,
+                session,
+                message_id,
+                before.min(50),
+                after.min(50),
+            )
+        })
     }
 
     /// The folder the index's files are in.

@@ -1,89 +1,160 @@
 //! Searches: what the user or the agent typed, made into an FTS5 query that cannot be an
-//! injection (every word quoted), ranked by bm25 with a boost for recent messages.
+//! injection (every word quoted), ranked by bm25 with a boost for recent messages, and the
+//! hits' snippets made from their lines in the transcripts (the index keeps no text).
+//!
+//! Ranking: bm25 costs FTS5 over a microsecond a message (it reads each one's length), so a
+//! common word's tens of thousands of matches cannot all be scored in a search's
+//! milliseconds — and FTS5's `ORDER BY rank LIMIT n` scores every match before it cuts.
+//! So a search scores only the most recent [`WINDOW`] matches: the window's start is found
+//! walking the matches newest first by rowid (cheap: no score), and only rows from there on
+//! are scored, bm25 times a recency boost. Rowids follow recency: appends get ever higher
+//! ones, and a rebuild indexes the least recently written transcripts first. A word with
+//! fewer matches than the window is ranked over all of them.
+
+use std::path::Path;
 
 use rusqlite::{params_from_iter, types::Value, Connection};
 
+use super::snippet::{fold, snippet};
+use super::source::{Place, Transcripts};
 use super::{Hit, Kind, Nearby, Query};
 
 /// Marks around a matched word in [`Hit::snippet`]; never in indexed text (control bytes).
 pub const MARK_START: char = '\u{2}';
 pub const MARK_END: char = '\u{3}';
 /// Words of context in a snippet.
-const SNIPPET_WORDS: i64 = 16;
+const SNIPPET_WORDS: usize = 16;
 /// A message this many days old weighs about half as much as one from today, at equal bm25.
 const HALF_WEIGHT_DAYS: f64 = 14.0;
+/// The most recent matches (passing the filters) that are scored and ranked.
+const WINDOW: i64 = 1_000;
+
+/// The words of the input, at most 16.
+fn words(input: &str) -> Vec<&str> {
+    input
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(16)
+        .collect()
+}
 
 /// `"disk"* AND "figure"*`: each word of the input quoted (so `OR`, `NEAR`, `-` and quotes
 /// are words, not syntax) and taken as a prefix, so results come as the user types.
 /// `None` when the input has no word.
 pub fn fts_query(input: &str) -> Option<String> {
-    let words: Vec<String> = input
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .take(16)
-        .map(|w| format!("\"{w}\"*"))
-        .collect();
+    let words: Vec<String> = words(input).iter().map(|w| format!("\"{w}\"*")).collect();
     (!words.is_empty()).then(|| words.join(" AND "))
 }
 
-pub fn search(conn: &Connection, q: &Query, now_ms: i64) -> rusqlite::Result<Vec<Hit>> {
+/// One row of a ranked search, before its snippet.
+struct Row {
+    hit: Hit,
+    place: Place,
+}
+
+pub fn search(conn: &Connection, sessions: &Path, q: &Query, now_ms: i64) -> rusqlite::Result<Vec<Hit>> {
     let Some(matcher) = fts_query(&q.text) else {
         return Ok(Vec::new());
     };
-    // The best `limit` first, by score alone; snippets only for those (a snippet costs
-    // more than a score, and a common word matches thousands of messages).
-    let mut inner = format!(
-        "SELECT m.rowid AS rid,
-                bm25(fts) * (1.0 + {HALF_WEIGHT_DAYS} / ({HALF_WEIGHT_DAYS} + max(0, ?2 - m.ts) / 86400000.0)) AS score
-         FROM fts JOIN messages m ON m.rowid = fts.rowid
-         WHERE fts MATCH ?1"
-    );
-    let mut args: Vec<Value> = vec![Value::Text(matcher), Value::Integer(now_ms)];
+    let limit = q.limit.clamp(1, 200);
+    let rows = ranked(conn, &matcher, q, now_ms)?;
+    let terms: Vec<String> = words(&q.text).into_iter().map(fold).collect();
+    let mut transcripts = Transcripts::new(sessions);
+    let mut hits = Vec::with_capacity(limit);
+    for Row { mut hit, place } in rows {
+        if hits.len() == limit {
+            break;
+        }
+        // A line that is not the indexed message any more: the indexer is catching up.
+        let Some(text) = transcripts.text(&hit.session, &hit.message_id, place, false) else {
+            continue;
+        };
+        hit.snippet = snippet(&text, &terms, SNIPPET_WORDS);
+        hits.push(hit);
+    }
+    Ok(hits)
+}
+
+/// Matches of `matcher` passing `q`'s filters among the most recent [`WINDOW`] of them,
+/// best first: bm25 with the recency boost.
+fn ranked(conn: &Connection, matcher: &str, q: &Query, now_ms: i64) -> rusqlite::Result<Vec<Row>> {
+    let mut args: Vec<Value> = vec![Value::Text(matcher.to_string()), Value::Integer(now_ms)];
+    let mut filters = String::new();
     if let Some(s) = &q.session {
         args.push(Value::Text(s.clone()));
-        inner.push_str(&format!(" AND m.session = ?{}", args.len()));
+        filters.push_str(&format!(" AND m.session = ?{}", args.len()));
     }
     if !q.kinds.is_empty() {
         let list: Vec<String> = q.kinds.iter().map(|k| format!("'{}'", k.as_str())).collect();
-        inner.push_str(&format!(" AND m.kind IN ({})", list.join(",")));
+        filters.push_str(&format!(" AND m.kind IN ({})", list.join(",")));
     }
     if let Some(t) = q.since_ms {
         args.push(Value::Integer(t));
-        inner.push_str(&format!(" AND m.ts >= ?{}", args.len()));
+        filters.push_str(&format!(" AND m.ts >= ?{}", args.len()));
     }
     if let Some(t) = q.until_ms {
         args.push(Value::Integer(t));
-        inner.push_str(&format!(" AND m.ts < ?{}", args.len()));
+        filters.push_str(&format!(" AND m.ts < ?{}", args.len()));
     }
-    args.push(Value::Integer(q.limit.clamp(1, 200) as i64));
-    // bm25 is negative, better when lower; the boost makes recent ones lower still.
-    inner.push_str(&format!(" ORDER BY score LIMIT ?{}", args.len()));
+    // ?2 is in every statement so the arguments' numbers stay the same in both.
+    let from = format!(
+        "FROM fts f JOIN messages m ON m.rowid = f.rowid WHERE f.fts MATCH ?1 AND ?2 = ?2 AND m.copy = 0 {filters}"
+    );
+    let floor: i64 = match conn
+        .prepare_cached(&format!(
+            "SELECT f.rowid {from} ORDER BY f.rowid DESC LIMIT 1 OFFSET {}",
+            WINDOW - 1
+        ))?
+        .query_row(params_from_iter(args.iter()), |r| r.get(0))
+    {
+        Ok(rowid) => rowid,
+        Err(rusqlite::Error::QueryReturnedNoRows) => i64::MIN,
+        Err(e) => return Err(e),
+    };
+    args.push(Value::Integer(floor));
+    let floor_arg = args.len();
+    // bm25 is negative, better when lower; the boost makes recent ones lower still. A few
+    // more rows than asked, for lines found stale when their snippet is read.
+    args.push(Value::Integer((q.limit.clamp(1, 200) + 8) as i64));
     let sql = format!(
-        "WITH top AS ({inner})
-         SELECT m.session, m.id, m.seq, m.role, m.ts, m.kind,
-                snippet(fts, 0, '{MARK_START}', '{MARK_END}', '…', {SNIPPET_WORDS})
-         FROM top JOIN fts ON fts.rowid = top.rid JOIN messages m ON m.rowid = top.rid
-         WHERE fts MATCH ?1 ORDER BY top.score"
+        "SELECT m.session, m.id, m.seq, m.role, m.ts, m.kind, m.line, m.off, m.nbytes,
+                f.rank * (1.0 + {HALF_WEIGHT_DAYS} / ({HALF_WEIGHT_DAYS} + max(0, ?2 - m.ts) / 86400000.0)) AS score
+         {from} AND f.rowid >= ?{floor_arg}
+         ORDER BY score LIMIT ?{}",
+        args.len()
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map(params_from_iter(args), |r| {
-        Ok(Hit {
-            session: r.get(0)?,
-            message_id: r.get(1)?,
-            seq: r.get::<_, i64>(2)? as u64,
-            role: r.get(3)?,
-            ts: r.get(4)?,
-            kind: Kind::parse(&r.get::<_, String>(5)?),
-            snippet: r.get(6)?,
-            title: String::new(),
+        Ok(Row {
+            hit: Hit {
+                session: r.get(0)?,
+                message_id: r.get(1)?,
+                seq: r.get::<_, i64>(2)? as u64,
+                role: r.get(3)?,
+                ts: r.get(4)?,
+                kind: Kind::parse(&r.get::<_, String>(5)?),
+                snippet: String::new(),
+                title: String::new(),
+            },
+            place: place(r, 6)?,
         })
     })?;
     rows.collect()
 }
 
-/// The messages of `session` from `before` messages before `message_id` to `after` after.
+fn place(r: &rusqlite::Row, first: usize) -> rusqlite::Result<Place> {
+    Ok(Place {
+        line: r.get::<_, i64>(first)? as u64,
+        off: r.get::<_, i64>(first + 1)? as u64,
+        nbytes: r.get::<_, i64>(first + 2)? as u64,
+    })
+}
+
+/// The messages of `session` from `before` messages before `message_id` to `after` after,
+/// read from the transcript; `None` if there is no such message any more.
 pub fn around(
     conn: &Connection,
+    sessions: &Path,
     session: &str,
     message_id: &str,
     before: u64,
@@ -100,23 +171,42 @@ pub fn around(
     };
     let Some(seq) = seq else { return Ok(None) };
     let mut stmt = conn.prepare_cached(
-        "SELECT m.id, m.seq, m.role, m.ts, fts.text FROM messages m JOIN fts ON fts.rowid = m.rowid
-         WHERE m.session = ?1 AND m.seq BETWEEN ?2 AND ?3 ORDER BY m.seq",
+        "SELECT id, seq, role, ts, line, off, nbytes, copy FROM messages
+         WHERE session = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq",
     )?;
-    let rows = stmt.query_map(
-        rusqlite::params![session, seq - before as i64, seq + after as i64],
-        |r| {
-            Ok(Nearby {
-                message_id: r.get(0)?,
-                seq: r.get::<_, i64>(1)? as u64,
-                role: r.get(2)?,
-                ts: r.get(3)?,
-                text: r.get(4)?,
-                hit: r.get::<_, i64>(1)? == seq,
-            })
-        },
-    )?;
-    rows.collect::<rusqlite::Result<Vec<_>>>().map(Some)
+    let rows = stmt
+        .query_map(
+            rusqlite::params![session, seq - before as i64, seq + after as i64],
+            |r| {
+                let id: String = r.get(0)?;
+                let this: i64 = r.get(1)?;
+                Ok((
+                    Nearby {
+                        message_id: id,
+                        seq: this as u64,
+                        role: r.get(2)?,
+                        ts: r.get(3)?,
+                        text: String::new(),
+                        hit: this == seq,
+                    },
+                    place(r, 4)?,
+                    r.get::<_, bool>(7)?,
+                ))
+            },
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut transcripts = Transcripts::new(sessions);
+    let mut out = Vec::with_capacity(rows.len());
+    for (mut nearby, place, copy) in rows {
+        match transcripts.text(session, &nearby.message_id, place, copy) {
+            Some(text) => nearby.text = text,
+            // The message asked about is not in its transcript any more.
+            None if nearby.hit => return Ok(None),
+            None => continue,
+        }
+        out.push(nearby);
+    }
+    Ok(Some(out))
 }
 
 #[cfg(test)]

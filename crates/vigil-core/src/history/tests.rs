@@ -266,3 +266,39 @@ fn a_deleted_conversation_is_gone_from_results_and_from_the_files() {
         assert!(!hit, "{} still holds the deleted text", path.display());
     }
 }
+
+/// The index keeps no text: a snippet is read back from the transcript, and only from the
+/// line that is still the message found. A transcript rewritten behind the index's back
+/// (another process; Vigil not told) shows nothing of the line now in its place.
+#[test]
+fn snippets_come_from_the_transcript_and_never_from_another_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, history) = open(dir.path());
+    store
+        .append("s1", &Message::user_text("the quetzal nests here", 1))
+        .unwrap();
+    history.settle();
+    let hits = history.search(&q("quetzal")).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].snippet, "the \u{2}quetzal\u{3} nests here");
+    for entry in std::fs::read_dir(history.dir()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(
+            !bytes.windows(13).any(|w| w == b"quetzal nests"),
+            "the index holds words, not the text"
+        );
+    }
+    // Another process writes another message of the same length in that line's place.
+    let elsewhere = tempfile::tempdir().unwrap();
+    SessionStore::open(elsewhere.path())
+        .unwrap()
+        .append("s1", &Message::user_text("quetzal secret words 2", 2))
+        .unwrap();
+    std::fs::copy(
+        elsewhere.path().join("sessions/s1.jsonl"),
+        dir.path().join("sessions/s1.jsonl"),
+    )
+    .unwrap();
+    assert_eq!(history.search(&q("quetzal")).unwrap(), Vec::new());
+    assert_eq!(history.around("s1", &hits[0].message_id, 1, 1, false).unwrap(), None);
+}
