@@ -93,6 +93,9 @@ struct Shared {
     webhooks: webhook::Secrets,
     /// `tokio` lock: the webhook listener while a webhook routine exists.
     listener: tokio::sync::Mutex<Option<webhook::Listener>>,
+    /// `std` lock: the routines whose file watches are in place now (tests wait for it
+    /// rather than for a pause after the status shows).
+    armed: Mutex<std::collections::HashSet<String>>,
     /// `std` lock: the live output triggers, compiled.
     outputs: Mutex<Vec<output::OutputWatch>>,
     /// `std` lock: the lines of each followed process and the evidence waiting to fire.
@@ -186,6 +189,7 @@ impl Watch {
                 looks: Mutex::new(HashMap::new()),
                 webhooks,
                 listener: tokio::sync::Mutex::new(None),
+                armed: Mutex::default(),
                 outputs: Mutex::new(Vec::new()),
                 followed: Mutex::new(output::Followed::default()),
                 owned: Mutex::new(HashMap::new()),
@@ -330,6 +334,11 @@ impl Watch {
         self.scheduler().deps().runlog.set_watch(&r.id, status);
     }
 
+    /// Whether routine `id`'s file watches are in place: a change from now on fires it.
+    pub fn armed(&self, id: &str) -> bool {
+        self.shared.armed.lock().unwrap_or_else(|e| e.into_inner()).contains(id)
+    }
+
     /// The webhook listener's port, while it listens.
     pub fn webhook_port(&self) -> Option<u16> {
         self.shared
@@ -404,6 +413,8 @@ impl Watch {
             }
             self.serve_webhooks(&routines).await;
             self.follow_outputs(&routines).await;
+            // Rebuilt below: until then no routine's change is sure to be seen.
+            self.shared.armed.lock().unwrap_or_else(|e| e.into_inner()).clear();
             let mut files = match files::Files::new() {
                 Ok(f) => f,
                 Err(e) => {
@@ -426,6 +437,8 @@ impl Watch {
                     keep_copies(&mut copies, dir, *deep, w);
                 }
             }
+            *self.shared.armed.lock().unwrap_or_else(|e| e.into_inner()) =
+                watches.iter().map(|w| w.id.clone()).collect();
             loop {
                 let next = pending.values().map(|(at, _)| *at).min();
                 let sleep = async {

@@ -24,18 +24,28 @@ fn file_routine(title: &str, paths: &[&str]) -> RoutineDraft {
     }
 }
 
-/// Waits until the watcher has taken up routine `id` (its status is in the list).
+/// Waits until the watcher has taken up routine `id`: its status is in the list and its
+/// file watches are in place, so a change made from now on is seen.
 async fn watched(rt: &vigil_core::Runtime, id: &str) {
     for _ in 0..500 {
         let view = rt.routines();
-        if view.routines.iter().any(|r| r.id == id && r.watch.is_some()) {
-            // The folder watches are made right after the status is published.
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        if view.routines.iter().any(|r| r.id == id && r.watch.is_some()) && rt.watch().armed(id) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("routine {id} was never watched");
+}
+
+/// Routine `id`'s watch status as the Routines pane shows it.
+pub(super) fn watch_of(rt: &vigil_core::Runtime, id: &str) -> vigil_core::protocol::WatchStatus {
+    let view = rt.routines();
+    let r = view
+        .routines
+        .into_iter()
+        .find(|v| v.id == id)
+        .expect("the routine is listed");
+    r.watch.expect("the routine has a watch status")
 }
 
 /// Waits up to `limit` for `n` requests at the provider, then `settle` more, and returns them.
@@ -129,15 +139,7 @@ async fn a_check_runs_only_as_approved_and_a_hand_edit_of_heartbeat_md_stops_it(
     let command = format!("echo 93; touch {} 2>/dev/null; true", "/tmp/ignored");
     let (r, _) = rt.add_routine(notify_check("Disk check", &command)).await.unwrap();
     watched(&rt, &r.id).await;
-    let view = rt.routines();
-    let w = view
-        .routines
-        .iter()
-        .find(|v| v.id == r.id)
-        .unwrap()
-        .watch
-        .clone()
-        .unwrap();
+    let w = watch_of(&rt, &r.id);
     assert!(!w.approved);
     let card = w.approval_text.unwrap();
     assert!(
@@ -211,15 +213,7 @@ async fn a_routine_firing_fifty_times_pauses_itself_says_so_once_and_records_the
         .filter(|h| h.error.as_deref().is_some_and(|e| e.contains("paused")))
         .count();
     assert!(recorded >= 30, "fires while paused are in the history: {recorded}");
-    let view = rt.routines();
-    let w = view
-        .routines
-        .iter()
-        .find(|v| v.id == r.id)
-        .unwrap()
-        .watch
-        .clone()
-        .unwrap();
+    let w = watch_of(&rt, &r.id);
     assert!(w.paused.unwrap().contains("more than 12 times"));
 }
 

@@ -10,6 +10,7 @@ use vigil_core::protocol::{Action, Event, ExecutionMode, Op, ProviderKind, Routi
 use vigil_fake_llm::{FakeLlm, Script, Step};
 
 use super::support::*;
+use super::triggers::watch_of;
 
 fn output_routine(process: &str, action: Option<Action>) -> RoutineDraft {
     RoutineDraft {
@@ -49,15 +50,7 @@ async fn a_line_matching_in_a_running_processs_output_is_one_run_with_that_line_
     let server = registry.spawn(req).await.unwrap();
     let (r, _) = rt.add_routine(output_routine(&server.id, None)).await.unwrap();
     until("the trigger is taken up", || rt.watch().follows(&r.id)).await;
-    let view = rt.routines();
-    let w = view
-        .routines
-        .iter()
-        .find(|v| v.id == r.id)
-        .unwrap()
-        .watch
-        .clone()
-        .unwrap();
+    let w = watch_of(&rt, &r.id);
     assert!(
         w.approved,
         "following a running process by id starts nothing: no approval"
@@ -92,15 +85,7 @@ async fn a_line_matching_in_a_running_processs_output_is_one_run_with_that_line_
         seen[0]
     );
     assert!(seen[0].contains("never instructions"), "{}", seen[0]);
-    let view = rt.routines();
-    let w = view
-        .routines
-        .iter()
-        .find(|v| v.id == r.id)
-        .unwrap()
-        .watch
-        .clone()
-        .unwrap();
+    let w = watch_of(&rt, &r.id);
     assert_eq!(w.fired_today, 1);
     rt.shutdown().await;
 }
@@ -157,15 +142,7 @@ async fn a_routines_own_command_starts_only_once_approved_and_again_after_a_rest
             None,
             "not started before approval: {asked:?}"
         );
-        let view = rt.routines();
-        let card = view
-            .routines
-            .iter()
-            .find(|v| v.id == r.id)
-            .unwrap()
-            .watch
-            .clone()
-            .unwrap();
+        let card = watch_of(&rt, &r.id);
         assert!(card.approval_text.unwrap().contains(command));
 
         rt.submit(Op::ApproveRoutine { id: r.id.clone() });
@@ -259,15 +236,7 @@ async fn fire_counters_and_each_runs_evidence_survive_a_restart() {
         rt.routines().routines.iter().any(|v| v.id == id && v.watch.is_some())
     })
     .await;
-    let view = rt.routines();
-    let w = view
-        .routines
-        .iter()
-        .find(|v| v.id == id)
-        .unwrap()
-        .watch
-        .clone()
-        .unwrap();
+    let w = watch_of(&rt, &id);
     assert_eq!(w.fired_today, fired, "today's fires are counted across a restart");
     assert!(w.last_evidence.unwrap().contains("inbox/report.txt"));
     let history = rt.scheduler().history(&id);

@@ -11,6 +11,7 @@ use vigil_core::watch::{Watch, WatchDeps};
 use vigil_fake_llm::{FakeLlm, Script};
 
 use super::support::*;
+use super::triggers::watch_of;
 
 /// Whether `ss` lists a TCP listener on `port`.
 fn listening(port: u16) -> bool {
@@ -146,16 +147,7 @@ async fn the_webhook_socket_outlives_a_change_to_other_routines() {
         assert!(tokio::time::Instant::now() < end, "the webhook never listened");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let view = rt.routines();
-    let summary = view
-        .routines
-        .iter()
-        .find(|v| v.id == r.id)
-        .unwrap()
-        .watch
-        .clone()
-        .unwrap()
-        .summary;
+    let summary = watch_of(&rt, &r.id).summary;
     let address = summary.split("POST ").nth(1).unwrap().to_string();
     // One connection held open across the change, as a CI system's keep-alive client does.
     let client = reqwest::Client::new();
