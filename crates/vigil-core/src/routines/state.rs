@@ -266,11 +266,7 @@ pub(super) fn run_entry(r: &Routine, outcome: RunOutcome, now: i64, error: Optio
         started_at: r.run_started_at.unwrap_or(now),
         finished_at: now,
         outcome,
-        // An isolated job's transcript, whatever of it was written before it was cut off.
-        session_id: match (r.execution_mode, &r.run_id) {
-            (vigil_protocol::ExecutionMode::Isolated, Some(run)) => Some(super::jobs::job_session_id(&r.id, run)),
-            _ => None,
-        },
+        session_id: None,
         summary: None,
         error,
         deterministic: r.kind.is_some(),
