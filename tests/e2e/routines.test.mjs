@@ -2,8 +2,8 @@
 // reminder due in a few seconds; it fires without the model, and its text reaches the
 // notification daemon and the chat. Issue 7: a routine created in the Routines pane lands in
 // HEARTBEAT.md, fires, is notified, and the click leads to its card; an invalid cron is
-// refused at the field and nothing is written; a result card links back to its routine; the
-// free-text checks of HEARTBEAT.md are edited in the pane without touching the routines.
+// refused at the field and nothing is written; a result card links back to its routine, whose
+// run opens its job's transcript (issue 35); the free-text checks of HEARTBEAT.md are edited in the pane without touching the routines.
 // Screenshots of the pane, the editor and the checks.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -167,8 +167,17 @@ test('a routine made in the pane is written to HEARTBEAT.md, fires, and its noti
     (await driver.executeScript(`const r = document.querySelector('[data-routine-id="water_the_plants"]');
        return !!r && r.dataset.focused === 'true' && !!r.querySelector('[data-testid="routine-history"]');`)), 5000);
   assert.match(await textOf('[data-routine-id="water_the_plants"] [data-testid="routine-history"]'), /basil needs water/);
-  await driver.actions().sendKeys('\uE00C').perform(); // Escape
-  await waitFor('the pane closed', async () => (await count('[data-testid="routines-pane"]')) === 0, 5000);
+  // Its newest run opens the job's own transcript (issue 35): the job's prompt and its reply.
+  await css('[data-routine-id="water_the_plants"] [data-testid="routine-run"] [data-testid="routine-run-transcript"]').click();
+  await waitFor('the job transcript in the window', async () =>
+    (await count('[data-testid="routines-pane"]')) === 0 &&
+    (await driver.executeScript(`const m = [...document.querySelectorAll('[data-testid="message"]')].map((e) => e.innerText);
+       return m.some((t) => t.includes('Scheduled routine "water_the_plants" is due')) && m.some((t) => t.includes('basil needs water'));`)), 10000);
+  await screenshot(driver, 'routines-job-transcript.png');
+  // Back to the conversation, whose cards the next tests count.
+  await css('[data-testid="session-item"][data-session-id="main"] button.select').click();
+  await waitFor('the conversation shown again', async () =>
+    (await count('[data-testid="session-item"][data-session-id="main"][data-active="true"]')) === 1, 5000);
 });
 
 test("HEARTBEAT.md's checks are edited in the pane, the routines are kept, and a concurrent edit is not overwritten", async () => {

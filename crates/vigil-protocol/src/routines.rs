@@ -278,7 +278,8 @@ pub struct RoutineRun {
     #[ts(type = "number")]
     pub finished_at: i64,
     pub outcome: RunOutcome,
-    /// The job session (`job_<routine>_<run>`) or the heartbeat session.
+    /// The job session (`job_<routine>_<run>`) or the heartbeat session: the run's transcript, which
+    /// the pane opens. A history read leaves it out once that transcript is deleted.
     pub session_id: Option<String>,
     pub summary: Option<String>,
     pub error: Option<String>,

@@ -659,7 +659,8 @@ export type RoutineRun = { run_id: string, routine_id: string, mode: ExecutionMo
  */
 due_at: number | null, started_at: number, finished_at: number, outcome: RunOutcome, 
 /**
- * The job session (`job_<routine>_<run>`) or the heartbeat session.
+ * The job session (`job_<routine>_<run>`) or the heartbeat session: the run's transcript, which
+ * the pane opens. A history read leaves it out once that transcript is deleted.
  */
 session_id: string | null, summary: string | null, error: string | null, 
 /**

@@ -158,6 +158,23 @@ describe('a routine’s run history', () => {
     expect(q(plain, 'routine-edit')).not.toBeNull();
   });
 
+  it('"Open transcript" opens the session the run recorded, and only a run that has one offers it', async () => {
+    const onOpenTranscript = vi.fn();
+    const runs = [
+      run({ run_id: 'j1', session_id: 'job_deploy_j1', summary: 'Deployed.' }),
+      run({ run_id: 'm1', outcome: 'missed', error: 'due while Vigil could not run it' }),
+      run({ run_id: 'j2', session_id: 'job_deploy_j2', summary: 'Deployed again.' }),
+    ];
+    const item = await show(routine({ unknown_run: null }), { loadRuns: () => Promise.resolve(runs), onOpenTranscript });
+    const rows = all(item, 'routine-run');
+    expect(rows.map((r) => all(r, 'routine-run-transcript').length)).toEqual([1, 0, 1]);
+    q(rows[2], 'routine-run-transcript')?.click();
+    expect(onOpenTranscript).toHaveBeenCalledWith('job_deploy_j1');
+    q(rows[0], 'routine-run-transcript')?.click();
+    expect(onOpenTranscript).toHaveBeenLastCalledWith('job_deploy_j2');
+    expect(onOpenTranscript).toHaveBeenCalledTimes(2);
+  });
+
   it('once answered, the buttons are gone', async () => {
     const item = await show(routine({ unknown_run: null }));
     expect(all(item, 'routine-run')).toHaveLength(2);

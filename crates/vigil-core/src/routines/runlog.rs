@@ -173,6 +173,23 @@ mod tests {
     }
 
     #[test]
+    fn a_run_logged_before_runs_named_their_session_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RunLog::new(dir.path());
+        crate::durable::create_private_dir_all(&log.dir).unwrap();
+        let old = r#"{"run_id":"r0","routine_id":"water","mode":"isolated","due_at":5,"started_at":5,"finished_at":6,"outcome":"ok","summary":"Drank.","error":null,"deterministic":false}"#;
+        std::fs::write(log.file("water"), format!("{old}\n")).unwrap();
+        log.record(&RoutineRun {
+            session_id: Some("job_water_r1".into()),
+            ..run(1)
+        });
+        let h = log.history("water");
+        let seen: Vec<_> = h.iter().map(|r| (r.run_id.as_str(), r.session_id.as_deref())).collect();
+        assert_eq!(seen, [("r0", None), ("r1", Some("job_water_r1"))]);
+        assert_eq!(h[0].summary.as_deref(), Some("Drank."));
+    }
+
+    #[test]
     fn the_history_is_bounded_and_keeps_the_latest() {
         let dir = tempfile::tempdir().unwrap();
         let log = RunLog::new(dir.path());

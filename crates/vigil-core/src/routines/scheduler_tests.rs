@@ -397,7 +397,12 @@ async fn a_crash_mid_run_is_retried_by_the_next_start_never_run_twice() {
     // The list carries the latest run: the retry that went through, not the interrupted one.
     let listed = r.s.view().routines.into_iter().find(|v| v.id == job.id).unwrap();
     assert_eq!(listed.last_run.as_ref().map(|l| l.outcome), Some(RunOutcome::Ok));
-    assert_eq!(listed.last_run.as_ref(), runs.last());
+    // (By its id: the history leaves out a session whose transcript is gone, and this
+    // test's host writes none.)
+    assert_eq!(
+        listed.last_run.as_ref().map(|l| &l.run_id),
+        runs.last().map(|r| &r.run_id)
+    );
 }
 
 #[tokio::test]

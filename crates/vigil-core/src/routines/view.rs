@@ -171,9 +171,20 @@ impl Scheduler {
         routines_view(self, self.deps().clock.now_ms())
     }
 
-    /// A routine's latest runs, oldest first.
+    /// A routine's latest runs, oldest first. A run's `session_id` is kept only while that
+    /// transcript is (job sessions are deleted by retention): the pane's "Open transcript"
+    /// never opens an empty conversation.
     pub fn history(&self, id: &str) -> Vec<RoutineRun> {
-        self.deps().runlog.history(id)
+        let transcripts = self.deps().meta.transcripts();
+        let mut runs = self.deps().runlog.history(id);
+        for run in &mut runs {
+            if let Some(session) = &run.session_id {
+                if !transcripts.exists(session).unwrap_or(false) {
+                    run.session_id = None;
+                }
+            }
+        }
+        runs
     }
 
     /// [`preview`] at the clock's now, defaulting the zone to the user's.

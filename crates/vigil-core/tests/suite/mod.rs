@@ -30,6 +30,7 @@ mod prompt_cache;
 mod provider;
 mod reflection;
 mod routine_network;
+mod routine_transcripts;
 mod routines;
 mod routines_corrupted;
 mod routines_idle;
