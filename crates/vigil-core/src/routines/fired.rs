@@ -69,9 +69,15 @@ impl Scheduler {
         let id = c.routine.id.clone();
         match c.routine.action {
             Some(Action::Notify) => {
-                let text = match &evidence {
-                    Some(e) => format!("{}\n{}", c.routine.title.trim(), e.trim_end()),
-                    None => c.routine.title.trim().to_string(),
+                // The notification shows the first line only: the title with what set it
+                // off (a changed path, a matched line), the whole evidence below it.
+                let title = c.routine.title.trim();
+                let text = match evidence.as_deref().map(str::trim).filter(|e| !e.is_empty()) {
+                    Some(e) => {
+                        let first = e.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+                        format!("{title} — {first}\n{e}")
+                    }
+                    None => title.to_string(),
                 };
                 let session = format!("routine_{id}");
                 let result = match self

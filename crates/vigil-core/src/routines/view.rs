@@ -18,9 +18,22 @@ pub const PREVIEW_RUNS: usize = 3;
 
 /// "every weekday at 09:00, Europe/Berlin", or why the schedule cannot be read.
 pub fn describe(r: &Routine, default_zone: &str) -> String {
+    if let Some(words) = woken_by_trigger(r) {
+        return words.into();
+    }
     match Spec::parse(r.schedule_text(), r.timezone.as_deref().unwrap_or(default_zone)) {
         Ok(spec) => spec.describe(once_at(r)),
         Err(_) => format!("\"{}\" (invalid)", r.schedule_text().unwrap_or("")),
+    }
+}
+
+/// A routine woken by a file, an output line, a URL or a webhook has no clock: said so,
+/// not "once (no time set)" (its row says what it watches).
+fn woken_by_trigger(r: &Routine) -> Option<&'static str> {
+    use vigil_protocol::Trigger;
+    match r.trigger {
+        None | Some(Trigger::Schedule) => None,
+        Some(_) => Some("No clock: runs when its trigger fires"),
     }
 }
 
@@ -41,7 +54,8 @@ pub fn routine_view(r: &Routine, default_zone: &str, now: i64) -> RoutineView {
             }
             runs.dedup();
             runs.truncate(PREVIEW_RUNS);
-            (spec.describe(once_at(r)), runs, None)
+            let words = woken_by_trigger(r).map_or_else(|| spec.describe(once_at(r)), str::to_string);
+            (words, runs, None)
         }
         Err(p) => (describe(r, default_zone), vec![], Some(p.clone())),
     };

@@ -31,18 +31,13 @@ impl Watch {
             if !self.admit(&r, &evidence).await {
                 return;
             }
-            let evidence_now = match self.checked(&r, evidence).await {
-                Some(e) => e,
-                None => {
-                    self.end_run(id);
-                    return;
+            // A fire merged while the check ran is checked again, even when this check was
+            // quiet: the change it carries may be the one that makes the condition true.
+            if let Some(evidence_now) = self.checked(&r, evidence).await {
+                if self.count(&r, &evidence_now).await {
+                    self.scheduler().run_fired(r.clone(), evidence_now).await;
                 }
-            };
-            if !self.count(&r, &evidence_now).await {
-                self.end_run(id);
-                return;
             }
-            self.scheduler().run_fired(r.clone(), evidence_now).await;
             match self.end_run(id) {
                 Some(merged) => evidence = merged,
                 None => return,

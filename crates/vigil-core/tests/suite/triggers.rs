@@ -1,7 +1,7 @@
 //! Routine triggers and checks (issue 33) through the runtime: a file change wakes one run
 //! carrying its path and diff, a burst is one fire, a path outside the trigger none; a check
 //! is approved once as written, a hand edit of `HEARTBEAT.md` stops it until approved
-//! again; the rate limit pauses a routine and says so once; a check cannot write the
+//! again; a change made while a quiet check runs is checked again; the rate limit pauses a routine and says so once; a check cannot write the
 //! workspace, reach the network or a host socket.
 
 use std::time::Duration;
@@ -177,6 +177,70 @@ async fn a_check_runs_only_as_approved_and_a_hand_edit_of_heartbeat_md_stops_it(
     assert!(!marker.exists());
     let runs = rt.scheduler().history(&r.id);
     assert_eq!(runs.last().unwrap().outcome, RunOutcome::Skipped);
+}
+
+/// Whether a process with exactly this command line is running (host-wide: a sandboxed
+/// check's processes are seen from outside its pid namespace too).
+fn running(argv: &[&str]) -> bool {
+    let want: String = argv.iter().map(|a| format!("{a}\0")).collect();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want.as_bytes()))
+}
+
+#[tokio::test]
+async fn a_change_made_while_a_quiet_check_runs_is_checked_again_not_dropped() {
+    let dir = outside_tmp();
+    let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();
+    let (rt, mut rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
+    let ws = rt.workspace().to_path_buf();
+    std::fs::create_dir_all(ws.join("inbox")).unwrap();
+    assert!(rt.start_background());
+    // The count is taken first; then the check waits (each pause a `sleep 0.0217`, which
+    // the test looks for) until b.urgent exists, and stays a second more, so b.urgent's own
+    // fire arrives while it runs.
+    let command =
+        "n=$(ls inbox | grep -c urgent); while [ ! -e inbox/b.urgent ]; do sleep 0.0217; done; sleep 1; echo $n";
+    let mut draft = notify_check("Urgent inbox", command);
+    draft.check.as_mut().unwrap().when = ">= 1".into();
+    let (r, _) = rt.add_routine(draft).await.unwrap();
+    watched(&rt, &r.id).await;
+    rt.submit(vigil_core::protocol::Op::ApproveRoutine { id: r.id.clone() });
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while !watch_of(&rt, &r.id).approved {
+        assert!(std::time::Instant::now() < end, "never approved");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    std::fs::write(ws.join("inbox/a.txt"), "calm").unwrap();
+    while !running(&["sleep", "0.0217"]) {
+        assert!(std::time::Instant::now() < end, "the first check never started waiting");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The first check counted no urgent file: quiet. The change below comes while it runs.
+    std::fs::write(ws.join("inbox/b.urgent"), "fire").unwrap();
+
+    let told = loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        match tokio::time::timeout(left, rx.recv()).await {
+            Ok(Some(env)) => match env.event {
+                Event::Notification { title, body, .. } if title == "Vigil: routine" => break body,
+                _ => {}
+            },
+            _ => panic!("the change made during the quiet check was dropped: no notification"),
+        }
+    };
+    assert!(told.contains("b.urgent"), "the merged change is the evidence: {told}");
+    let runs = rt.scheduler().history(&r.id);
+    let evidence = runs.last().and_then(|r| r.evidence.clone()).unwrap_or_default();
+    assert!(
+        evidence.contains("(>= 1):\nexit code 0\n1"),
+        "the second check counted it: {evidence}"
+    );
+    assert_eq!(watch_of(&rt, &r.id).fired_today, 1);
+    assert_eq!(fake.request_count(), 0, "notify calls no model");
 }
 
 #[tokio::test]
