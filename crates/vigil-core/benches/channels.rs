@@ -123,16 +123,11 @@ async fn main() {
     let mut push_lat = Vec::with_capacity(SAMPLES);
     for i in 0..SAMPLES {
         let start = Instant::now();
-        sink.emit(envelope(Event::Notification {
-            kind: NotificationKind::Routine,
-            title: format!("result {i}"),
-            body: "done".into(),
-            event_id: None,
-            process_id: None,
-            approval_id: None,
-            target_session_id: None,
-            message_ts: None,
-        }));
+        sink.emit(envelope(Event::notice(
+            NotificationKind::Routine,
+            format!("result {i}"),
+            "done",
+        )));
         wait_published(&ntfy, i + 1).await;
         push_lat.push(start.elapsed());
     }

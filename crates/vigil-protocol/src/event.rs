@@ -260,6 +260,23 @@ pub enum Event {
     ChannelsChanged { channels: ChannelsView },
 }
 
+impl Event {
+    /// A notification that links to nothing in particular (no update, process, approval or
+    /// message to open): a warning or a summary.
+    pub fn notice(kind: NotificationKind, title: impl Into<String>, body: impl Into<String>) -> Self {
+        Event::Notification {
+            kind,
+            title: title.into(),
+            body: body.into(),
+            event_id: None,
+            process_id: None,
+            approval_id: None,
+            target_session_id: None,
+            message_ts: None,
+        }
+    }
+}
+
 /// Why the model (or the runtime) ended a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]

@@ -257,16 +257,11 @@ impl Approvals {
     fn nobody_to_ask(emitter: &Emitter, what: &str) -> Verdict {
         emitter.emit(
             Source::System,
-            Event::Notification {
-                kind: NotificationKind::Approval,
-                title: "Vigil needs your approval".into(),
-                body: format!("A background task wanted to run {what}; it was denied because nobody was asked."),
-                event_id: None,
-                process_id: None,
-                approval_id: None,
-                target_session_id: None,
-                message_ts: None,
-            },
+            Event::notice(
+                NotificationKind::Approval,
+                "Vigil needs your approval",
+                format!("A background task wanted to run {what}; it was denied because nobody was asked."),
+            ),
         );
         Verdict::Denied(format!(
             "Denied: {what} needs the user's approval and this run has nobody to ask. Ask the user in the conversation instead."

@@ -171,16 +171,7 @@ mod tests {
                 scope: vigil_protocol::Scope::Primary,
                 source: vigil_protocol::Source::Heartbeat,
                 run_id: None,
-                event: Event::Notification {
-                    kind,
-                    title: "t".into(),
-                    body: "b".into(),
-                    event_id: None,
-                    process_id: None,
-                    approval_id: None,
-                    target_session_id: None,
-                    message_ts: None,
-                },
+                event: Event::notice(kind, "t", "b"),
             };
             from_event(&e).unwrap().kind
         };

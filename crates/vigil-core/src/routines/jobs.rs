@@ -357,16 +357,7 @@ impl Scheduler {
         }
         self.deps().emitter.for_session(PRIMARY_SESSION, Scope::Primary).emit(
             Source::Scheduler,
-            Event::Notification {
-                kind: NotificationKind::Routine,
-                title: "Vigil: missed routines".into(),
-                body,
-                event_id: None,
-                process_id: None,
-                approval_id: None,
-                target_session_id: None,
-                message_ts: None,
-            },
+            Event::notice(NotificationKind::Routine, "Vigil: missed routines", body),
         );
     }
 

@@ -195,16 +195,11 @@ impl Scheduler {
         if first && self.host().is_none_or(|h| h.notifications()) {
             self.shared.deps.emitter.emit(
                 Source::Scheduler,
-                Event::Notification {
-                    kind: vigil_protocol::NotificationKind::Routine,
-                    title: "Vigil: the routines in HEARTBEAT.md are broken".into(),
+                Event::notice(
+                    vigil_protocol::NotificationKind::Routine,
+                    "Vigil: the routines in HEARTBEAT.md are broken",
                     body,
-                    event_id: None,
-                    process_id: None,
-                    approval_id: None,
-                    target_session_id: None,
-                    message_ts: None,
-                },
+                ),
             );
         }
     }

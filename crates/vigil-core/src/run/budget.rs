@@ -107,16 +107,7 @@ impl Budget {
                 .for_session(crate::session::PRIMARY_SESSION, Scope::Primary)
                 .emit(
                     Source::Heartbeat,
-                    Event::Notification {
-                        kind: NotificationKind::Budget,
-                        title: "Vigil: background budget spent".into(),
-                        body,
-                        event_id: None,
-                        process_id: None,
-                        approval_id: None,
-                        target_session_id: None,
-                        message_ts: None,
-                    },
+                    Event::notice(NotificationKind::Budget, "Vigil: background budget spent", body),
                 );
         }
         true
