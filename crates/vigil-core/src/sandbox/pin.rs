@@ -49,6 +49,10 @@ pub(super) fn pin(rest: &[OsString]) -> Result<Vec<OsString>, String> {
             .get(i + 1..i + 1 + n)
             .ok_or_else(|| format!("{} needs {n} values", option.to_string_lossy()))?;
         match option.to_str() {
+            // A host socket covered with an empty file (`mounts`) that is gone since it was
+            // listed: nothing is left to cover, and bwrap, finding no file to mount on in
+            // the read-only root, would refuse to start the sandbox at all.
+            Some("--ro-bind") if values[0] == "/dev/null" && std::fs::symlink_metadata(&values[1]).is_err() => {}
             Some(kind @ ("--bind" | "--ro-bind")) => {
                 let fd = open_exactly(Path::new(&values[0]))?;
                 super::launch::place(fd, next_fd)?;
@@ -102,6 +106,39 @@ mod tests {
         let err = open_exactly(&real.join("link")).unwrap_err();
         assert!(err.contains("changed after it was checked"), "{err}");
         assert!(open_exactly(&real.join("target")).is_ok());
+    }
+
+    #[test]
+    fn a_cover_for_a_socket_that_is_gone_is_left_out_and_one_still_there_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap();
+        let there = real.join("there.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&there).unwrap();
+        let gone = real.join("gone.sock");
+        let there_s = there.to_str().unwrap();
+        let gone_s = gone.to_str().unwrap();
+        let out = pin(&os(&[
+            "--ro-bind",
+            "/dev/null",
+            gone_s,
+            "--ro-bind",
+            "/dev/null",
+            there_s,
+            "--",
+            "true",
+        ]))
+        .unwrap();
+        let out: Vec<String> = out.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(
+            !out.iter().any(|a| a == gone_s),
+            "a vanished socket is still covered: {out:?}"
+        );
+        let at = out
+            .iter()
+            .position(|a| a == there_s)
+            .expect("the live socket is covered");
+        assert_eq!(out[at - 2], "--ro-bind-fd", "{out:?}");
+        assert_eq!(out[out.len() - 2..], ["--", "true"]);
     }
 
     #[test]
