@@ -125,7 +125,7 @@ fn plant(rt: &vigil_core::Runtime, data: tempfile::TempDir, outside: tempfile::T
     let abstract_name = format!("vigil-corpus-{}", out.file_name().unwrap().to_string_lossy());
     let abstract_listener =
         UnixListener::bind_addr(&SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap()).unwrap();
-    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcp = listen_where_no_stray_connects();
     let port = tcp.local_addr().unwrap().port();
     let accepted = Arc::new(AtomicUsize::new(0));
     for l in [path_listener, abstract_listener] {
@@ -152,6 +152,25 @@ fn plant(rt: &vigil_core::Runtime, data: tempfile::TempDir, outside: tempfile::T
         port,
         accepted,
     }
+}
+
+/// A loopback listener on a port outside the kernel's ephemeral range. A port from
+/// `bind(":0")` may be one another test let go of and still calls (a stopped URL-check
+/// server polled again, a port closed to test a refusal), and such a stray connection
+/// would count as an attack that reached the host. Nothing but the corpus names these.
+fn listen_where_no_stray_connects() -> std::net::TcpListener {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+    let low: u16 = range
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(32768);
+    let (from, to) = (10_000u16, low.min(32_768));
+    let start = (std::process::id() as u16 % (to - from)) + from;
+    (0..to - from)
+        .map(|i| from + (start - from + i) % (to - from))
+        .find_map(|port| std::net::TcpListener::bind(("127.0.0.1", port)).ok())
+        .expect("a free loopback port below the ephemeral range")
 }
 
 fn exec(cmd: String) -> Value {
