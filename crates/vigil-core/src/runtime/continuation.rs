@@ -20,10 +20,11 @@ use vigil_protocol::{
     DEFAULT_CONTINUATION_LIMIT,
 };
 
-use super::lanes::Conversations;
+use super::lanes::{sessions_changed, Conversations};
 use super::Base;
 use crate::events::Emitter;
-use crate::run::deliver::{deliver, Delivery, Target};
+use crate::run::deliver::{deliver, is_silent, Delivery, Target};
+use crate::run::{Attendance, Budget, RunKind, RunRequest, Runner};
 use crate::session::{MailboxEvent, MetaStore};
 use crate::system_events::SystemEvent;
 
@@ -141,6 +142,105 @@ pub(super) async fn admit(meta: &MetaStore, autonomy: &Autonomy, session_id: &st
             tracing::warn!("could not count a continuation of {session_id}: {e}");
             Admission::Off
         }
+    }
+}
+
+/// One continuation turn in `lane` (already marked busy). Returns whether the
+/// conversation may go on after it (it ran and succeeded).
+pub(super) async fn run_continuation(
+    conversations: &Conversations,
+    base: &Base,
+    budget: &Budget,
+    autonomy: &Autonomy,
+    runner: &dyn Runner,
+    session_id: &str,
+    run_id: &str,
+) -> bool {
+    let events = conversations.system_events.drain(session_id);
+    if events.is_empty() {
+        return false;
+    }
+    if budget.spent() {
+        // No model call: the notices wait for the user's next message, and the chat says why.
+        leave_for_next_turn(conversations, session_id, &events).await;
+        stopped_for_budget(conversations, base, session_id).await;
+        return false;
+    }
+    match admit(&conversations.meta, autonomy, session_id).await {
+        Admission::Go => {}
+        Admission::Off => {
+            leave_for_next_turn(conversations, session_id, &events).await;
+            announce_exits(&base.emitter, session_id, &events);
+            return false;
+        }
+        Admission::Limit { limit, first } => {
+            leave_for_next_turn(conversations, session_id, &events).await;
+            if first {
+                stopped_at_limit(conversations, base, session_id, limit).await;
+            } else {
+                announce_exits(&base.emitter, session_id, &events);
+            }
+            return false;
+        }
+    }
+    sessions_changed(conversations, base, Ok(()));
+    let mut req = RunRequest {
+        run_id: run_id.to_string(),
+        ..RunRequest::new(
+            session_id,
+            RunKind::Continuation,
+            continuation_text(&events),
+            Attendance::Away,
+        )
+    };
+    req.extras.message_kind = MessageKind::SystemEvent;
+    req.extras.source = Some(Source::Background);
+    let result = runner.run(req).await;
+    if !result.went_well() {
+        // The notices are in the transcript; the user still hears that the command ended.
+        announce_exits(&base.emitter, session_id, &events);
+        return false;
+    }
+    if let Some(reply) = result.reply.filter(|m| !is_silent(&m.text())) {
+        notify_reply(conversations, base, session_id, &reply).await;
+    }
+    true
+}
+
+/// A routine's job session continues inside its job: a background turn that may ask and
+/// wait, whose answer is delivered as the routine's result (the mailbox of the main
+/// conversation, a card and a notification).
+pub(super) async fn continue_job(
+    conversations: &Conversations,
+    base: &Base,
+    autonomy: &Autonomy,
+    runner: &dyn Runner,
+    session_id: &str,
+) {
+    let events = conversations.system_events.drain(session_id);
+    if events.is_empty() {
+        return;
+    }
+    let admitted = admit(&conversations.meta, autonomy, session_id).await;
+    if !matches!(admitted, Admission::Go) {
+        return announce_exits(&base.emitter, session_id, &events);
+    }
+    let mut req = RunRequest::new(
+        session_id,
+        RunKind::JobContinuation,
+        continuation_text(&events),
+        Attendance::Away,
+    );
+    req.extras.message_kind = MessageKind::SystemEvent;
+    req.extras.source = Some(Source::Background);
+    let run_id = req.run_id.clone();
+    let result = runner.run(req).await;
+    if !result.went_well() {
+        return announce_exits(&base.emitter, session_id, &events);
+    }
+    let reply = result.reply_text();
+    if !is_silent(&reply) {
+        deliver_job_reply(conversations, base, session_id, &run_id, &reply).await;
     }
 }
 

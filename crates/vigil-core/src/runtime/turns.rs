@@ -10,17 +10,16 @@
 use std::sync::Arc;
 
 use futures_util::FutureExt as _;
-use vigil_protocol::{Attachment, MessageKind, Scope, Source, StopReason, WakeReason};
+use vigil_protocol::{Attachment, Scope, StopReason, WakeReason};
 
-use super::continuation::{self, continuation_text, Admission};
+use super::continuation;
 use super::lanes::{self, Input};
 use super::process_table::{stopped_notice, Running};
 use super::processes::{self, ExitRoute};
 use super::{activity, attachments, Runtime};
 use crate::agent::UserInput;
-use crate::run::deliver::is_silent;
 use crate::run::start::Context;
-use crate::run::{Attendance, Lane, RunKind, RunRequest, RunResult};
+use crate::run::{Attendance, Lane, RunKind, RunRequest, RunResult, Runner};
 use crate::session::meta::type_from_id;
 use crate::session::SessionType;
 use crate::system_events::SystemEventKind;
@@ -99,7 +98,19 @@ impl Runtime {
                             let stop = this.run_turn(&session_id, &run_id, input).await;
                             !matches!(stop, StopReason::Error | StopReason::Cancelled)
                         }
-                        Input::Continuation => this.run_continuation(&session_id, &run_id).await,
+                        Input::Continuation => {
+                            let (budget, autonomy) = (&i.unattended.budget, &i.unattended.autonomy);
+                            continuation::run_continuation(
+                                &i.conversations,
+                                &i.base,
+                                budget,
+                                autonomy,
+                                &this,
+                                &session_id,
+                                &run_id,
+                            )
+                            .await
+                        }
                     }
                 };
                 let went_well = match std::panic::AssertUnwindSafe(turn).catch_unwind().await {
@@ -208,7 +219,10 @@ impl Runtime {
                 return;
             }
             let this = self.clone();
-            i.life.tasks.spawn(async move { this.continue_job(&session_id).await });
+            i.life.tasks.spawn(async move {
+                let i = &this.inner;
+                continuation::continue_job(&i.conversations, &i.base, &i.unattended.autonomy, &this, &session_id).await
+            });
             return;
         }
         let Some(lane) = lanes::take_for_continuation(&i.conversations, &i.life, &session_id) else {
@@ -217,91 +231,12 @@ impl Runtime {
         self.activity_changed();
         self.spawn_lane(session_id, lane, Input::Continuation);
     }
+}
 
-    /// One continuation turn in `lane` (already marked busy). Returns whether the
-    /// conversation may go on after it (it ran and succeeded).
-    async fn run_continuation(&self, session_id: &str, run_id: &str) -> bool {
-        let (conversations, base) = (&self.inner.conversations, &self.inner.base);
-        let events = conversations.system_events.drain(session_id);
-        if events.is_empty() {
-            return false;
-        }
-        if self.inner.unattended.budget.spent() {
-            // No model call: the notices wait for the user's next message, and the chat says why.
-            continuation::leave_for_next_turn(conversations, session_id, &events).await;
-            continuation::stopped_for_budget(conversations, base, session_id).await;
-            return false;
-        }
-        match continuation::admit(&conversations.meta, &self.inner.unattended.autonomy, session_id).await {
-            Admission::Go => {}
-            Admission::Off => {
-                continuation::leave_for_next_turn(conversations, session_id, &events).await;
-                continuation::announce_exits(&base.emitter, session_id, &events);
-                return false;
-            }
-            Admission::Limit { limit, first } => {
-                continuation::leave_for_next_turn(conversations, session_id, &events).await;
-                if first {
-                    continuation::stopped_at_limit(conversations, base, session_id, limit).await;
-                } else {
-                    continuation::announce_exits(&base.emitter, session_id, &events);
-                }
-                return false;
-            }
-        }
-        lanes::sessions_changed(conversations, base, Ok(()));
-        let mut req = RunRequest {
-            run_id: run_id.to_string(),
-            ..RunRequest::new(
-                session_id,
-                RunKind::Continuation,
-                continuation_text(&events),
-                Attendance::Away,
-            )
-        };
-        req.extras.message_kind = MessageKind::SystemEvent;
-        req.extras.source = Some(Source::Background);
-        let result = self.run(req).await;
-        if !result.went_well() {
-            // The notices are in the transcript; the user still hears that the command ended.
-            continuation::announce_exits(&base.emitter, session_id, &events);
-            return false;
-        }
-        if let Some(reply) = result.reply.filter(|m| !is_silent(&m.text())) {
-            continuation::notify_reply(conversations, base, session_id, &reply).await;
-        }
-        true
-    }
-
-    /// A routine's job session continues inside its job: a background turn that may ask and
-    /// wait, whose answer is delivered as the routine's result (the mailbox of the main
-    /// conversation, a card and a notification).
-    async fn continue_job(&self, session_id: &str) {
-        let (conversations, base) = (&self.inner.conversations, &self.inner.base);
-        let events = conversations.system_events.drain(session_id);
-        if events.is_empty() {
-            return;
-        }
-        let admitted = continuation::admit(&conversations.meta, &self.inner.unattended.autonomy, session_id).await;
-        if !matches!(admitted, Admission::Go) {
-            return continuation::announce_exits(&base.emitter, session_id, &events);
-        }
-        let mut req = RunRequest::new(
-            session_id,
-            RunKind::JobContinuation,
-            continuation_text(&events),
-            Attendance::Away,
-        );
-        req.extras.message_kind = MessageKind::SystemEvent;
-        req.extras.source = Some(Source::Background);
-        let run_id = req.run_id.clone();
-        let result = self.run(req).await;
-        if !result.went_well() {
-            return continuation::announce_exits(&base.emitter, session_id, &events);
-        }
-        let reply = result.reply_text();
-        if !is_silent(&reply) {
-            continuation::deliver_job_reply(conversations, base, session_id, &run_id, &reply).await;
-        }
+/// The continuations' runs start like every other: through [`Runtime::run`].
+#[async_trait::async_trait]
+impl Runner for Runtime {
+    async fn run(&self, req: RunRequest) -> RunResult {
+        Runtime::run(self, req).await
     }
 }
