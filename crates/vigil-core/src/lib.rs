@@ -5,7 +5,9 @@
 //!
 //! ## Layout
 //!
-//! - [`runtime`] — the clonable handle front ends hold: takes `Op`s, runs turns per session lane.
+//! - [`runtime`] — the clonable handle front ends hold: takes `Op`s, runs turns per session lane;
+//!   a composition of owners (conversations, agent, processes, unattended work, away), each
+//!   with its methods in its own file, and one public `impl Runtime` in `runtime/api.rs`.
 //! - [`run`] — one way to start a run ([`run::RunRequest`] → [`run::start::run`]) for every
 //!   kind of work, one way to deliver its result ([`run::deliver`]), lanes, the daily budget.
 //! - [`agent`] — one turn: save the user message, stream the reply, save the reply.

@@ -13,11 +13,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use vigil_protocol::{Attachment, ErrorKind, Event, Scope, Source, MAX_ATTACHMENT_BYTES};
+use vigil_protocol::{Attachment, ContentBlock, ErrorKind, Event, Scope, Source, MAX_ATTACHMENT_BYTES};
 
-use super::Runtime;
-use crate::agent::UserInput;
-use crate::session::SessionError;
+use crate::events::Emitter;
+use crate::session::SessionStore;
 
 /// Where [`stage_attachment`] puts images handed over as bytes, under the data folder.
 pub const STAGING_DIR: &str = "attachments";
@@ -25,63 +24,54 @@ pub const STAGING_DIR: &str = "attachments";
 /// A staged image older than this belongs to no message in progress.
 const STAGED_STALE_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 
-impl Runtime {
-    /// The bytes of an image stored with `session_id` (for the window's thumbnails); `None`
-    /// when its file is gone.
-    pub fn image(&self, session_id: &str, sha256: &str, mime: &str) -> Result<Option<Vec<u8>>, SessionError> {
-        self.inner.conversations.store.read_image(session_id, sha256, mime)
-    }
-
-    /// Prepares and stores `attachments` with `session_id`, then sends the message.
-    pub(super) fn send_with_attachments(&self, session_id: String, text: String, attachments: Vec<Attachment>) {
-        let this = self.clone();
-        self.inner.life.tasks.spawn(async move {
-            let stored = this.store_attachments(&session_id, &attachments).await;
-            let staging = this.inner.base.data_dir.join(STAGING_DIR);
-            for a in &attachments {
-                if Path::new(&a.path).parent() == Some(staging.as_path()) {
-                    let _ = std::fs::remove_file(&a.path);
-                }
-            }
-            match stored {
-                Ok(images) => this.start_turn(session_id, UserInput { text, images }),
-                Err(message) => {
-                    let emitter = this.inner.base.emitter.for_session(&session_id, Scope::Primary);
-                    emitter.emit(
-                        Source::System,
-                        Event::Error {
-                            kind: ErrorKind::Attachment,
-                            message,
-                        },
-                    );
-                }
-            }
-        });
-    }
-
-    async fn store_attachments(
-        &self,
-        session_id: &str,
-        attachments: &[Attachment],
-    ) -> Result<Vec<vigil_protocol::ContentBlock>, String> {
-        let mut blocks = Vec::new();
-        for a in attachments {
-            let (path, name) = (PathBuf::from(&a.path), a.name.clone());
-            let prepared = tokio::task::spawn_blocking(move || crate::images::prepare_file(&path, name.as_deref()))
-                .await
-                .map_err(|e| format!("An image could not be prepared ({e}); the message was not sent."))?
-                .map_err(|e| format!("Cannot send this image: {e}. The message was not sent."))?;
-            let block = self
-                .inner
-                .conversations
-                .store
-                .put_image(session_id, &prepared.bytes, prepared.mime)
-                .await
-                .map_err(|e| format!("Could not save the image: {e}. The message was not sent."))?;
-            blocks.push(block);
+/// Prepares and stores `attachments` with `session_id` (the images for its message), then
+/// removes the staged ones; or says why the message cannot be sent.
+pub(super) async fn prepare(
+    store: &SessionStore,
+    data_dir: &Path,
+    session_id: &str,
+    attachments: &[Attachment],
+) -> Result<Vec<ContentBlock>, String> {
+    let stored = store_all(store, session_id, attachments).await;
+    let staging = data_dir.join(STAGING_DIR);
+    for a in attachments {
+        if Path::new(&a.path).parent() == Some(staging.as_path()) {
+            let _ = std::fs::remove_file(&a.path);
         }
-        Ok(blocks)
     }
+    stored
+}
+
+/// The message was not sent: the conversation shows why.
+pub(super) fn refused(emitter: &Emitter, session_id: &str, message: String) {
+    emitter.for_session(session_id, Scope::Primary).emit(
+        Source::System,
+        Event::Error {
+            kind: ErrorKind::Attachment,
+            message,
+        },
+    );
+}
+
+async fn store_all(
+    store: &SessionStore,
+    session_id: &str,
+    attachments: &[Attachment],
+) -> Result<Vec<ContentBlock>, String> {
+    let mut blocks = Vec::new();
+    for a in attachments {
+        let (path, name) = (PathBuf::from(&a.path), a.name.clone());
+        let prepared = tokio::task::spawn_blocking(move || crate::images::prepare_file(&path, name.as_deref()))
+            .await
+            .map_err(|e| format!("An image could not be prepared ({e}); the message was not sent."))?
+            .map_err(|e| format!("Cannot send this image: {e}. The message was not sent."))?;
+        let block = store
+            .put_image(session_id, &prepared.bytes, prepared.mime)
+            .await
+            .map_err(|e| format!("Could not save the image: {e}. The message was not sent."))?;
+        blocks.push(block);
+    }
+    Ok(blocks)
 }
 
 /// Writes image bytes a front end holds (a pasted picture) to a file of their own under

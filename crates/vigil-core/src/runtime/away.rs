@@ -5,13 +5,13 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
-
 use vigil_protocol::{AwaySummary, Event, Source};
 
-use super::Runtime;
+use super::lanes::Conversations;
+use super::{Base, Life};
 use crate::away::{summarize, RoutineRuns};
 use crate::presence::{Presence, PresenceSource, PresenceWatch};
+use crate::routines::Scheduler;
 
 /// The user's presence, and what reaches them while away: the journal behind the "While you
 /// were away" card, the phone channels, and keeping the computer awake.
@@ -32,25 +32,19 @@ pub(super) struct Away {
     pub(super) channels: crate::channels::Channels,
 }
 
-impl Runtime {
-    /// Starts watching the user's presence (on the bus of [`Runtime::set_logind_bus`]).
-    pub(super) fn start_presence(&self) {
-        let bus = self
-            .inner
-            .away
-            .logind_bus
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let watch = PresenceWatch::start(self.inner.base.clock.clone(), bus);
+impl Away {
+    /// Starts watching the user's presence (on the bus of [`Away::set_logind_bus`]);
+    /// `back(since_ms)` runs each time the user returns from an absence that began then.
+    pub(super) fn start_presence(&self, base: &Base, life: &Life, back: impl Fn(i64) + Send + 'static) {
+        let bus = self.logind_bus();
+        let watch = PresenceWatch::start(base.clock.clone(), bus);
         let mut changes = watch.subscribe();
-        if self.inner.away.presence.set(watch).is_err() {
+        if self.presence.set(watch).is_err() {
             return;
         }
-        // Weak: this loop must not keep the runtime alive; it ends with shutdown.
-        let runtime = Arc::downgrade(&self.inner);
-        let shutdown = self.inner.life.shutdown.clone();
-        self.inner.life.background.spawn(async move {
+        // `back` holds the runtime weakly: this loop must not keep it alive; it ends with shutdown.
+        let shutdown = life.shutdown.clone();
+        life.background.spawn(async move {
             let mut was = *changes.borrow_and_update();
             loop {
                 tokio::select! {
@@ -58,84 +52,81 @@ impl Runtime {
                     changed = changes.changed() => if changed.is_err() { return },
                 }
                 let now = *changes.borrow_and_update();
-                let Some(inner) = runtime.upgrade() else { return };
                 if let (Presence::Away { since_ms }, Presence::Here) = (was, now) {
-                    Runtime { inner }.came_back(since_ms);
+                    back(since_ms);
                 }
                 was = now;
             }
         });
     }
 
-    /// The user is back from an absence that began at `since_ms`.
-    fn came_back(&self, since_ms: i64) {
-        let back = self.inner.base.clock.now_ms();
-        let away_for = back.saturating_sub(since_ms);
-        let threshold = self.inner.away.away_after_ms.load(Ordering::Relaxed);
-        tracing::info!(away_for_ms = away_for, "the user is back");
-        if away_for < threshold {
-            return;
-        }
-        if let Some(summary) = self.away_summary(since_ms, back) {
-            self.inner
-                .base
-                .emitter
-                .emit(Source::System, Event::WhileAway { summary });
-        }
-    }
-
-    /// What happened from `since_ms` to `back_ms`: the card's content, or `None` when
-    /// nothing did and nothing waits.
-    pub fn away_summary(&self, since_ms: i64, back_ms: i64) -> Option<AwaySummary> {
-        let routines: Vec<RoutineRuns> = self
-            .routines()
-            .routines
-            .into_iter()
-            .filter(|r| r.removed_at.is_none())
-            .map(|r| RoutineRuns {
-                runs: self.routine_history(&r.id),
-                id: r.id,
-                title: r.title,
-            })
-            .collect();
-        let titles: HashMap<String, String> = match self.sessions() {
-            Ok(sessions) => sessions.into_iter().map(|s| (s.id, s.title)).collect(),
-            Err(e) => {
-                tracing::warn!("the conversations' titles could not be read: {e}");
-                HashMap::new()
-            }
-        };
-        summarize(since_ms, back_ms, &self.inner.away.journal, &routines, &titles)
-    }
-
     /// How long an absence must last for its card (the `away_after_minutes` setting).
-    pub fn set_away_after(&self, minutes: u32) {
+    pub(super) fn set_away_after(&self, minutes: u32) {
         let ms = i64::from(minutes.max(1)) * 60_000;
-        self.inner.away.away_after_ms.store(ms, Ordering::Relaxed);
+        self.away_after_ms.store(ms, Ordering::Relaxed);
     }
 
     /// The window saw the user's input; counts where the desktop session cannot say.
-    pub fn window_input(&self) {
-        if let Some(watch) = self.inner.away.presence.get() {
+    pub(super) fn window_input(&self) {
+        if let Some(watch) = self.presence.get() {
             watch.input_seen();
         }
     }
 
     /// Whether the user is at the computer (here until background work started).
-    pub fn presence(&self) -> Presence {
-        self.inner
-            .away
-            .presence
-            .get()
-            .map_or(Presence::Here, PresenceWatch::now)
+    pub(super) fn presence(&self) -> Presence {
+        self.presence.get().map_or(Presence::Here, PresenceWatch::now)
     }
 
     /// Where the presence comes from: logind's session, or the window.
-    pub fn presence_source(&self) -> PresenceSource {
-        self.inner
-            .away
-            .presence
+    pub(super) fn presence_source(&self) -> PresenceSource {
+        self.presence
             .get()
             .map_or(PresenceSource::Starting, PresenceWatch::source)
     }
+}
+
+/// The user is back from an absence that began at `since_ms`: the card goes out if the
+/// absence was long enough and anything happened.
+pub(super) fn came_back(away: &Away, base: &Base, scheduler: &Scheduler, conversations: &Conversations, since_ms: i64) {
+    let back = base.clock.now_ms();
+    let away_for = back.saturating_sub(since_ms);
+    let threshold = away.away_after_ms.load(Ordering::Relaxed);
+    tracing::info!(away_for_ms = away_for, "the user is back");
+    if away_for < threshold {
+        return;
+    }
+    if let Some(summary) = summary(away, scheduler, conversations, since_ms, back) {
+        base.emitter.emit(Source::System, Event::WhileAway { summary });
+    }
+}
+
+/// What happened from `since_ms` to `back_ms`: the card's content, or `None` when
+/// nothing did and nothing waits.
+pub(super) fn summary(
+    away: &Away,
+    scheduler: &Scheduler,
+    conversations: &Conversations,
+    since_ms: i64,
+    back_ms: i64,
+) -> Option<AwaySummary> {
+    let routines: Vec<RoutineRuns> = scheduler
+        .view()
+        .routines
+        .into_iter()
+        .filter(|r| r.removed_at.is_none())
+        .map(|r| RoutineRuns {
+            runs: scheduler.history(&r.id),
+            id: r.id,
+            title: r.title,
+        })
+        .collect();
+    let titles: HashMap<String, String> = match conversations.sessions() {
+        Ok(sessions) => sessions.into_iter().map(|s| (s.id, s.title)).collect(),
+        Err(e) => {
+            tracing::warn!("the conversations' titles could not be read: {e}");
+            HashMap::new()
+        }
+    };
+    summarize(since_ms, back_ms, &away.journal, &routines, &titles)
 }

@@ -20,11 +20,12 @@ use vigil_protocol::{
     DEFAULT_CONTINUATION_LIMIT,
 };
 
-use super::Runtime;
+use super::lanes::{sessions_changed, Conversations};
+use super::Base;
+use crate::events::Emitter;
 use crate::run::deliver::{deliver, is_silent, Delivery, Target};
-use crate::run::{Attendance, RunKind, RunRequest};
-use crate::session::meta::type_from_id;
-use crate::session::{MailboxEvent, SessionType};
+use crate::run::{Attendance, Budget, RunKind, RunRequest, Runner};
+use crate::session::{MailboxEvent, MetaStore};
 use crate::system_events::SystemEvent;
 
 /// Exits in one conversation this close together share one continuation (seed 004 §2's
@@ -62,10 +63,39 @@ impl Autonomy {
     pub(super) fn limit(&self) -> u32 {
         self.limit.load(Ordering::Relaxed)
     }
+
+    /// Applies the limits of acting alone at once: continuations in a row (0: never) and how
+    /// long an unattended approval waits.
+    pub(super) fn set(&self, continuation_limit: u32, approval_timeout: Duration) {
+        self.limit.store(continuation_limit, Ordering::Relaxed);
+        self.approval_timeout_ms
+            .store(approval_timeout.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// How long an unattended run waits for an approval.
+    pub(super) fn approval_timeout(&self) -> Duration {
+        Duration::from_millis(self.approval_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    /// Marks `session_id` as waiting out the merge window; false if it already was.
+    pub(super) fn start_merge(&self, session_id: &str) -> bool {
+        self.merging
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(session_id.to_string())
+    }
+
+    /// The merge window of `session_id` is over.
+    pub(super) fn end_merge(&self, session_id: &str) {
+        self.merging
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(session_id);
+    }
 }
 
 /// Whether a conversation may continue once more.
-enum Admission {
+pub(super) enum Admission {
     Go,
     /// Continuing on its own is off (globally or here).
     Off,
@@ -88,368 +118,282 @@ pub(super) fn continuation_text(events: &[SystemEvent]) -> String {
     text
 }
 
-impl Runtime {
-    /// Applies the limits of acting alone at once: continuations in a row (0: never) and how
-    /// long an unattended approval waits.
-    pub fn set_autonomy(&self, continuation_limit: u32, approval_timeout: Duration) {
-        let a = &self.inner.unattended.autonomy;
-        a.limit.store(continuation_limit, Ordering::Relaxed);
-        a.approval_timeout_ms
-            .store(approval_timeout.as_millis() as u64, Ordering::Relaxed);
-    }
-
-    pub(super) fn approval_timeout(&self) -> Duration {
-        Duration::from_millis(
-            self.inner
-                .unattended
-                .autonomy
-                .approval_timeout_ms
-                .load(Ordering::Relaxed),
-        )
-    }
-
-    /// A conversation's background command ended: its notice is queued for the
-    /// conversation, and after the merge window its agent continues (or a turn already
-    /// running there takes the notice in).
-    pub(super) fn continue_after_exit(&self, session_id: &str, text: &str) {
-        use crate::system_events::SystemEventKind;
-        self.enqueue_system_event(session_id, text, SystemEventKind::ExecFinished);
-        self.continue_after_merge(session_id);
-    }
-
-    /// After the merge window, continues `session_id` with what its queue holds then.
-    pub(super) fn continue_after_merge(&self, session_id: &str) {
-        let first = self
-            .inner
-            .unattended
-            .autonomy
-            .merging
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(session_id.to_string());
-        if !first {
-            return;
-        }
-        let this = self.clone();
-        let session_id = session_id.to_string();
-        self.inner.life.tasks.spawn(async move {
-            tokio::time::sleep(MERGE_WINDOW).await;
-            this.inner
-                .unattended
-                .autonomy
-                .merging
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&session_id);
-            this.continue_now(session_id);
-        });
-    }
-
-    /// Starts a continuation in `session_id` if notices wait and its lane is free; a busy
-    /// lane takes them in at the running turn's next step, or right after it.
-    fn continue_now(&self, session_id: String) {
-        if self.inner.life.shutdown.is_cancelled()
-            || self.inner.conversations.system_events.peek(&session_id).is_empty()
-        {
-            return;
-        }
-        // Deleted meanwhile (or a job session retention removed): no turn may bring it back.
-        if let Err(e) = self.inner.conversations.meta.load(&session_id) {
-            tracing::info!("not continuing {session_id}: {e}");
-            let events = self.inner.conversations.system_events.drain(&session_id);
-            return self.announce_exits(&session_id, &events);
-        }
-        let lane = self.lane(&session_id);
-        if type_from_id(&session_id) == SessionType::Job {
-            if lane.lock().busy {
-                return;
-            }
-            let this = self.clone();
-            self.inner
-                .life
-                .tasks
-                .spawn(async move { this.continue_job(&session_id).await });
-            return;
-        }
-        {
-            let mut state = lane.lock();
-            if state.busy {
-                return;
-            }
-            state.busy = true;
-            state.scope = Some(Scope::Primary);
-            state.cancel = self.inner.life.shutdown.child_token();
-        }
-        self.activity_changed();
-        self.spawn_lane(session_id, lane, super::Input::Continuation);
-    }
-
-    /// Counts one more continuation, or says why not (one atomic metadata update).
-    async fn admit(&self, session_id: &str) -> Admission {
-        let global = self.inner.unattended.autonomy.limit();
-        let admitted = self
-            .inner
-            .conversations
-            .meta
-            .update_atomic_async(session_id, move |m| {
-                let limit = m.continuation_limit.unwrap_or(global);
-                if limit == 0 {
-                    Admission::Off
-                } else if m.continuations >= limit {
-                    let first = !m.stopped_at_limit;
-                    m.stopped_at_limit = true;
-                    Admission::Limit { limit, first }
-                } else {
-                    m.continuations += 1;
-                    Admission::Go
-                }
-            })
-            .await;
-        match admitted {
-            Ok((_, admission)) => admission,
-            Err(e) => {
-                tracing::warn!("could not count a continuation of {session_id}: {e}");
+/// Counts one more continuation, or says why not (one atomic metadata update).
+pub(super) async fn admit(meta: &MetaStore, autonomy: &Autonomy, session_id: &str) -> Admission {
+    let global = autonomy.limit();
+    let admitted = meta
+        .update_atomic_async(session_id, move |m| {
+            let limit = m.continuation_limit.unwrap_or(global);
+            if limit == 0 {
                 Admission::Off
+            } else if m.continuations >= limit {
+                let first = !m.stopped_at_limit;
+                m.stopped_at_limit = true;
+                Admission::Limit { limit, first }
+            } else {
+                m.continuations += 1;
+                Admission::Go
             }
+        })
+        .await;
+    match admitted {
+        Ok((_, admission)) => admission,
+        Err(e) => {
+            tracing::warn!("could not count a continuation of {session_id}: {e}");
+            Admission::Off
         }
     }
+}
 
-    /// One continuation turn in `lane` (already marked busy). Returns whether the
-    /// conversation may go on after it (it ran and succeeded).
-    pub(super) async fn run_continuation(&self, session_id: &str, run_id: &str) -> bool {
-        let events = self.inner.conversations.system_events.drain(session_id);
-        if events.is_empty() {
-            return false;
-        }
-        if self.inner.unattended.budget.spent() {
-            // No model call: the notices wait for the user's next message, and the chat says why.
-            self.leave_for_next_turn(session_id, &events).await;
-            self.stopped_for_budget(session_id).await;
-            return false;
-        }
-        match self.admit(session_id).await {
-            Admission::Go => {}
-            Admission::Off => {
-                self.leave_for_next_turn(session_id, &events).await;
-                self.announce_exits(session_id, &events);
-                return false;
-            }
-            Admission::Limit { limit, first } => {
-                self.leave_for_next_turn(session_id, &events).await;
-                if first {
-                    self.stopped_at_limit(session_id, limit).await;
-                } else {
-                    self.announce_exits(session_id, &events);
-                }
-                return false;
-            }
-        }
-        self.sessions_changed(Ok(()));
-        let mut req = RunRequest {
-            run_id: run_id.to_string(),
-            ..RunRequest::new(
-                session_id,
-                RunKind::Continuation,
-                continuation_text(&events),
-                Attendance::Away,
-            )
-        };
-        req.extras.message_kind = MessageKind::SystemEvent;
-        req.extras.source = Some(Source::Background);
-        let result = self.run(req).await;
-        if !result.went_well() {
-            // The notices are in the transcript; the user still hears that the command ended.
-            self.announce_exits(session_id, &events);
-            return false;
-        }
-        if let Some(reply) = result.reply.filter(|m| !is_silent(&m.text())) {
-            self.notify_reply(session_id, &reply).await;
-        }
-        true
+/// One continuation turn in `lane` (already marked busy). Returns whether the
+/// conversation may go on after it (it ran and succeeded).
+pub(super) async fn run_continuation(
+    conversations: &Conversations,
+    base: &Base,
+    budget: &Budget,
+    autonomy: &Autonomy,
+    runner: &dyn Runner,
+    session_id: &str,
+    run_id: &str,
+) -> bool {
+    let events = conversations.system_events.drain(session_id);
+    if events.is_empty() {
+        return false;
     }
-
-    /// A routine's job session continues inside its job: a background turn that may ask and
-    /// wait, whose answer is delivered as the routine's result (the mailbox of the main
-    /// conversation, a card and a notification).
-    async fn continue_job(&self, session_id: &str) {
-        let events = self.inner.conversations.system_events.drain(session_id);
-        if events.is_empty() {
-            return;
+    if budget.spent() {
+        // No model call: the notices wait for the user's next message, and the chat says why.
+        leave_for_next_turn(conversations, session_id, &events).await;
+        stopped_for_budget(conversations, base, session_id).await;
+        return false;
+    }
+    match admit(&conversations.meta, autonomy, session_id).await {
+        Admission::Go => {}
+        Admission::Off => {
+            leave_for_next_turn(conversations, session_id, &events).await;
+            announce_exits(&base.emitter, session_id, &events);
+            return false;
         }
-        if !matches!(self.admit(session_id).await, Admission::Go) {
-            return self.announce_exits(session_id, &events);
+        Admission::Limit { limit, first } => {
+            leave_for_next_turn(conversations, session_id, &events).await;
+            if first {
+                stopped_at_limit(conversations, base, session_id, limit).await;
+            } else {
+                announce_exits(&base.emitter, session_id, &events);
+            }
+            return false;
         }
-        let mut req = RunRequest::new(
+    }
+    sessions_changed(conversations, base, Ok(()));
+    let mut req = RunRequest {
+        run_id: run_id.to_string(),
+        ..RunRequest::new(
             session_id,
-            RunKind::JobContinuation,
+            RunKind::Continuation,
             continuation_text(&events),
             Attendance::Away,
-        );
-        req.extras.message_kind = MessageKind::SystemEvent;
-        req.extras.source = Some(Source::Background);
-        let run_id = req.run_id.clone();
-        let result = self.run(req).await;
-        if !result.went_well() {
-            return self.announce_exits(session_id, &events);
-        }
-        let reply = result.reply_text();
-        if !is_silent(&reply) {
-            self.deliver_job_reply(session_id, &run_id, &reply).await;
-        }
+        )
+    };
+    req.extras.message_kind = MessageKind::SystemEvent;
+    req.extras.source = Some(Source::Background);
+    let result = runner.run(req).await;
+    if !result.went_well() {
+        // The notices are in the transcript; the user still hears that the command ended.
+        announce_exits(&base.emitter, session_id, &events);
+        return false;
     }
-
-    /// A job continuation's answer, delivered like the job's own result.
-    async fn deliver_job_reply(&self, session_id: &str, run_id: &str, reply: &str) {
-        let delivery = Delivery {
-            from: session_id.to_string(),
-            run_id: Some(run_id.to_string()),
-            event_type: "job_completed".into(),
-            title: "Vigil: routine finished".into(),
-            text: reply.to_string(),
-            source: Source::Background,
-            notify: Some(NotificationKind::Routine),
-            target: Target::Mailbox { dedupe_key: None },
-        };
-        let now = self.inner.base.clock.now_ms();
-        if let Err(e) = deliver(&self.inner.conversations.meta, &self.inner.base.emitter, now, delivery).await {
-            tracing::warn!("could not deliver a job's continuation: {e}");
-        }
+    if let Some(reply) = result.reply.filter(|m| !is_silent(&m.text())) {
+        notify_reply(conversations, base, session_id, &reply).await;
     }
+    true
+}
 
-    /// One notification for a continuation's answer: its first line; a click opens the
-    /// conversation at that message.
-    async fn notify_reply(&self, session_id: &str, reply: &Message) {
-        let title = self
-            .inner
-            .conversations
-            .meta
-            .load(session_id)
-            .map(|l| l.meta.title)
-            .unwrap_or_else(|_| "Vigil".into());
-        let delivery = Delivery {
-            from: session_id.to_string(),
-            run_id: None,
-            event_type: "continuation".into(),
+/// A routine's job session continues inside its job: a background turn that may ask and
+/// wait, whose answer is delivered as the routine's result (the mailbox of the main
+/// conversation, a card and a notification).
+pub(super) async fn continue_job(
+    conversations: &Conversations,
+    base: &Base,
+    autonomy: &Autonomy,
+    runner: &dyn Runner,
+    session_id: &str,
+) {
+    let events = conversations.system_events.drain(session_id);
+    if events.is_empty() {
+        return;
+    }
+    let admitted = admit(&conversations.meta, autonomy, session_id).await;
+    if !matches!(admitted, Admission::Go) {
+        return announce_exits(&base.emitter, session_id, &events);
+    }
+    let mut req = RunRequest::new(
+        session_id,
+        RunKind::JobContinuation,
+        continuation_text(&events),
+        Attendance::Away,
+    );
+    req.extras.message_kind = MessageKind::SystemEvent;
+    req.extras.source = Some(Source::Background);
+    let run_id = req.run_id.clone();
+    let result = runner.run(req).await;
+    if !result.went_well() {
+        return announce_exits(&base.emitter, session_id, &events);
+    }
+    let reply = result.reply_text();
+    if !is_silent(&reply) {
+        deliver_job_reply(conversations, base, session_id, &run_id, &reply).await;
+    }
+}
+
+/// A job continuation's answer, delivered like the job's own result.
+pub(super) async fn deliver_job_reply(
+    conversations: &Conversations,
+    base: &Base,
+    session_id: &str,
+    run_id: &str,
+    reply: &str,
+) {
+    let delivery = Delivery {
+        from: session_id.to_string(),
+        run_id: Some(run_id.to_string()),
+        event_type: "job_completed".into(),
+        title: "Vigil: routine finished".into(),
+        text: reply.to_string(),
+        source: Source::Background,
+        notify: Some(NotificationKind::Routine),
+        target: Target::Mailbox { dedupe_key: None },
+    };
+    let now = base.clock.now_ms();
+    if let Err(e) = deliver(&conversations.meta, &base.emitter, now, delivery).await {
+        tracing::warn!("could not deliver a job's continuation: {e}");
+    }
+}
+
+/// One notification for a continuation's answer: its first line; a click opens the
+/// conversation at that message.
+pub(super) async fn notify_reply(conversations: &Conversations, base: &Base, session_id: &str, reply: &Message) {
+    let title = conversations
+        .meta
+        .load(session_id)
+        .map(|l| l.meta.title)
+        .unwrap_or_else(|_| "Vigil".into());
+    let delivery = Delivery {
+        from: session_id.to_string(),
+        run_id: None,
+        event_type: "continuation".into(),
+        title,
+        text: reply.text(),
+        source: Source::Background,
+        notify: Some(NotificationKind::Process),
+        target: Target::Conversation {
+            session_id: session_id.to_string(),
+            message_ts: Some(reply.ts),
+        },
+    };
+    let now = base.clock.now_ms();
+    if let Err(e) = deliver(&conversations.meta, &base.emitter, now, delivery).await {
+        tracing::warn!("could not tell of {session_id}'s continuation: {e}");
+    }
+}
+
+/// The raw exit notification, when no continuation tells the user.
+pub(super) fn announce_exits(emitter: &Emitter, session_id: &str, events: &[SystemEvent]) {
+    let failed = events.iter().any(|e| !e.text.starts_with("Exec completed"));
+    let title = match (events.len(), failed) {
+        (1, false) => "A background command finished".to_string(),
+        (1, true) => "A background command failed".to_string(),
+        (n, _) => format!("{n} background commands ended"),
+    };
+    let body: String = events
+        .iter()
+        .map(|e| e.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+        .chars()
+        .take(300)
+        .collect();
+    emitter.for_session(session_id, Scope::Primary).emit(
+        Source::Exec,
+        Event::Notification {
+            kind: NotificationKind::Process,
             title,
-            text: reply.text(),
-            source: Source::Background,
-            notify: Some(NotificationKind::Process),
-            target: Target::Conversation {
-                session_id: session_id.to_string(),
-                message_ts: Some(reply.ts),
-            },
+            body,
+            event_id: None,
+            process_id: None,
+            approval_id: None,
+            target_session_id: Some(session_id.to_string()),
+            message_ts: None,
+        },
+    );
+}
+
+/// Notices a refused continuation did not show go to the mailbox, which the next turn
+/// reads (and which survives a restart), instead of waking the conversation again.
+pub(super) async fn leave_for_next_turn(conversations: &Conversations, session_id: &str, events: &[SystemEvent]) {
+    for e in events {
+        let event = MailboxEvent {
+            event_id: uuid::Uuid::new_v4().to_string(),
+            source: "exec".into(),
+            summary: e.text.lines().next().unwrap_or_default().to_string(),
+            detail: Some(e.text.clone()),
+            created_at: e.ts,
+            event_type: "exec_completed".into(),
+            ..MailboxEvent::default()
         };
-        let now = self.inner.base.clock.now_ms();
-        if let Err(e) = deliver(&self.inner.conversations.meta, &self.inner.base.emitter, now, delivery).await {
-            tracing::warn!("could not tell of {session_id}'s continuation: {e}");
+        if let Err(err) = conversations.meta.deposit(session_id, event).await {
+            tracing::warn!("could not keep an exit notice for {session_id}: {err}");
+            conversations.system_events.restore(session_id, vec![e.clone()]);
         }
     }
+}
 
-    /// The raw exit notification, when no continuation tells the user.
-    pub(super) fn announce_exits(&self, session_id: &str, events: &[SystemEvent]) {
-        let failed = events.iter().any(|e| !e.text.starts_with("Exec completed"));
-        let title = match (events.len(), failed) {
-            (1, false) => "A background command finished".to_string(),
-            (1, true) => "A background command failed".to_string(),
-            (n, _) => format!("{n} background commands ended"),
-        };
-        let body: String = events
-            .iter()
-            .map(|e| e.text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-            .chars()
-            .take(300)
-            .collect();
-        self.inner.base.emitter.for_session(session_id, Scope::Primary).emit(
-            Source::Exec,
-            Event::Notification {
-                kind: NotificationKind::Process,
-                title,
-                body,
-                event_id: None,
-                process_id: None,
-                approval_id: None,
-                target_session_id: Some(session_id.to_string()),
-                message_ts: None,
-            },
-        );
-    }
-
-    /// Notices a refused continuation did not show go to the mailbox, which the next turn
-    /// reads (and which survives a restart), instead of waking the conversation again.
-    async fn leave_for_next_turn(&self, session_id: &str, events: &[SystemEvent]) {
-        for e in events {
-            let event = MailboxEvent {
-                event_id: uuid::Uuid::new_v4().to_string(),
-                source: "exec".into(),
-                summary: e.text.lines().next().unwrap_or_default().to_string(),
-                detail: Some(e.text.clone()),
-                created_at: e.ts,
-                event_type: "exec_completed".into(),
-                ..MailboxEvent::default()
-            };
-            if let Err(err) = self.inner.conversations.meta.deposit(session_id, event).await {
-                tracing::warn!("could not keep an exit notice for {session_id}: {err}");
-                self.inner
-                    .conversations
-                    .system_events
-                    .restore(session_id, vec![e.clone()]);
-            }
-        }
-    }
-
-    /// Today's budget for background work is spent: the chat says the conversation did not
-    /// continue (the budget's one notification is the heartbeat's).
-    async fn stopped_for_budget(&self, session_id: &str) {
-        let text = "Vigil did not continue on its own: today's token budget for background work is spent. \
+/// Today's budget for background work is spent: the chat says the conversation did not
+/// continue (the budget's one notification is the heartbeat's).
+pub(super) async fn stopped_for_budget(conversations: &Conversations, base: &Base, session_id: &str) {
+    let text = "Vigil did not continue on its own: today's token budget for background work is spent. \
 The notice is kept for your next message; background work resumes tomorrow or when the budget is raised."
-            .to_string();
-        let mut message = Message::user_text(text, self.inner.base.clock.now_ms());
-        message.kind = MessageKind::SystemEvent;
-        if let Err(e) = self.inner.conversations.store.append_async(session_id, &message).await {
-            return tracing::warn!("could not save the budget notice of {session_id}: {e}");
-        }
-        self.inner
-            .base
-            .emitter
-            .for_session(session_id, Scope::Primary)
-            .emit(Source::Background, Event::MessageAppended { message });
+        .to_string();
+    let mut message = Message::user_text(text, base.clock.now_ms());
+    message.kind = MessageKind::SystemEvent;
+    if let Err(e) = conversations.store.append_async(session_id, &message).await {
+        return tracing::warn!("could not save the budget notice of {session_id}: {e}");
     }
+    base.emitter
+        .for_session(session_id, Scope::Primary)
+        .emit(Source::Background, Event::MessageAppended { message });
+}
 
-    /// The chain reached its limit: said once in the chat and by a notification.
-    async fn stopped_at_limit(&self, session_id: &str, limit: u32) {
-        let text = format!(
-            "Vigil stopped continuing on its own after {limit} turns in a row without a message from you. \
+/// The chain reached its limit: said once in the chat and by a notification.
+pub(super) async fn stopped_at_limit(conversations: &Conversations, base: &Base, session_id: &str, limit: u32) {
+    let text = format!(
+        "Vigil stopped continuing on its own after {limit} turns in a row without a message from you. \
 The latest notice is kept for your next message; send one to carry on."
-        );
-        let mut message = Message::user_text(text.clone(), self.inner.base.clock.now_ms());
-        message.kind = MessageKind::SystemEvent;
-        let emitter = self.inner.base.emitter.for_session(session_id, Scope::Primary);
-        if let Err(e) = self.inner.conversations.store.append_async(session_id, &message).await {
-            tracing::warn!("could not save the limit notice of {session_id}: {e}");
-        } else {
-            emitter.emit(
-                Source::Background,
-                Event::MessageAppended {
-                    message: message.clone(),
-                },
-            );
-        }
+    );
+    let mut message = Message::user_text(text.clone(), base.clock.now_ms());
+    message.kind = MessageKind::SystemEvent;
+    let emitter = base.emitter.for_session(session_id, Scope::Primary);
+    if let Err(e) = conversations.store.append_async(session_id, &message).await {
+        tracing::warn!("could not save the limit notice of {session_id}: {e}");
+    } else {
         emitter.emit(
             Source::Background,
-            Event::Notification {
-                kind: NotificationKind::Process,
-                title: "Vigil stopped continuing on its own".into(),
-                body: text,
-                event_id: None,
-                process_id: None,
-                approval_id: None,
-                target_session_id: Some(session_id.to_string()),
-                message_ts: Some(message.ts),
+            Event::MessageAppended {
+                message: message.clone(),
             },
         );
     }
+    emitter.emit(
+        Source::Background,
+        Event::Notification {
+            kind: NotificationKind::Process,
+            title: "Vigil stopped continuing on its own".into(),
+            body: text,
+            event_id: None,
+            process_id: None,
+            approval_id: None,
+            target_session_id: Some(session_id.to_string()),
+            message_ts: Some(message.ts),
+        },
+    );
 }
 
 #[cfg(test)]

@@ -4,11 +4,15 @@
 //! mailbox and asks the process registry for its list; it changes nothing.
 
 use vigil_protocol::{
-    ChannelName, ChannelStatus, ChannelsHealth, Event, HealthStatus, HealthView, HeartbeatHealth, HeartbeatSkip,
-    LaneHealth, MailboxHealth, Source,
+    ChannelName, ChannelStatus, ChannelsHealth, HealthStatus, HealthView, HeartbeatHealth, HeartbeatSkip, LaneHealth,
+    MailboxHealth,
 };
 
-use super::Runtime;
+use super::away::Away;
+use super::background::Unattended;
+use super::lanes::Conversations;
+use super::processes::Processes;
+use super::{Base, Life};
 use crate::session::PRIMARY_SESSION;
 
 /// Seed 004 §7.3 practice 3's alert thresholds: `heartbeat_pending_wakes > 10`,
@@ -22,122 +26,114 @@ pub const PENDING_WAKES_ALERT: u32 = 10;
 pub const QUEUE_DEPTH_ALERT: u32 = 100;
 pub const LOCKS_HELD_ALERT: u32 = 50;
 
-impl Runtime {
-    /// How the runtime is doing now.
-    pub async fn health(&self) -> HealthView {
-        let inner = &self.inner;
-        let now = inner.base.clock.now_ms();
-        let (deposited, drained) = inner.conversations.meta.mailbox_counts();
-        let waiting = match inner.conversations.meta.load(PRIMARY_SESSION) {
-            Ok(loaded) => loaded.meta.mailbox.len() as u32,
-            Err(e) => {
-                tracing::warn!("health: could not read the primary session's mailbox: {e}");
-                0
-            }
-        };
-        let mut view = HealthView {
-            status: if inner.life.shutdown.is_cancelled() {
-                HealthStatus::ShuttingDown
-            } else {
-                HealthStatus::Healthy
-            },
-            started_at: inner.base.started_at,
-            uptime_ms: now.saturating_sub(inner.base.started_at).max(0) as u64,
-            paused: self.is_paused(),
-            lanes: self.busy_lanes(),
-            locks: inner.conversations.store.locks().health(),
-            heartbeat: self.heartbeat_health(),
-            mailbox: MailboxHealth {
-                waiting,
-                deposited,
-                drained,
-            },
-            routines: inner.unattended.routines.health(),
-            processes_running: self.running_processes().await.len() as u32,
-            channels: self.channels_health(),
-            alerts: Vec::new(),
-        };
-        view.alerts = alerts(&view);
-        view
-    }
-
-    /// Answers the `health` op with a `health` event (for `vigil-headless` and scripts).
-    pub(super) fn report_health(&self) {
-        let this = self.clone();
-        self.inner.life.tasks.spawn(async move {
-            let health = this.health().await;
-            this.inner.base.emitter.emit(Source::System, Event::Health { health });
-        });
-    }
-
-    /// The channels that are set up, as Settings → Away shows them.
-    fn channels_health(&self) -> ChannelsHealth {
-        let v = self.inner.away.channels.view();
-        ChannelsHealth {
-            channels: v
-                .channels
-                .into_iter()
-                .filter(|c| c.status != ChannelStatus::Off)
-                .collect(),
-            refused_answers: v.refused_answers,
-            ignored_chats: v.ignored_chats,
+/// How the runtime is doing now, gathered from the owners that keep each part.
+pub(super) async fn view(
+    base: &Base,
+    life: &Life,
+    conversations: &Conversations,
+    unattended: &Unattended,
+    processes: &Processes,
+    away: &Away,
+) -> HealthView {
+    let now = base.clock.now_ms();
+    let (deposited, drained) = conversations.meta.mailbox_counts();
+    let waiting = match conversations.meta.load(PRIMARY_SESSION) {
+        Ok(loaded) => loaded.meta.mailbox.len() as u32,
+        Err(e) => {
+            tracing::warn!("health: could not read the primary session's mailbox: {e}");
+            0
         }
-    }
+    };
+    let mut view = HealthView {
+        status: if life.shutdown.is_cancelled() {
+            HealthStatus::ShuttingDown
+        } else {
+            HealthStatus::Healthy
+        },
+        started_at: base.started_at,
+        uptime_ms: now.saturating_sub(base.started_at).max(0) as u64,
+        paused: unattended.heartbeat.is_paused(),
+        lanes: busy_lanes(&conversations.lanes),
+        locks: conversations.store.locks().health(),
+        heartbeat: heartbeat_health(unattended, &conversations.lanes),
+        mailbox: MailboxHealth {
+            waiting,
+            deposited,
+            drained,
+        },
+        routines: unattended.routines.health(),
+        processes_running: processes.running().await.len() as u32,
+        channels: channels_health(&away.channels),
+        alerts: Vec::new(),
+    };
+    view.alerts = alerts(&view);
+    view
+}
 
-    /// Sessions with a turn running, by id.
-    fn busy_lanes(&self) -> Vec<LaneHealth> {
-        let mut busy: Vec<LaneHealth> = self
-            .inner
-            .conversations
-            .lanes
-            .busy()
+/// The channels that are set up, as Settings → Away shows them.
+fn channels_health(channels: &crate::channels::Channels) -> ChannelsHealth {
+    let v = channels.view();
+    ChannelsHealth {
+        channels: v
+            .channels
             .into_iter()
-            .map(|(session_id, scope, queued)| LaneHealth {
-                session_id,
-                scope,
-                queued: queued as u32,
-            })
-            .collect();
-        busy.sort_by(|a, b| a.session_id.cmp(&b.session_id));
-        busy
+            .filter(|c| c.status != ChannelStatus::Off)
+            .collect(),
+        refused_answers: v.refused_answers,
+        ignored_chats: v.ignored_chats,
     }
+}
 
-    fn heartbeat_health(&self) -> HeartbeatHealth {
-        let stats = self.heartbeat_stats();
-        let wake = self.inner.unattended.wake.get().map(|s| &s.wake);
-        let wake_stats = wake.map(|w| w.stats()).unwrap_or_default();
-        let durations = self.inner.unattended.heartbeat.durations();
-        let view = self.inner.unattended.heartbeat.view(wake_stats.clone());
-        HeartbeatHealth {
-            handler_registered: wake.is_some_and(|w| w.has_handler()),
-            running: self.is_busy(&crate::heartbeat::session_id(crate::heartbeat::AGENT)),
-            pending_wakes: wake.map_or(0, |w| w.pending().len() as u32),
-            requests_waiting: wake.map_or(0, |w| w.requests_waiting()),
-            wakes_by_reason: wake_stats
-                .by_reason
-                .iter()
-                .map(|(reason, n)| (reason.as_str().to_string(), *n))
-                .collect(),
-            retried_busy: wake_stats.retried,
-            retried_failed: wake_stats.retried_failed,
-            skipped_lock: stats.skipped.get(HeartbeatSkip::Lock.as_str()).copied().unwrap_or(0),
-            run_count: durations.count,
-            run_ms_total: durations.total_ms,
-            run_ms_max: durations.max_ms,
-            run_ms_last: durations.last_ms,
-            delivered: stats.sent,
-            suppressed: stats.suppressed,
-            skipped_busy: stats
-                .skipped
-                .get(HeartbeatSkip::RequestsInFlight.as_str())
-                .copied()
-                .unwrap_or(0),
-            usage_today: view.usage_today,
-            runs_today: view.runs_today,
-            daily_token_budget: view.settings.daily_token_budget,
-            budget_spent: view.budget_spent,
-            idle_factor: view.idle_factor,
-        }
+/// Sessions with a turn running, by id.
+fn busy_lanes(lanes: &crate::run::Lanes) -> Vec<LaneHealth> {
+    let mut busy: Vec<LaneHealth> = lanes
+        .busy()
+        .into_iter()
+        .map(|(session_id, scope, queued)| LaneHealth {
+            session_id,
+            scope,
+            queued: queued as u32,
+        })
+        .collect();
+    busy.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+    busy
+}
+
+fn heartbeat_health(unattended: &Unattended, lanes: &crate::run::Lanes) -> HeartbeatHealth {
+    let stats = unattended.heartbeat_view().stats;
+    let wake = unattended.wake.get().map(|s| &s.wake);
+    let wake_stats = wake.map(|w| w.stats()).unwrap_or_default();
+    let durations = unattended.heartbeat.durations();
+    let view = unattended.heartbeat.view(wake_stats.clone());
+    HeartbeatHealth {
+        handler_registered: wake.is_some_and(|w| w.has_handler()),
+        running: lanes.is_busy(&crate::heartbeat::session_id(crate::heartbeat::AGENT)),
+        pending_wakes: wake.map_or(0, |w| w.pending().len() as u32),
+        requests_waiting: wake.map_or(0, |w| w.requests_waiting()),
+        wakes_by_reason: wake_stats
+            .by_reason
+            .iter()
+            .map(|(reason, n)| (reason.as_str().to_string(), *n))
+            .collect(),
+        retried_busy: wake_stats.retried,
+        retried_failed: wake_stats.retried_failed,
+        skipped_lock: stats.skipped.get(HeartbeatSkip::Lock.as_str()).copied().unwrap_or(0),
+        run_count: durations.count,
+        run_ms_total: durations.total_ms,
+        run_ms_max: durations.max_ms,
+        run_ms_last: durations.last_ms,
+        delivered: stats.sent,
+        suppressed: stats.suppressed,
+        skipped_busy: stats
+            .skipped
+            .get(HeartbeatSkip::RequestsInFlight.as_str())
+            .copied()
+            .unwrap_or(0),
+        usage_today: view.usage_today,
+        runs_today: view.runs_today,
+        daily_token_budget: view.settings.daily_token_budget,
+        budget_spent: view.budget_spent,
+        idle_factor: view.idle_factor,
     }
 }
 

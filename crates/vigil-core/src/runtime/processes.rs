@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use tokio::sync::mpsc;
-use vigil_protocol::{ErrorKind, Event, NotificationKind, ProcessSummary, Source, WakeReason};
+use vigil_protocol::{ErrorKind, Event, NotificationKind, ProcessSummary, Source};
 
-use super::process_table::{stopped_notice, ProcessTable, Recording, Running};
-use super::Runtime;
+use super::connection::Agent;
+use super::process_table::{ProcessTable, Recording, Running};
+use super::{Base, Life};
+use crate::events::Emitter;
 use crate::exec::{
     ChannelExecEvents, ExecError, ExecEvent, ProcessInfo, RegistryConfig, RegistryHandle, SpawnRequest, TermSize,
     KILLED_BY_USER,
@@ -18,7 +20,6 @@ use crate::exec::{
 use crate::heartbeat;
 use crate::session::meta::type_from_id;
 use crate::session::SessionType;
-use crate::system_events::SystemEventKind;
 use crate::tools::ToolRegistry;
 
 /// The owner of commands the user starts from the panel: no agent session is woken for them.
@@ -53,108 +54,25 @@ pub(super) fn summary(info: &ProcessInfo) -> ProcessSummary {
     }
 }
 
-impl Runtime {
-    /// Starts the process registry and registers `exec`/`process` for later turns. Called by
-    /// [`Runtime::start_background`], inside a tokio runtime.
-    pub(super) fn start_processes(&self) {
-        if self.inner.processes.exec.get().is_some() {
-            return;
-        }
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (table, left) = ProcessTable::open(&self.inner.base.data_dir);
-        self.announce_left(left);
-        // Emptied only now that what the last run left is queued: announced once.
-        table.save();
-        let recording = Arc::new(Recording::new(
-            table,
-            ChannelExecEvents(tx),
-            self.inner.life.shutdown.clone(),
-        ));
-        let registry = RegistryHandle::start_with_cancel(
-            RegistryConfig::default(),
-            self.inner.base.clock.clone(),
-            recording.clone(),
-            self.inner.life.shutdown.child_token(),
-        );
-        if self.inner.processes.exec.set(registry.clone()).is_err() {
-            return;
-        }
-        let mut tools = ToolRegistry::with_builtins_and_exec(registry);
-        crate::routines::tools::register(&mut tools, &self.inner.unattended.routines);
-        let _ = self.inner.agent.exec_tools.set(tools);
-        let this = self.clone();
-        let recorded = Arc::downgrade(&recording);
-        drop(recording);
-        self.inner
-            .life
-            .background
-            .spawn(async move { this.forward_exec_events(rx, recorded).await });
-    }
-
-    /// Commands the last run did not see end (a quit, a crash): each conversation hears of
-    /// its own and may continue; the heartbeat's wait for its next run; the user's own get a
-    /// line in the panel.
-    fn announce_left(&self, left: Vec<Running>) {
-        for r in left {
-            tracing::info!(id = r.id, owner = r.owner, "a command was running when Vigil stopped");
-            if r.owner == USER_OWNER {
-                self.inner
-                    .processes
-                    .lost_processes
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(lost_summary(&r));
-                continue;
-            }
-            let notice = stopped_notice(&r);
-            if type_from_id(&r.owner) == SessionType::Primary {
-                match self.inner.conversations.meta.load(&r.owner) {
-                    Ok(_) => self.continue_after_exit(&r.owner, &notice),
-                    Err(e) => tracing::info!("not announced: {e}"),
-                }
-            } else {
-                self.enqueue_system_event(&r.owner, &notice, SystemEventKind::ExecFinished);
-            }
-        }
-    }
-
-    /// The tools a turn gets: with `exec`/`process` once the registry runs, then the tools
-    /// of the MCP servers running now.
-    pub(super) fn tools(&self) -> ToolRegistry {
-        let tools = self
-            .inner
-            .agent
-            .exec_tools
-            .get()
-            .cloned()
-            .unwrap_or_else(|| self.inner.agent.tools.clone());
-        self.with_mcp_tools(tools)
-    }
-
+impl Processes {
     /// The process registry, once background work started.
-    pub fn processes(&self) -> Option<&RegistryHandle> {
-        self.inner.processes.exec.get()
+    pub(super) fn registry(&self) -> Option<&RegistryHandle> {
+        self.exec.get()
     }
 
     /// Every process, for the panel: the user's own that were running when Vigil last
     /// stopped, then this run's.
-    pub async fn list_processes(&self) -> Vec<ProcessSummary> {
-        let mut all = self
-            .inner
-            .processes
-            .lost_processes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        if let Some(r) = self.processes() {
+    pub(super) async fn list(&self) -> Vec<ProcessSummary> {
+        let mut all = self.lost_processes.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(r) = self.registry() {
             all.extend(r.list_all().await.iter().map(summary));
         }
         all
     }
 
     /// The processes still running: what quitting would kill (the quit prompt, the tray).
-    pub async fn running_processes(&self) -> Vec<ProcessSummary> {
-        match self.processes() {
+    pub(super) async fn running(&self) -> Vec<ProcessSummary> {
+        match self.registry() {
             Some(r) => r
                 .list_all()
                 .await
@@ -167,126 +85,82 @@ impl Runtime {
     }
 
     /// The raw terminal bytes kept for a process (base64), so the panel can replay it.
-    pub async fn process_output(&self, process_id: &str) -> Result<String, String> {
-        let registry = self.processes().ok_or("Processes are not running yet.")?;
+    pub(super) async fn output(&self, process_id: &str) -> Result<String, String> {
+        let registry = self.registry().ok_or("Processes are not running yet.")?;
         let raw = registry.raw_output(process_id).await.map_err(|e| e.to_string())?;
         Ok(base64::engine::general_purpose::STANDARD.encode(raw))
     }
 
-    /// Ends when the registry (which holds the only strong reference to `recording`, and
-    /// with it the channel's sender) is gone.
-    async fn forward_exec_events(
+    /// Starts the process registry and registers `exec`/`process` (with the routine tools)
+    /// for later turns. The agents' commands the last run left running go to `announce`
+    /// first; returns what [`forward`] reads, `None` if it ran already.
+    pub(super) fn start(
         &self,
-        mut rx: mpsc::UnboundedReceiver<ExecEvent>,
-        recording: std::sync::Weak<Recording>,
-    ) {
-        let running = || recording.upgrade().map_or(0, |r| r.running());
-        let emitter = self.inner.base.emitter.clone();
-        while let Some(event) = rx.recv().await {
-            match event {
-                ExecEvent::Started(info) => {
-                    self.commands_running(running());
-                    emitter.emit(
-                        Source::Exec,
-                        Event::ProcessStarted {
-                            process: summary(&info),
-                        },
-                    )
-                }
-                ExecEvent::Output { process_id, owner, raw } => {
-                    // Output triggers (issue 33) read it too; they never block.
-                    self.inner.unattended.watch.output(&process_id, &owner, &raw);
-                    emitter.emit(
-                        Source::Exec,
-                        Event::ProcessOutput {
-                            process_id,
-                            data_b64: base64::engine::general_purpose::STANDARD.encode(raw),
-                        },
-                    )
-                }
-                ExecEvent::Exited { process_id, owner, .. } => {
-                    self.inner.unattended.watch.process_ended(&process_id);
-                    self.commands_running(running());
-                    if let Some(Ok(info)) = match self.processes() {
-                        Some(r) => Some(r.info(&owner, &process_id).await),
-                        None => None,
-                    } {
-                        emitter.emit(
-                            Source::Exec,
-                            Event::ProcessExited {
-                                process: summary(&info),
-                            },
-                        );
-                    }
-                }
-                ExecEvent::ExitNotice {
-                    owner,
-                    process_id,
-                    text,
-                } => self.on_exit_notice(&owner, &process_id, &text),
-            }
+        base: &Base,
+        life: &Life,
+        agent: &Agent,
+        scheduler: &crate::routines::Scheduler,
+        announce: impl FnOnce(Vec<Running>),
+    ) -> Option<ExecEvents> {
+        if self.exec.get().is_some() {
+            return None;
         }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (table, left) = ProcessTable::open(&base.data_dir);
+        announce(self.keep_lost(left));
+        // Emptied only now that what the last run left is queued: announced once.
+        table.save();
+        let recording = Arc::new(Recording::new(table, ChannelExecEvents(tx), life.shutdown.clone()));
+        let registry = RegistryHandle::start_with_cancel(
+            RegistryConfig::default(),
+            base.clock.clone(),
+            recording.clone(),
+            life.shutdown.child_token(),
+        );
+        if self.exec.set(registry.clone()).is_err() {
+            return None;
+        }
+        let mut tools = ToolRegistry::with_builtins_and_exec(registry);
+        crate::routines::tools::register(&mut tools, scheduler);
+        let _ = agent.exec_tools.set(tools);
+        let recorded = Arc::downgrade(&recording);
+        Some(ExecEvents {
+            rx,
+            recording: recorded,
+        })
     }
 
-    /// A backgrounded command ended. The conversation (or job) whose agent started it
-    /// continues with the notice (see `continuation`), and tells the user itself. The
-    /// heartbeat's own commands go back to the heartbeat (an `exec-event` wake). Commands the
-    /// user started from the panel, and any when their owner cannot hear it, are announced
-    /// directly — unless the user killed it: nobody needs telling what they just did.
-    fn on_exit_notice(&self, owner: &str, process_id: &str, text: &str) {
-        let heartbeat = heartbeat::session_id(heartbeat::AGENT);
-        if owner == heartbeat {
-            self.enqueue_system_event(owner, text, SystemEventKind::ExecFinished);
-            if self.heartbeat_view().settings.enabled {
-                tracing::info!(process_id, "the heartbeat's command ended: waking the heartbeat");
-                self.request_wake(WakeReason::ExecEvent);
-                return;
+    /// The user's own commands that were running when Vigil last stopped get a line in the
+    /// panel; the others are returned, for their conversations to hear of.
+    fn keep_lost(&self, left: Vec<Running>) -> Vec<Running> {
+        let mut others = Vec::new();
+        for r in left {
+            tracing::info!(id = r.id, owner = r.owner, "a command was running when Vigil stopped");
+            if r.owner == USER_OWNER {
+                self.lost_processes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(lost_summary(&r));
+            } else {
+                others.push(r);
             }
-        } else if owner != USER_OWNER && matches!(type_from_id(owner), SessionType::Primary | SessionType::Job) {
-            return self.continue_after_exit(owner, text);
-        } else if owner != USER_OWNER {
-            self.enqueue_system_event(owner, text, SystemEventKind::ExecFinished);
         }
-        if text.starts_with(KILLED_BY_USER) {
-            return;
-        }
-        let failed = !text.starts_with("Exec completed");
-        let title = if failed {
-            "A background command failed"
-        } else {
-            "A background command finished"
-        };
-        self.inner.base.emitter.emit(
-            Source::Exec,
-            Event::Notification {
-                kind: NotificationKind::Process,
-                title: title.into(),
-                body: text.chars().take(300).collect(),
-                event_id: None,
-                process_id: Some(process_id.to_string()),
-                approval_id: None,
-                target_session_id: None,
-                message_ts: None,
-            },
-        );
+        others
     }
 
     fn commands_running(&self, n: usize) {
-        self.inner
-            .processes
-            .running_commands
-            .store(n, std::sync::atomic::Ordering::Relaxed);
-        self.activity_changed();
+        self.running_commands.store(n, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The panel's ops: start, type, kill (the user's: see [`RegistryHandle::kill_by_user`]),
-    /// resize.
-    pub(super) fn process_op(&self, op: ProcessOp) {
-        let Some(registry) = self.processes().cloned() else {
-            return self.report(ErrorKind::InvalidOp, "Processes are not running yet.");
+    /// resize; a failure is reported.
+    pub(super) fn op(&self, base: &Base, life: &Life, workspace: &std::path::Path, op: ProcessOp) {
+        let Some(registry) = self.registry().cloned() else {
+            return base.report(ErrorKind::InvalidOp, "Processes are not running yet.");
         };
-        let this = self.clone();
-        self.inner.life.tasks.spawn(async move {
+        let workspace = workspace.to_path_buf();
+        let emitter = base.emitter.clone();
+        life.tasks.spawn(async move {
             let owner_of = |id: String| {
                 let registry = registry.clone();
                 async move {
@@ -300,9 +174,7 @@ impl Runtime {
             };
             let result: Result<(), String> = match op {
                 ProcessOp::Start { command, cwd } => {
-                    let cwd = cwd
-                        .map(std::path::PathBuf::from)
-                        .unwrap_or_else(|| this.workspace().to_path_buf());
+                    let cwd = cwd.map(std::path::PathBuf::from).unwrap_or(workspace);
                     let mut req = SpawnRequest::new(USER_OWNER, command, cwd);
                     req.background = true;
                     registry.spawn(req).await.map(|_| ()).map_err(|e| e.to_string())
@@ -326,10 +198,143 @@ impl Runtime {
                     .map_err(|e| e.to_string()),
             };
             if let Err(message) = result {
-                this.report(ErrorKind::InvalidOp, message);
+                emitter.emit(
+                    Source::System,
+                    Event::Error {
+                        kind: ErrorKind::InvalidOp,
+                        message,
+                    },
+                );
             }
         });
     }
+}
+
+/// What the registry tells of its commands, and the recording that counts them.
+pub(super) struct ExecEvents {
+    rx: mpsc::UnboundedReceiver<ExecEvent>,
+    recording: std::sync::Weak<Recording>,
+}
+
+/// Turns the registry's events into the panel's; hands each exit notice to `exit_notice`
+/// and each change in the number of running commands to `count_changed`. Ends when the
+/// registry (which holds the only strong reference to the recording, and with it the
+/// channel's sender) is gone.
+pub(super) async fn forward(
+    processes: &Processes,
+    emitter: &Emitter,
+    watch: &crate::watch::Watch,
+    events: ExecEvents,
+    count_changed: impl Fn(),
+    exit_notice: impl Fn(&str, &str, &str),
+) {
+    let ExecEvents { mut rx, recording } = events;
+    let running = || recording.upgrade().map_or(0, |r| r.running());
+    let counted = |n| {
+        processes.commands_running(n);
+        count_changed();
+    };
+    while let Some(event) = rx.recv().await {
+        match event {
+            ExecEvent::Started(info) => {
+                counted(running());
+                emitter.emit(
+                    Source::Exec,
+                    Event::ProcessStarted {
+                        process: summary(&info),
+                    },
+                )
+            }
+            ExecEvent::Output { process_id, owner, raw } => {
+                // Output triggers (issue 33) read it too; they never block.
+                watch.output(&process_id, &owner, &raw);
+                emitter.emit(
+                    Source::Exec,
+                    Event::ProcessOutput {
+                        process_id,
+                        data_b64: base64::engine::general_purpose::STANDARD.encode(raw),
+                    },
+                )
+            }
+            ExecEvent::Exited { process_id, owner, .. } => {
+                watch.process_ended(&process_id);
+                counted(running());
+                if let Some(Ok(info)) = match processes.registry() {
+                    Some(r) => Some(r.info(&owner, &process_id).await),
+                    None => None,
+                } {
+                    emitter.emit(
+                        Source::Exec,
+                        Event::ProcessExited {
+                            process: summary(&info),
+                        },
+                    );
+                }
+            }
+            ExecEvent::ExitNotice {
+                owner,
+                process_id,
+                text,
+            } => exit_notice(&owner, &process_id, &text),
+        }
+    }
+}
+
+/// Where a backgrounded command's end goes.
+pub(super) enum ExitRoute {
+    /// The conversation (or job) whose agent started it continues with the notice (see
+    /// `continuation`), and tells the user itself.
+    Continue,
+    /// Queued for the owner's next turn, and the heartbeat woken (its own command).
+    WakeHeartbeat,
+    /// Queued for the owner (when it is neither the user nor a conversation), and announced
+    /// directly by a notification unless the user killed it.
+    Announce { queue: bool },
+}
+
+/// A backgrounded command ended. The heartbeat's own commands go back to the heartbeat (an
+/// `exec-event` wake) while it is on. Commands the user started from the panel, and any
+/// when their owner cannot hear it, are announced directly — unless the user killed it:
+/// nobody needs telling what they just did.
+pub(super) fn exit_route(owner: &str, heartbeat_enabled: bool) -> ExitRoute {
+    if owner == heartbeat::session_id(heartbeat::AGENT) {
+        if heartbeat_enabled {
+            return ExitRoute::WakeHeartbeat;
+        }
+        ExitRoute::Announce { queue: true }
+    } else if owner != USER_OWNER && matches!(type_from_id(owner), SessionType::Primary | SessionType::Job) {
+        ExitRoute::Continue
+    } else {
+        ExitRoute::Announce {
+            queue: owner != USER_OWNER,
+        }
+    }
+}
+
+/// The notification for a command whose end no conversation tells of.
+pub(super) fn announce_exit(emitter: &Emitter, process_id: &str, text: &str) {
+    if text.starts_with(KILLED_BY_USER) {
+        return;
+    }
+    let failed = !text.starts_with("Exec completed");
+    let title = if failed {
+        "A background command failed"
+    } else {
+        "A background command finished"
+    };
+    emitter.emit(
+        Source::Exec,
+        Event::Notification {
+            kind: NotificationKind::Process,
+            title: title.into(),
+            body: text.chars().take(300).collect(),
+            event_id: None,
+            process_id: Some(process_id.to_string()),
+            approval_id: None,
+            target_session_id: None,
+            message_ts: None,
+        },
+    );
 }
 
 /// The panel's line for a command of the user's that was running when Vigil stopped.
@@ -356,4 +361,28 @@ pub(super) enum ProcessOp {
     Input { id: String, data: String },
     Kill { id: String },
     Resize { id: String, cols: u16, rows: u16 },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The user hears of each ended command once, from whoever can tell it best: its
+    /// conversation or job continues, the heartbeat's wakes the heartbeat while it is on,
+    /// the panel's own are a notification and wake nobody.
+    #[test]
+    fn an_exit_goes_to_the_one_who_can_tell_the_user() {
+        let route = |owner: &str, on| match exit_route(owner, on) {
+            ExitRoute::Continue => "continue",
+            ExitRoute::WakeHeartbeat => "wake",
+            ExitRoute::Announce { queue: true } => "queue+announce",
+            ExitRoute::Announce { queue: false } => "announce",
+        };
+        let heartbeat = heartbeat::session_id(heartbeat::AGENT);
+        assert_eq!(route(crate::session::PRIMARY_SESSION, true), "continue");
+        assert_eq!(route("job_disk-check_r1", false), "continue");
+        assert_eq!(route(&heartbeat, true), "wake");
+        assert_eq!(route(&heartbeat, false), "queue+announce");
+        assert_eq!(route(USER_OWNER, true), "announce");
+    }
 }

@@ -1,155 +1,101 @@
-//! The runtime's side of routines: the scheduler's access to lanes and clients for isolated
-//! jobs, the core API the routine editor uses (list, create, update, delete, run now, pause,
-//! history, schedule preview), and the routine ops of the protocol.
+//! The runtime's side of routines: what the routine editor reads beyond the scheduler's own
+//! calls (a routine's view with its last run, the checks of `HEARTBEAT.md`, the tray's line),
+//! and the routine ops of the protocol. The scheduler ([`Unattended`]'s) holds their state.
+//!
+//! [`Unattended`]: super::background::Unattended
 
-use vigil_protocol::{
-    ErrorKind, Event, HeartbeatChecks, RoutineDraft, RoutineRun, RoutineSource, RoutineView, RoutinesView,
-    SchedulePreview, Source,
-};
+use vigil_protocol::{ErrorKind, Event, HeartbeatChecks, RoutineDraft, RoutineSource, RoutineView, Source};
 
-use super::Runtime;
+use super::{Base, Life};
+use crate::clock::Clock;
 use crate::routines::view::{routine_view, with_last_run};
 use crate::routines::{Scheduler, StoreError};
 use crate::workspace::heartbeat_file::is_effectively_empty;
 
-impl Runtime {
-    /// The scheduler (routines, claims, the timing loop).
-    pub fn scheduler(&self) -> &Scheduler {
-        &self.inner.unattended.routines
-    }
+/// A routine as the editor shows it, with its last run.
+pub(super) fn view_of(scheduler: &Scheduler, clock: &dyn Clock, r: &crate::routines::Routine) -> RoutineView {
+    let v = routine_view(r, &scheduler.config().default_zone, clock.now_ms());
+    with_last_run(v, &scheduler.deps().runlog)
+}
 
-    /// The routine list and the state of `HEARTBEAT.md`'s task block.
-    pub fn routines(&self) -> RoutinesView {
-        self.inner.unattended.routines.view()
-    }
+/// Creates a routine as the user's (`source: manual`). Over the soft limit it is still
+/// created, with a warning.
+pub(super) async fn add(
+    scheduler: &Scheduler,
+    clock: &dyn Clock,
+    draft: RoutineDraft,
+) -> Result<(RoutineView, Vec<String>), StoreError> {
+    let (r, warnings) = scheduler.create(draft, RoutineSource::Manual, false).await?;
+    Ok((view_of(scheduler, clock, &r), warnings))
+}
 
-    fn routine_view(&self, r: &crate::routines::Routine) -> RoutineView {
-        let v = routine_view(
-            r,
-            &self.inner.unattended.routines.config().default_zone,
-            self.inner.base.clock.now_ms(),
-        );
-        with_last_run(v, &self.inner.unattended.routines.deps().runlog)
-    }
+/// The tray's line about what runs next: "Next: Disk check at 09:15", in the user's zone.
+pub(super) fn next_line(scheduler: &Scheduler, clock: &dyn Clock) -> String {
+    let zone = &scheduler.config().default_zone;
+    crate::routines::view::next_routine_line(&scheduler.view().routines, clock.now_ms(), zone)
+}
 
-    /// Creates a routine as the user's (`source: manual`). Over the soft limit it is still
-    /// created, with a warning.
-    pub async fn add_routine(&self, draft: RoutineDraft) -> Result<(RoutineView, Vec<String>), StoreError> {
-        let (r, warnings) = self
-            .inner
-            .unattended
-            .routines
-            .create(draft, RoutineSource::Manual, false)
-            .await?;
-        Ok((self.routine_view(&r), warnings))
-    }
+/// The free-text checks of `HEARTBEAT.md` (everything but the routines' section).
+pub(super) fn checks(scheduler: &Scheduler) -> Result<HeartbeatChecks, StoreError> {
+    let store = &scheduler.deps().store;
+    Ok(checks_view(store.checks()?, &store.path()))
+}
 
-    pub async fn update_routine(&self, id: &str, changes: RoutineDraft) -> Result<RoutineView, StoreError> {
-        let r = self.inner.unattended.routines.update_routine(id, changes).await?;
-        Ok(self.routine_view(&r))
-    }
+/// Replaces the checks (see [`crate::routines::RoutineStore::save_checks`]).
+pub(super) async fn save_checks(
+    scheduler: &Scheduler,
+    expected: &str,
+    text: &str,
+) -> Result<HeartbeatChecks, StoreError> {
+    let store = &scheduler.deps().store;
+    let saved = store.save_checks(expected, text).await?;
+    Ok(checks_view(saved, &store.path()))
+}
 
-    /// Removes a routine so it can be restored; `hard` deletes it and its history for good.
-    pub async fn remove_routine(&self, id: &str, hard: bool) -> Result<(), StoreError> {
-        self.inner.unattended.routines.remove(id, hard).await.map(|_| ())
-    }
+/// Replaces a corrupted task block with `.heartbeat_snapshot.json` (the broken file is
+/// kept as `HEARTBEAT.md.corrupt`); returns how many routines came back.
+pub(super) async fn restore_from_snapshot(scheduler: &Scheduler) -> Result<usize, StoreError> {
+    let n = scheduler.deps().store.restore_snapshot().await?;
+    scheduler.changed();
+    scheduler.poke();
+    Ok(n)
+}
 
-    /// Brings a removed routine back.
-    pub async fn restore_routine(&self, id: &str) -> Result<RoutineView, StoreError> {
-        let r = self.inner.unattended.routines.restore(id).await?;
-        Ok(self.routine_view(&r))
-    }
-
-    /// Runs a routine now; its schedule is unchanged.
-    pub async fn run_routine_now(&self, id: &str) -> Result<(), StoreError> {
-        self.inner.unattended.routines.run_now(id).await
-    }
-
-    /// The user's answer to a run whose outcome is unknown: run the routine again now
-    /// (`retry`), or leave it (dismiss).
-    pub async fn resolve_routine_run(&self, id: &str, run_id: &str, retry: bool) -> Result<(), StoreError> {
-        self.inner.unattended.routines.resolve_unknown(id, run_id, retry).await
-    }
-
-    /// Pauses (`false`) or resumes (`true`).
-    pub async fn set_routine_enabled(&self, id: &str, enabled: bool) -> Result<RoutineView, StoreError> {
-        let r = self.inner.unattended.routines.set_enabled(id, enabled).await?;
-        Ok(self.routine_view(&r))
-    }
-
-    /// The routine's latest runs (bounded), oldest first.
-    pub fn routine_history(&self, id: &str) -> Vec<RoutineRun> {
-        self.inner.unattended.routines.history(id)
-    }
-
-    /// The tray's line about what runs next: "Next: Disk check at 09:15", in the user's zone.
-    pub fn next_routine_line(&self) -> String {
-        let zone = &self.inner.unattended.routines.config().default_zone;
-        crate::routines::view::next_routine_line(&self.routines().routines, self.inner.base.clock.now_ms(), zone)
-    }
-
-    /// "every weekday at 09:00, Europe/Berlin" and the next three runs, or why the schedule
-    /// cannot be used (the same validation as the agent's tools).
-    pub fn preview_schedule(
-        &self,
-        schedule: Option<&str>,
-        next_run_at: Option<i64>,
-        timezone: Option<&str>,
-    ) -> Result<SchedulePreview, crate::routines::Refusal> {
-        self.inner.unattended.routines.preview(schedule, next_run_at, timezone)
-    }
-
-    /// The free-text checks of `HEARTBEAT.md` (everything but the routines' section).
-    pub fn heartbeat_checks(&self) -> Result<HeartbeatChecks, StoreError> {
-        let store = &self.inner.unattended.routines.deps().store;
-        Ok(checks_view(store.checks()?, &store.path()))
-    }
-
-    /// Replaces the checks (see [`crate::routines::RoutineStore::save_checks`]).
-    pub async fn save_heartbeat_checks(&self, expected: &str, text: &str) -> Result<HeartbeatChecks, StoreError> {
-        let store = &self.inner.unattended.routines.deps().store;
-        let saved = store.save_checks(expected, text).await?;
-        Ok(checks_view(saved, &store.path()))
-    }
-
-    /// Replaces a corrupted task block with `.heartbeat_snapshot.json` (the broken file is
-    /// kept as `HEARTBEAT.md.corrupt`); returns how many routines came back.
-    pub async fn restore_routines_from_snapshot(&self) -> Result<usize, StoreError> {
-        let n = self.inner.unattended.routines.deps().store.restore_snapshot().await?;
-        self.inner.unattended.routines.changed();
-        self.inner.unattended.routines.poke();
-        Ok(n)
-    }
-
-    /// The protocol's routine ops: answered by `routines_changed`, or an `error`.
-    pub(super) fn routine_op(&self, op: RoutineOp) {
-        let this = self.clone();
-        self.inner.life.tasks.spawn(async move {
-            let done = match op {
-                RoutineOp::List => Ok(()),
-                RoutineOp::Add(d) => this.add_routine(d).await.map(|(_, warnings)| {
-                    for w in warnings {
-                        this.report(ErrorKind::InvalidOp, w);
-                    }
-                }),
-                RoutineOp::Update(id, d) => this.update_routine(&id, d).await.map(|_| ()),
-                RoutineOp::Remove(id, hard) => this.remove_routine(&id, hard).await,
-                RoutineOp::Restore(id) => this.restore_routine(&id).await.map(|_| ()),
-                RoutineOp::Run(id) => this.run_routine_now(&id).await,
-                RoutineOp::Enable(id, on) => this.set_routine_enabled(&id, on).await.map(|_| ()),
-                RoutineOp::Resolve(id, run_id, retry) => this.resolve_routine_run(&id, &run_id, retry).await,
-            };
-            match done {
-                Ok(()) => this.inner.base.emitter.emit(
-                    Source::Scheduler,
-                    Event::RoutinesChanged {
-                        routines: this.routines(),
-                    },
-                ),
-                Err(e) => this.report(ErrorKind::InvalidOp, e.to_string()),
-            }
-        });
-    }
+/// The protocol's routine ops, from a task of their own: answered by `routines_changed`,
+/// or an `error`.
+pub(super) fn op(scheduler: &Scheduler, base: &Base, life: &Life, op: RoutineOp) {
+    let scheduler = scheduler.clone();
+    let (emitter, clock) = (base.emitter.clone(), base.clock.clone());
+    life.tasks.spawn(async move {
+        let s = &scheduler;
+        let report = |message: String| {
+            emitter.emit(
+                Source::System,
+                Event::Error {
+                    kind: ErrorKind::InvalidOp,
+                    message,
+                },
+            )
+        };
+        let done = match op {
+            RoutineOp::List => Ok(()),
+            RoutineOp::Add(d) => add(s, &*clock, d).await.map(|(_, warnings)| {
+                for w in warnings {
+                    report(w);
+                }
+            }),
+            RoutineOp::Update(id, d) => s.update_routine(&id, d).await.map(|_| ()),
+            RoutineOp::Remove(id, hard) => s.remove(&id, hard).await.map(|_| ()),
+            RoutineOp::Restore(id) => s.restore(&id).await.map(|_| ()),
+            RoutineOp::Run(id) => s.run_now(&id).await,
+            RoutineOp::Enable(id, on) => s.set_enabled(&id, on).await.map(|_| ()),
+            RoutineOp::Resolve(id, run_id, retry) => s.resolve_unknown(&id, &run_id, retry).await,
+        };
+        match done {
+            Ok(()) => emitter.emit(Source::Scheduler, Event::RoutinesChanged { routines: s.view() }),
+            Err(e) => report(e.to_string()),
+        }
+    });
 }
 
 /// A routine op from the protocol.

@@ -3,6 +3,7 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::events::CollectingSink;
+use crate::session::PRIMARY_SESSION;
 use vigil_protocol::{Op, StopReason};
 
 /// A message that makes its turn panic (see `run_turn`).
@@ -72,7 +73,10 @@ fn the_saved_desktop_preferences_set_how_vigil_works_alone() {
         Arc::new(CollectingSink::default()),
     )
     .unwrap();
-    assert_eq!(rt.approval_timeout(), std::time::Duration::from_secs(90));
+    assert_eq!(
+        rt.inner.unattended.autonomy.approval_timeout(),
+        std::time::Duration::from_secs(90)
+    );
     assert_eq!(rt.inner.unattended.autonomy.limit(), 0, "continuing on its own is off");
     assert_eq!(rt.keep_awake_status(), crate::inhibit::InhibitorStatus::Off);
 }

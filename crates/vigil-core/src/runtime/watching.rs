@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use vigil_protocol::{ErrorKind, Event, RoutinesView, Source};
 
-use super::Runtime;
+use super::processes::Processes;
+use super::{Base, Life};
 use crate::approval::Approvals;
+use crate::heartbeat::Heartbeat;
 use crate::routines::Scheduler;
 use crate::watch::{Watch, WatchDeps};
 
@@ -24,41 +26,31 @@ pub(super) fn watch(scheduler: &Scheduler, data_dir: &Path, workspace: &Path, ap
     })
 }
 
-impl Runtime {
-    /// The routine triggers' watcher.
-    pub fn watch(&self) -> &Watch {
-        &self.inner.unattended.watch
+/// Starts the watcher with the background work, once the process registry runs (output
+/// triggers read it); a checklist every heartbeat interval.
+pub(super) fn start(watch: &Watch, processes: &Processes, heartbeat: &Heartbeat, life: &Life) {
+    let watch = watch.clone();
+    if let Some(registry) = processes.registry() {
+        watch.set_processes(registry.clone());
     }
+    let heartbeat = heartbeat.clone();
+    watch.set_checklist_every(Arc::new(move || heartbeat.interval()));
+    life.background.spawn(watch.run(life.shutdown.clone()));
+}
 
-    pub(super) fn start_watch(&self) {
-        let watch = self.inner.unattended.watch.clone();
-        if let Some(registry) = self.processes() {
-            watch.set_processes(registry.clone());
-        }
-        let heartbeat = self.inner.unattended.heartbeat.clone();
-        watch.set_checklist_every(Arc::new(move || heartbeat.interval()));
-        self.inner
-            .life
-            .background
-            .spawn(watch.run(self.inner.life.shutdown.clone()));
-    }
+/// The user approved routine `id`'s check or URL as it is written now (the card showed
+/// what runs, how often, with what access); a pause by the rate limit ends with it.
+pub(super) fn approve(watch: &Watch, scheduler: &Scheduler, id: &str) -> Result<RoutinesView, String> {
+    watch.approve(id)?;
+    Ok(scheduler.view())
+}
 
-    /// The user approved routine `id`'s check or URL as it is written now (the card showed
-    /// what runs, how often, with what access); a pause by the rate limit ends with it.
-    pub fn approve_routine(&self, id: &str) -> Result<RoutinesView, String> {
-        self.inner.unattended.watch.approve(id)?;
-        Ok(self.routines())
-    }
-
-    /// The `approve_routine` op: answered by `routines_changed`, or an `error`.
-    pub(super) fn approve_routine_op(&self, id: &str) {
-        match self.approve_routine(id) {
-            Ok(routines) => self
-                .inner
-                .base
-                .emitter
-                .emit(Source::Scheduler, Event::RoutinesChanged { routines }),
-            Err(e) => self.report(ErrorKind::InvalidOp, e),
-        }
+/// The `approve_routine` op: answered by `routines_changed`, or an `error`.
+pub(super) fn approve_op(watch: &Watch, scheduler: &Scheduler, base: &Base, id: &str) {
+    match approve(watch, scheduler, id) {
+        Ok(routines) => base
+            .emitter
+            .emit(Source::Scheduler, Event::RoutinesChanged { routines }),
+        Err(e) => base.report(ErrorKind::InvalidOp, e),
     }
 }
