@@ -8,6 +8,8 @@
 //! - idle CPU with a connected channel (ntfy's stream and Telegram's long poll open) against
 //!   the same process with the channels off: goal ≤ 1.1×.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,6 +23,8 @@ use vigil_core::protocol::{
     NtfySettings, Scope, Source, TelegramSettings,
 };
 use vigil_fake_phone::{FakeNtfy, FakeTelegram};
+
+use common::{cpu_time, p99};
 
 const NTFY_TOKEN: &str = "tk_bench";
 const BOT_TOKEN: &str = "1:bench";
@@ -49,22 +53,6 @@ fn envelope(event: Event) -> EventEnvelope {
         run_id: None,
         event,
     }
-}
-
-fn p99(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[(v.len() * 99 / 100).min(v.len() - 1)]
-}
-
-fn cpu_time() -> Duration {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct it is given; RUSAGE_SELF is always valid.
-    let usage = unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
-        usage.assume_init()
-    };
-    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 async fn wait_published(ntfy: &FakeNtfy, n: usize) {

@@ -9,6 +9,8 @@
 //!   more where the baseline is near zero;
 //! - a check in the read-only sandbox against the same command unsandboxed: goal ≤ 1.2×.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,34 +23,16 @@ use vigil_core::provider::{ModelClient, ProviderConfig};
 use vigil_core::Runtime;
 use vigil_fake_llm::{FakeLlm, Script, Step};
 
+use common::{cpu_time, median, p99};
+
 const SAMPLES: usize = 40;
 const IDLE: Duration = Duration::from_secs(5);
-const CHECK_RUNS: usize = 30;
+/// Checks of each kind, taken in turn: a few milliseconds apart on a shared machine need this many.
+const CHECK_RUNS: usize = 100;
 const CHECK: &str = "df --output=pcent / | tail -1";
-
-fn p99(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[(v.len() * 99 / 100).min(v.len() - 1)]
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-fn cpu_time() -> Duration {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct it is given; RUSAGE_SELF is always valid.
-    let usage = unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
-        usage.assume_init()
-    };
-    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 fn runtime(dir: &Path, fake: &FakeLlm) -> Runtime {
@@ -272,7 +256,8 @@ async fn webhook_latency(fake: &FakeLlm) -> Vec<Duration> {
 async fn check_vs_plain() -> (Duration, Duration) {
     use vigil_core::sandbox::{Sandbox, SandboxSettings};
     use vigil_core::watch::check::CheckSandbox;
-    let dir = tempfile::tempdir().unwrap();
+    // Outside /tmp, as users' workspaces are (one under /tmp gets no standing sandbox).
+    let dir = common::outside_tmp();
     let ws = dir.path().join("workspace");
     std::fs::create_dir_all(&ws).unwrap();
     let cs = CheckSandbox {
@@ -347,4 +332,5 @@ async fn main() {
         ms(plain),
         sandboxed.as_secs_f64() / plain.as_secs_f64()
     );
+    println!("  load average {}", common::load_average());
 }

@@ -9,6 +9,8 @@
 //!   after the first command), and with a bwrap of its own per command (the fallback), for
 //!   scale.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,24 +22,7 @@ use vigil_core::exec::{NoExecEvents, RegistryConfig, RegistryHandle, SpawnReques
 use vigil_core::protocol::{ApprovalKind, ApprovalPolicy};
 use vigil_core::sandbox::{Layout, Sandbox, SandboxSettings};
 
-/// A temporary folder outside /tmp (in the target folder, or under ~/.cache when that is in
-/// /tmp too).
-fn outside_tmp() -> tempfile::TempDir {
-    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let base = if target.starts_with("/tmp") || target.starts_with("/var/tmp") {
-        let home = std::env::var_os("HOME").map_or_else(|| std::path::PathBuf::from("/root"), Into::into);
-        home.join(".cache").join("vigil-bench")
-    } else {
-        target.to_path_buf()
-    };
-    std::fs::create_dir_all(&base).unwrap();
-    tempfile::tempdir_in(base).unwrap()
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
+use common::{load_average, median, outside_tmp};
 
 /// A compound line of about 1 000 characters, every part covered (so the whole line is read).
 fn compound_line() -> String {
@@ -103,23 +88,28 @@ async fn decision_cost() -> (Duration, Duration, usize) {
     (median(samples), median(prefix), line.len())
 }
 
-async fn spawn_cost(
+/// Samples of each way of starting a command, taken in turn (one of each, then the next):
+/// a few hundred microseconds apart on a machine others share, rounds of one way after
+/// another see different machines; interleaved, every way sees the same one.
+const SAMPLES: usize = 300;
+/// A bwrap of its own per command costs ten times the others: one sample in this many.
+const ALONE_EVERY: usize = 5;
+
+/// `true` through the registry, spawn to exit.
+async fn spawn_once(
     registry: &RegistryHandle,
-    sandbox: Option<vigil_core::sandbox::Wrapped>,
+    sandbox: Option<&vigil_core::sandbox::Wrapped>,
     cwd: &std::path::Path,
 ) -> Duration {
-    let mut samples = Vec::new();
-    for _ in 0..40 {
-        let mut req = SpawnRequest::new("bench", "true", cwd);
-        req.sandbox = sandbox.clone();
-        let t = Instant::now();
-        let info = registry.spawn(req).await.expect("spawn");
-        let done = registry.wait("bench", &info.id).await.expect("wait");
-        samples.push(t.elapsed());
-        assert_eq!(done.exit().code, Some(0), "{:?}", done.info);
-        registry.remove("bench", &info.id).await.ok();
-    }
-    median(samples)
+    let mut req = SpawnRequest::new("bench", "true", cwd);
+    req.sandbox = sandbox.cloned();
+    let t = Instant::now();
+    let info = registry.spawn(req).await.expect("spawn");
+    let done = registry.wait("bench", &info.id).await.expect("wait");
+    let took = t.elapsed();
+    assert_eq!(done.exit().code, Some(0), "{:?}", done.info);
+    registry.remove("bench", &info.id).await.ok();
+    took
 }
 
 #[tokio::main]
@@ -175,16 +165,58 @@ async fn main() {
             ..layout.clone()
         })
         .unwrap();
+    // `VIGIL_BENCH_OTHER_HELPER`: another build of `vigil-sandbox` (main's, say), measured in
+    // the same turns for an A/B of the helper alone.
+    let other = std::env::var_os("VIGIL_BENCH_OTHER_HELPER").map(|h| {
+        let with = |layout: &Layout| Sandbox::new().with_helper(h.clone().into()).wrap(layout).unwrap();
+        (
+            with(&Layout {
+                read_only: true,
+                ..layout.clone()
+            }),
+            with(&Layout {
+                attended: false,
+                ..layout.clone()
+            }),
+        )
+    });
     let registry = RegistryHandle::start(RegistryConfig::default(), Arc::new(SystemClock), Arc::new(NoExecEvents));
-    // Alternating rounds, so all see the same machine.
     let (mut bare, mut boxed, mut alone) = (Vec::new(), Vec::new(), Vec::new());
     let (mut ro, mut away) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
-        bare.push(spawn_cost(&registry, None, &workspace).await);
-        boxed.push(spawn_cost(&registry, Some(wrapped.clone()), &workspace).await);
-        alone.push(spawn_cost(&registry, Some(own.clone()), &workspace).await);
-        ro.push(spawn_cost(&registry, Some(read_only.clone()), &workspace).await);
-        away.push(spawn_cost(&registry, Some(unattended.clone()), &workspace).await);
+    let (mut other_ro, mut other_away) = (Vec::new(), Vec::new());
+    // The standing sandboxes start on their first command: not counted.
+    for w in [&wrapped, &read_only, &unattended] {
+        spawn_once(&registry, Some(w), &workspace).await;
+    }
+    if let Some((o_ro, o_away)) = &other {
+        spawn_once(&registry, Some(o_ro), &workspace).await;
+        spawn_once(&registry, Some(o_away), &workspace).await;
+    }
+    for i in 0..SAMPLES {
+        bare.push(spawn_once(&registry, None, &workspace).await);
+        boxed.push(spawn_once(&registry, Some(&wrapped), &workspace).await);
+        ro.push(spawn_once(&registry, Some(&read_only), &workspace).await);
+        away.push(spawn_once(&registry, Some(&unattended), &workspace).await);
+        if let Some((o_ro, o_away)) = &other {
+            other_ro.push(spawn_once(&registry, Some(o_ro), &workspace).await);
+            other_away.push(spawn_once(&registry, Some(o_away), &workspace).await);
+        }
+        if i % ALONE_EVERY == 0 {
+            alone.push(spawn_once(&registry, Some(&own), &workspace).await);
+        }
+    }
+    println!(
+        "sandbox: {SAMPLES} samples of each, taken in turn; load average {}",
+        load_average()
+    );
+    if other.is_some() {
+        let (o_ro, o_away) = (median(other_ro), median(other_away));
+        let bare_now = median(bare.clone());
+        println!(
+            "sandbox: the other helper: read-only {o_ro:?} -> {:.2}x, unattended {o_away:?} -> {:.2}x unsandboxed",
+            o_ro.as_secs_f64() / bare_now.as_secs_f64(),
+            o_away.as_secs_f64() / bare_now.as_secs_f64()
+        );
     }
     let (ro, away) = (median(ro), median(away));
     let bare_now = median(bare.clone());

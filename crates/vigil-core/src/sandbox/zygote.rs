@@ -18,7 +18,9 @@
 //! reply socket of its own. On that reply socket the command, just before it runs, sends
 //! one message: with `SO_PASSCRED` the kernel attaches its pid *as Vigil sees it* (the
 //! sandbox has its own pid namespace), so signalling the process group works as for any
-//! other child. The helper reaps the command and sends its exit there.
+//! other child. The init of the command's pid namespace (its reaper) sends its exit there as
+//! soon as the command and whatever it left have ended; the helper sends it again once that
+//! reaper is gone (unread then, unless the reaper died before it could say).
 //!
 //! Each command gets a pid namespace of its own (the forked child unshares it, its child is
 //! that namespace's init and reaper, and the grandchild runs the command), so commands of
@@ -41,7 +43,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+mod collect;
 mod helper;
+pub use collect::{output, Collected};
 pub use helper::serve;
 
 use rustix::net::{
@@ -73,6 +77,13 @@ pub enum Stdio {
     /// Pipes: input, and one output for stdout and stderr; the command leads a new process
     /// group.
     Pipes { input: OwnedFd, output: OwnedFd },
+    /// Pipes, with the errors apart from the output (a check keeps them apart); the command
+    /// leads a new process group.
+    Split {
+        input: OwnedFd,
+        output: OwnedFd,
+        errors: OwnedFd,
+    },
 }
 
 /// One command to start.
@@ -320,8 +331,11 @@ fn send_request(control: &OwnedFd, message: &[u8], stdio: &Stdio) -> Result<Chil
     let fds: Vec<BorrowedFd<'_>> = match stdio {
         Stdio::Terminal(tty) => vec![theirs.as_fd(), tty.as_fd()],
         Stdio::Pipes { input, output } => vec![theirs.as_fd(), input.as_fd(), output.as_fd()],
+        Stdio::Split { input, output, errors } => {
+            vec![theirs.as_fd(), input.as_fd(), output.as_fd(), errors.as_fd()]
+        }
     };
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
     let mut control_msg = SendAncillaryBuffer::new(&mut space);
     control_msg.push(SendAncillaryMessage::ScmRights(&fds));
     use rustix::io::Errno;
@@ -347,6 +361,11 @@ fn send_request(control: &OwnedFd, message: &[u8], stdio: &Stdio) -> Result<Chil
         }
         Ok(Some((msg, _))) => match msg.strip_prefix(b"failed ") {
             Some(why) => Err(Sent::Refused(String::from_utf8_lossy(why).into_owned())),
+            // Its reaper's word that it ended before it said its pid: it never ran.
+            None if msg.starts_with(b"exit ") || msg.starts_with(b"signal ") => Err(Sent::Refused(format!(
+                "the command could not start in the sandbox ({})",
+                String::from_utf8_lossy(&msg)
+            ))),
             None => Err(Sent::Refused(format!(
                 "the sandbox answered {:?}",
                 String::from_utf8_lossy(&msg)

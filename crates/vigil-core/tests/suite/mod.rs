@@ -37,6 +37,7 @@ mod routines_idle;
 mod run_usage;
 mod runtime;
 mod sandbox;
+mod sandbox_checks;
 mod sandbox_compare;
 mod sandbox_policy;
 mod sessions;

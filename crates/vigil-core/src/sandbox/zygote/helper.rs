@@ -111,7 +111,7 @@ pub fn serve() -> i32 {
         if !ready_control {
             continue;
         }
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
         let mut ancillary = RecvAncillaryBuffer::new(&mut space);
         let got = match recvmsg(
             &control,
@@ -198,14 +198,21 @@ fn start_child(
             .stdout(S::from(tty.try_clone()?))
             .stderr(S::from(tty));
     } else {
-        if fds.len() != 2 {
-            return Err(bad());
-        }
+        // Input and output (errors with it), or input, output and errors apart.
+        let errors = match fds.len() {
+            2 => None,
+            3 => fds.pop(),
+            _ => return Err(bad()),
+        };
         let output = fds.pop().ok_or_else(bad)?;
         let input = fds.pop().ok_or_else(bad)?;
+        let errors = match errors {
+            Some(e) => e,
+            None => output.try_clone()?,
+        };
         cmd.stdin(S::from(input))
-            .stdout(S::from(output.try_clone()?))
-            .stderr(S::from(output));
+            .stdout(S::from(output))
+            .stderr(S::from(errors));
     }
     let mounts: Vec<&'static std::ffi::CStr> = private_mounts.to_vec();
     use std::os::unix::process::CommandExt;
@@ -238,7 +245,7 @@ fn start_child(
             match libc::fork() {
                 -1 => return Err(std::io::Error::last_os_error()),
                 0 => {}
-                c3 => reap_until(c3, status_w),
+                c3 => reap_until(c3, status_w, reply),
             }
             // C3: the command, in a session of its own (so its pid is its group's).
             libc::close(status_w);
@@ -313,20 +320,31 @@ fn pipe() -> std::io::Result<(RawFd, RawFd)> {
     Ok((fds[0], fds[1]))
 }
 
-/// Closes every descriptor above 2 but `keep`: what a reaper holds would otherwise keep the
-/// helper's spawn waiting (its exec-report pipe) and the command's sockets open.
-fn close_all_but(keep: RawFd) {
-    // SAFETY: close_range on this process's own table.
-    unsafe {
-        libc::syscall(libc::SYS_close_range, 3u32, (keep - 1) as u32, 0u32);
-        libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
+/// Closes every descriptor above 2 but those in `keep`: what a reaper holds would otherwise
+/// keep the helper's spawn waiting (its exec-report pipe) and the command's sockets open.
+fn close_all_but(keep: &[RawFd]) {
+    let mut sorted = [0; 2];
+    let n = keep.len().min(2);
+    sorted[..n].copy_from_slice(&keep[..n]);
+    sorted[..n].sort_unstable();
+    let mut from = 3;
+    for &k in &sorted[..n] {
+        if k >= from {
+            if k > from {
+                // SAFETY: close_range on this process's own table.
+                unsafe { libc::syscall(libc::SYS_close_range, from as u32, (k - 1) as u32, 0u32) };
+            }
+            from = k + 1;
+        }
     }
+    // SAFETY: close_range on this process's own table.
+    unsafe { libc::syscall(libc::SYS_close_range, from as u32, u32::MAX, 0u32) };
 }
 
 /// C1, in the helper's pid namespace: waits for C2 and ends as the command ended (its
 /// code, or its signal), which is what the helper reports. Never returns.
 fn mirror(c2: libc::pid_t, status_r: RawFd) -> ! {
-    close_all_but(status_r);
+    close_all_but(&[status_r]);
     let mut raw = [0u8; 4];
     let mut got = 0;
     // SAFETY: plain system calls on this process's own descriptors and children.
@@ -360,16 +378,31 @@ fn mirror(c2: libc::pid_t, status_r: RawFd) -> ! {
 }
 
 /// C2, init of the command's pid namespace: reaps whatever ends in it until the command
-/// (C3) does, hands C1 its status, and leaves, which ends what the command left behind.
+/// (C3) does, ends what the command left behind (every process left in the namespace,
+/// killed and reaped), then says how the command ended on its reply socket itself and
+/// hands C1 its status. Said here, not by the helper once C1 has ended: the namespaces'
+/// teardown and two more process exits stay off the time a caller waits for an exit.
 /// Never returns.
-fn reap_until(c3: libc::pid_t, status_w: RawFd) -> ! {
-    close_all_but(status_w);
-    // SAFETY: plain system calls on this process's own descriptors and children.
+fn reap_until(c3: libc::pid_t, status_w: RawFd, reply: RawFd) -> ! {
+    close_all_but(&[status_w, reply]);
+    // SAFETY: plain system calls on this process's own descriptors and children; the message
+    // is made in a buffer on the stack (nothing allocates after fork).
     unsafe {
         loop {
             let mut status = 0;
             let pid = libc::waitpid(-1, &mut status, 0);
             if pid == c3 {
+                // Pid 1 here: -1 is every other process of the namespace, nothing outside.
+                libc::kill(-1, libc::SIGKILL);
+                loop {
+                    let left = libc::waitpid(-1, std::ptr::null_mut(), 0);
+                    if left == -1 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                        break; // no child left: all of them ended
+                    }
+                }
+                let mut buf = [0u8; 32];
+                let len = exit_message(status, &mut buf);
+                libc::send(reply, buf.as_ptr().cast(), len, libc::MSG_NOSIGNAL);
                 let raw = status.to_ne_bytes();
                 libc::write(status_w, raw.as_ptr().cast(), 4);
                 libc::_exit(0);
@@ -379,4 +412,33 @@ fn reap_until(c3: libc::pid_t, status_w: RawFd) -> ! {
             }
         }
     }
+}
+
+/// `exit N` or `signal N` for a wait status, as the helper words it, written into `buf`
+/// without allocating; its length.
+fn exit_message(status: libc::c_int, buf: &mut [u8; 32]) -> usize {
+    let (word, n): (&[u8], i32) = if libc::WIFSIGNALED(status) {
+        (b"signal ", libc::WTERMSIG(status))
+    } else {
+        (b"exit ", libc::WEXITSTATUS(status))
+    };
+    buf[..word.len()].copy_from_slice(word);
+    let mut len = word.len();
+    let mut digits = [0u8; 12];
+    let mut d = 0;
+    let mut n = n.unsigned_abs();
+    loop {
+        digits[d] = b'0' + (n % 10) as u8;
+        d += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    while d > 0 {
+        d -= 1;
+        buf[len] = digits[d];
+        len += 1;
+    }
+    len
 }
