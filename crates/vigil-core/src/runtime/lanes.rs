@@ -73,12 +73,35 @@ impl Runtime {
             activity: &activity,
         };
         let job = req.kind.scope() == Scope::Job;
+        let routine = matches!(req.kind, RunKind::Routine { .. });
         let session_id = req.session_id.clone();
         let result = crate::run::start::run(&ctx, req).await;
         if job && !result.locked && !self.inner.conversations.system_events.peek(&session_id).is_empty() {
             self.continue_after_merge(&session_id);
         }
+        if routine && !result.locked {
+            self.answer_queued(&session_id);
+        }
         result
+    }
+
+    /// After a routine's turn in a conversation: the user's messages that came too late to
+    /// steer it start their own turn.
+    fn answer_queued(&self, session_id: &str) {
+        let lane = self.lane(session_id);
+        {
+            let mut state = lane.lock();
+            if state.busy || state.queue.is_empty() {
+                return;
+            }
+            state.busy = true;
+            state.scope = Some(Scope::Primary);
+            state.cancel = self.inner.life.shutdown.child_token();
+        }
+        self.activity_changed();
+        if let Some(next) = self.after_turn(session_id, &lane, true) {
+            self.spawn_lane(session_id.to_string(), lane, next);
+        }
     }
 
     pub(super) fn start_turn(&self, session_id: String, input: UserInput) {
