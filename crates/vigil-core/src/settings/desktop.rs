@@ -117,6 +117,16 @@ pub fn from_value(entry: Option<&Value>) -> DesktopSettingsView {
         "true or false",
     );
     field(
+        "webhook_bind",
+        &mut |v| {
+            v.as_str()
+                .filter(|a| a.parse::<std::net::IpAddr>().is_ok())
+                .map(|a| settings.webhook_bind = Some(a.to_string()))
+                .is_some()
+        },
+        "an IP address of this machine, such as 0.0.0.0 or 192.168.1.20",
+    );
+    field(
         "away_after_minutes",
         &mut |v| {
             v.as_u64()
