@@ -60,8 +60,18 @@ impl Scheduler {
         if !inline {
             return self.act(c, Some(evidence)).await;
         }
+        let Some(conversation) = self.inline_conversation(&c) else {
+            // Deleted: a job instead, and its history says why.
+            let mut c = c;
+            c.routine.execution_mode = ExecutionMode::Isolated;
+            self.keep_evidence(
+                &c.run_id,
+                &format!("{}\n\n{evidence}", super::inline::CONVERSATION_GONE),
+            );
+            return self.act(c, Some(evidence)).await;
+        };
         let id = c.routine.id.clone();
-        self.run_in_conversation(c, &evidence).await;
+        self.run_in_conversation(c, conversation).await;
         self.deps()
             .runlog
             .last_run(&id)

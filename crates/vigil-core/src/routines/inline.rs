@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use vigil_protocol::{ExecutionMode, MessageKind, NotificationKind, RunOutcome, Source, StopReason};
+use vigil_protocol::{MessageKind, NotificationKind, RunOutcome, Source, StopReason};
 
 use super::scheduler::{Claimed, RunResult, Scheduler};
 use super::Ran;
@@ -47,20 +47,19 @@ fn inline_prompt(c: &Claimed) -> String {
 }
 
 impl Scheduler {
-    /// Runs fired routine `c` inline: a turn in its conversation, or, that conversation
-    /// gone, a job (said in the history).
-    pub(super) async fn run_in_conversation(&self, c: Claimed, evidence: &str) {
+    /// The conversation fired routine `c` runs its inline turn in, while it exists (`None`:
+    /// deleted, so the fire runs as a job, [`CONVERSATION_GONE`]).
+    pub(super) fn inline_conversation(&self, c: &Claimed) -> Option<String> {
         let conversation = c
             .routine
             .conversation
             .clone()
             .unwrap_or_else(|| PRIMARY_SESSION.to_string());
-        if self.deps().meta.load(&conversation).is_err() {
-            let mut c = c;
-            c.routine.execution_mode = ExecutionMode::Isolated;
-            self.keep_evidence(&c.run_id, &format!("{CONVERSATION_GONE}\n\n{evidence}"));
-            return self.run_isolated(c).await;
-        }
+        self.deps().meta.load(&conversation).is_ok().then_some(conversation)
+    }
+
+    /// Runs fired routine `c` inline: a turn in `conversation` ([`Self::inline_conversation`]).
+    pub(super) async fn run_in_conversation(&self, c: Claimed, conversation: String) {
         let Some(host) = self.host() else {
             let result = RunResult::Failed {
                 outcome: RunOutcome::Failed,
