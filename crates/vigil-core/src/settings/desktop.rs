@@ -306,6 +306,19 @@ mod tests {
     }
 
     #[test]
+    fn webhooks_stay_on_loopback_unless_the_entry_names_an_ip_address() {
+        assert_eq!(from_value(Some(&json!({}))).settings.webhook_bind, None);
+        let set = from_value(Some(&json!({"webhook_bind": "0.0.0.0"})));
+        assert_eq!(set.settings.webhook_bind.as_deref(), Some("0.0.0.0"));
+        let bad = from_value(Some(&json!({"webhook_bind": "everywhere"})));
+        assert_eq!(
+            bad.settings.webhook_bind, None,
+            "a hand edit that is no address binds nothing new"
+        );
+        assert!(bad.warnings[0].contains("\"webhook_bind\""), "{:?}", bad.warnings);
+    }
+
+    #[test]
     fn a_hand_edited_field_of_the_wrong_type_falls_back_alone_and_is_named() {
         let view = from_value(Some(
             &json!({"close_to_tray": "no", "start_at_login": true, "theme": "purple"}),
