@@ -6,8 +6,9 @@
 // notification daemon with the evidence, no model is called, and the row says "fired 1×"
 // with the run's evidence in its history. Then a routine with `execution_mode: inline` made in
 // the chat: a file landing in inbox/ is a turn of this conversation whose request carries the
-// path as data, and the answer shows in the chat. Screenshots of the card, the fired row and
-// the inline answer.
+// path as data, and the answer shows in the chat. Last, Settings' switch that lets other
+// machines call webhook routines: off by default, on with a warning. Screenshots of the card,
+// the fired row, the inline answer and the webhook setting.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -164,4 +165,24 @@ test('an inline routine made in the chat answers there: a file in inbox/ is a tu
   await css('[data-testid="routines-toggle"]').click();
   const inboxRow = '[data-routine-id="inbox_digest"] [data-testid="routine-runs-in"]';
   await waitFor('the row names the conversation', async () => /^in: /.test((await textOf(inboxRow)) ?? ''), 10000);
+});
+
+test('in Settings, calls to webhook routines from other machines are off until switched on, with a warning', async () => {
+  const desktop = () => JSON.parse(fs.readFileSync(path.join(h.dataDir, 'settings.json'), 'utf8')).desktop ?? {};
+  await driver.actions().sendKeys('\uE00C').perform(); // Escape: the Routines pane closes
+  await css('[data-testid="open-settings"]').click();
+  await waitFor('the webhook section', async () => (await count('[data-testid="settings-webhook-beyond"]')) === 1, 10000);
+  assert.equal(await css('[data-testid="settings-webhook-beyond"]').isSelected(), false, 'loopback only by default');
+  assert.equal(await count('[data-testid="settings-webhook-warning"]'), 0);
+
+  await driver.executeScript(`document.querySelector('[data-testid="settings-webhooks"]').scrollIntoView({ block: "center" })`);
+  await css('[data-testid="settings-webhook-beyond"]').click();
+  await waitFor('the warning', async () => /Anyone who can reach this address/.test((await textOf('[data-testid="settings-webhook-warning"]')) ?? ''), 10000);
+  await waitFor('saved', async () => desktop().webhook_bind === '0.0.0.0', 10000);
+  await screenshot(driver, 'triggers-webhook-setting.png');
+
+  await css('[data-testid="settings-webhook-beyond"]').click();
+  // The file is written before the window hears back: each is waited for on its own.
+  await waitFor('off again, saved without an address', async () => desktop().webhook_bind === undefined, 10000);
+  await waitFor('the warning gone', async () => (await count('[data-testid="settings-webhook-warning"]')) === 0, 10000);
 });
