@@ -35,11 +35,7 @@ pub const CONVERSATION_GONE: &str =
 /// The turn's message: which routine fired and its task (the evidence is fenced in it).
 fn inline_prompt(c: &Claimed) -> String {
     let r = &c.routine;
-    let task = if r.description.trim().is_empty() {
-        r.title.clone()
-    } else {
-        format!("{}\n\n{}", r.title, r.description)
-    };
+    let task = super::jobs::task_of(r);
     format!(
         "Routine \"{}\" fired (nobody typed this: it runs on its own, in this conversation). The task:\n\n{task}",
         r.id
