@@ -116,6 +116,18 @@ pub async fn save_desktop_settings(
             )
         });
     }
+    if let Some(bind) = &settings.webhook_bind {
+        if bind.trim().parse::<std::net::IpAddr>().is_err() {
+            return Err(CommandError {
+                field: Some("webhook_bind".into()),
+                ..error(
+                    "invalid_webhook_bind",
+                    "Webhooks listen on an IP address of this computer, such as 0.0.0.0 or 192.168.1.20.",
+                )
+            });
+        }
+        settings.webhook_bind = Some(bind.trim().to_string());
+    }
     settings.workspace =
         vigil_core::settings::desktop::validate_workspace(settings.workspace.as_deref(), state.runtime.data_dir())
             .map_err(|m| CommandError {

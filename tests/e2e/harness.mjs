@@ -132,6 +132,16 @@ export class Harness {
     return [driver, Date.now() - started];
   }
 
+  /** The fake provider answering `script`, the notification monitor, and the app started
+   *  against them (approvals `full-auto`, plus `env`). Returns the app's driver. */
+  async launchWithFakeProvider(script, env = {}) {
+    await this.startFakeProvider(script);
+    await this.startNotificationMonitor();
+    await this.startDriver(this.providerEnv('anthropic', { VIGIL_APPROVAL_POLICY: 'full-auto', ...env }));
+    const [driver] = await this.launchApp();
+    return driver;
+  }
+
   async stop() {
     for (const c of this.children.reverse()) {
       try {

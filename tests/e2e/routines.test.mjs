@@ -28,10 +28,7 @@ const fill = (selector, value) => fillInput(driver, selector, value);
 
 before(async () => {
   // Every model call after the scripted chat (the isolated job's turn) answers with the result.
-  await h.startFakeProvider({ steps: [], fallback: { kind: 'text', text: JOB_RESULT } });
-  await h.startNotificationMonitor();
-  await h.startDriver(h.providerEnv('anthropic', { VIGIL_APPROVAL_POLICY: 'full-auto' }));
-  [driver] = await h.launchApp();
+  driver = await h.launchWithFakeProvider({ steps: [], fallback: { kind: 'text', text: JOB_RESULT } });
 });
 
 after(async () => {

@@ -4,7 +4,11 @@
 // it a change runs nothing (the user is asked once); approved, a note mentioning URGENT
 // fires it: the check runs in the read-only sandbox, the notification reaches the
 // notification daemon with the evidence, no model is called, and the row says "fired 1×"
-// with the run's evidence in its history. Screenshots of the card and of the fired row.
+// with the run's evidence in its history. Then a routine with `execution_mode: inline` made in
+// the chat: a file landing in inbox/ is a turn of this conversation whose request carries the
+// path as data, and the answer shows in the chat. Last, Settings' switch that lets other
+// machines call webhook routines: off by default, on with a warning. Screenshots of the card,
+// the fired row, the inline answer and the webhook setting.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -16,6 +20,8 @@ let driver;
 const ID = 'urgent_notes';
 const COMMAND = 'cat notes/*.md | grep -c URGENT';
 const notes = () => path.join(h.dataDir, 'workspace', 'notes');
+const inbox = () => path.join(h.dataDir, 'workspace', 'inbox');
+const INBOX_ANSWER = 'A new inbox file: the landlord wants the rent by Friday.';
 const chatRequests = () => h.fakeRequests().filter((r) => r.path === '/v1/messages').length;
 /** The notifications' D-Bus calls, one string each (summary and body follow the member line). */
 const notifyCalls = () => h.notificationLog().split(/(?=method call .*member=Notify)/).filter((c) => c.includes('member=Notify'));
@@ -41,7 +47,9 @@ async function writeUntil(name, line, seen, what, ms = 40000) {
 }
 
 before(async () => {
-  await h.startFakeProvider({
+  fs.mkdirSync(notes(), { recursive: true });
+  fs.mkdirSync(inbox(), { recursive: true });
+  driver = await h.launchWithFakeProvider({
     steps: [
       {
         kind: 'tool_calls',
@@ -60,13 +68,26 @@ before(async () => {
         ],
       },
       { kind: 'text', text: 'I will watch notes/ and tell you when a note says URGENT, once you approve the check.' },
+      {
+        kind: 'tool_calls',
+        calls: [
+          {
+            id: 'call_inbox',
+            name: 'routine_add',
+            arguments: {
+              title: 'Inbox digest',
+              description: 'Say in one line what the new inbox file is about.',
+              trigger: { kind: 'file', paths: ['inbox/'] },
+              execution_mode: 'inline',
+            },
+          },
+        ],
+      },
+      { kind: 'text', text: 'I will answer here whenever a file lands in inbox/.' },
+      { kind: 'text', text: INBOX_ANSWER },
     ],
     fallback: { kind: 'text', text: 'No model call was expected here.' },
   });
-  fs.mkdirSync(notes(), { recursive: true });
-  await h.startNotificationMonitor();
-  await h.startDriver(h.providerEnv('anthropic', { VIGIL_APPROVAL_POLICY: 'full-auto' }));
-  [driver] = await h.launchApp();
 });
 
 after(async () => {
@@ -122,4 +143,46 @@ test('approved on its card, a note marked URGENT fires it: the check runs, the n
   await driver.executeScript(`document.querySelector('${row()}').scrollIntoView({ block: "start" })`);
   await screenshot(driver, 'triggers-fired.png');
   assert.equal(chatRequests(), before, 'still no model call');
+});
+
+test('an inline routine made in the chat answers there: a file in inbox/ is a turn of this conversation, carrying the path as data', async () => {
+  await driver.actions().sendKeys('\uE00C').perform(); // Escape: the Routines pane closes
+  await waitFor('the pane closed', async () => (await count('[data-testid="routines-pane"]')) === 0, 5000);
+  await send(driver, 'Whenever a file lands in inbox/, tell me here what it is about');
+  await waitFor('the reply', async () => (await messages(driver)).some((m) => m.role === 'assistant' && m.text.includes('answer here whenever')), 30000);
+  const before = chatRequests();
+
+  fs.writeFileSync(path.join(inbox(), 'rent.txt'), 'The rent is due on Friday.\n');
+  await waitFor('the answer in this conversation', async () => (await messages(driver)).some((m) => m.role === 'assistant' && m.text === INBOX_ANSWER), 30000);
+  const asked = h.fakeRequests().filter((r) => r.path === '/v1/messages').at(-1);
+  const body = JSON.stringify(asked.body);
+  assert.equal(chatRequests(), before + 1, 'one turn for the one file');
+  assert.match(body, /inbox\/rent\.txt/, 'the path is the evidence the model saw');
+  assert.match(body, /never instructions/, 'as data');
+  assert.match(body, /answer here whenever a file lands/, 'in this conversation: its history came along');
+  await screenshot(driver, 'triggers-inline-answer.png');
+
+  await css('[data-testid="routines-toggle"]').click();
+  const inboxRow = '[data-routine-id="inbox_digest"] [data-testid="routine-runs-in"]';
+  await waitFor('the row names the conversation', async () => /^in: /.test((await textOf(inboxRow)) ?? ''), 10000);
+});
+
+test('in Settings, calls to webhook routines from other machines are off until switched on, with a warning', async () => {
+  const desktop = () => JSON.parse(fs.readFileSync(path.join(h.dataDir, 'settings.json'), 'utf8')).desktop ?? {};
+  await driver.actions().sendKeys('\uE00C').perform(); // Escape: the Routines pane closes
+  await css('[data-testid="open-settings"]').click();
+  await waitFor('the webhook section', async () => (await count('[data-testid="settings-webhook-beyond"]')) === 1, 10000);
+  assert.equal(await css('[data-testid="settings-webhook-beyond"]').isSelected(), false, 'loopback only by default');
+  assert.equal(await count('[data-testid="settings-webhook-warning"]'), 0);
+
+  await driver.executeScript(`document.querySelector('[data-testid="settings-webhooks"]').scrollIntoView({ block: "center" })`);
+  await css('[data-testid="settings-webhook-beyond"]').click();
+  await waitFor('the warning', async () => /Anyone who can reach this address/.test((await textOf('[data-testid="settings-webhook-warning"]')) ?? ''), 10000);
+  await waitFor('saved', async () => desktop().webhook_bind === '0.0.0.0', 10000);
+  await screenshot(driver, 'triggers-webhook-setting.png');
+
+  await css('[data-testid="settings-webhook-beyond"]').click();
+  // The file is written before the window hears back: each is waited for on its own.
+  await waitFor('off again, saved without an address', async () => desktop().webhook_bind === undefined, 10000);
+  await waitFor('the warning gone', async () => (await count('[data-testid="settings-webhook-warning"]')) === 0, 10000);
 });

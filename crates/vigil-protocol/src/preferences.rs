@@ -47,6 +47,12 @@ pub struct DesktopSettings {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     #[ts(as = "Option<bool>", optional)]
     pub search_skips_heartbeats: bool,
+    /// The address webhook routines are called on beyond loopback (`0.0.0.0`: every
+    /// interface; one of this machine's addresses: that one). Absent: loopback only, the
+    /// default. Anyone who can reach that address can try the routines' secret URLs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub webhook_bind: Option<String>,
 }
 
 /// Continuations in a row without a user message (issue: bounded autonomy).
@@ -69,6 +75,7 @@ impl Default for DesktopSettings {
             keep_awake: true,
             away_after_minutes: DEFAULT_AWAY_AFTER_MINUTES,
             search_skips_heartbeats: false,
+            webhook_bind: None,
         }
     }
 }

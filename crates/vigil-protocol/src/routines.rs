@@ -153,6 +153,12 @@ pub struct RoutineView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub watch: Option<crate::WatchStatus>,
+    /// For a routine whose fires run inline (`agent`, `execution_mode: inline`, a trigger):
+    /// the title of the conversation its turns run in ("in: …" on its row), or why they
+    /// run as jobs instead (that conversation was deleted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub runs_in: Option<String>,
 }
 
 /// The routine list and the state of the file it comes from.
@@ -234,6 +240,11 @@ pub struct RoutineDraft {
     #[ts(optional)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action: Option<crate::Action>,
+    /// On create: the conversation that made it (the one the user had open in the editor);
+    /// its inline runs are turns there. Absent: the main conversation. Ignored on update.
+    #[ts(optional)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
     /// Create even if a routine with the same title or task exists.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     #[ts(optional, as = "Option<bool>")]

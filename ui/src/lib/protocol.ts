@@ -620,7 +620,13 @@ trigger?: Trigger, check?: Check, action?: Action,
 /**
  * How its trigger and check are doing (fires today, last evidence, approval).
  */
-watch?: WatchStatus, };
+watch?: WatchStatus, 
+/**
+ * For a routine whose fires run inline (`agent`, `execution_mode: inline`, a trigger):
+ * the title of the conversation its turns run in ("in: …" on its row), or why they
+ * run as jobs instead (that conversation was deleted).
+ */
+runs_in?: string, };
 
 export type RoutinesView = { status: ParseStatus, 
 /**
@@ -646,6 +652,11 @@ trigger?: Trigger,
  * A command in the read-only sandbox and its condition; an empty command removes it.
  */
 check?: Check, action?: Action, 
+/**
+ * On create: the conversation that made it (the one the user had open in the editor);
+ * its inline runs are turns there. Absent: the main conversation. Ignored on update.
+ */
+conversation_id?: string, 
 /**
  * Create even if a routine with the same title or task exists.
  */
@@ -811,7 +822,13 @@ away_after_minutes: number,
  * Keep heartbeat runs out of the agent's `search_history` (the user's search still
  * finds them).
  */
-search_skips_heartbeats?: boolean, };
+search_skips_heartbeats?: boolean, 
+/**
+ * The address webhook routines are called on beyond loopback (`0.0.0.0`: every
+ * interface; one of this machine's addresses: that one). Absent: loopback only, the
+ * default. Anyone who can reach that address can try the routines' secret URLs.
+ */
+webhook_bind?: string, };
 
 export type DesktopSettingsView = { settings: DesktopSettings, 
 /**

@@ -219,4 +219,11 @@ describe('a routine woken by a trigger', () => {
     q(item, 'routine-approve')?.click();
     expect(onApprove).toHaveBeenCalledOnce();
   });
+
+  it('one whose fires are turns in a conversation names that conversation, and only that one', async () => {
+    const inline = await show(watched({ execution_mode: 'inline', action: 'agent', runs_in: 'Notes chat' }));
+    expect(q(inline, 'routine-runs-in')?.textContent).toBe('in: Notes chat');
+    const job = await show(watched());
+    expect(q(job, 'routine-runs-in')).toBeNull();
+  });
 });

@@ -23,6 +23,14 @@ export class RoutinesStore {
   /** Bumped per request, so a slow answer never overwrites a newer one. */
   #asked = 0;
 
+  /** The conversation open in the window: a routine made in the editor records it (its
+   *  inline runs are turns there). */
+  #conversation: () => string | null;
+
+  constructor(conversation: () => string | null = () => null) {
+    this.#conversation = conversation;
+  }
+
   /** Opens the pane at routine `id`. */
   reveal(id: string): void {
     this.focus = id;
@@ -113,7 +121,8 @@ export class RoutinesStore {
 
   /** Creates or changes a routine; throws the `CommandError` for the editor to place. */
   async save(id: string | null, draft: RoutineDraft): Promise<string[]> {
-    const warnings = id === null ? (await ipc.addRoutine(draft)).warnings : (await ipc.updateRoutine(id, draft), []);
+    const made = { ...draft, conversation_id: this.#conversation() ?? undefined };
+    const warnings = id === null ? (await ipc.addRoutine(made)).warnings : (await ipc.updateRoutine(id, draft), []);
     await this.refresh();
     return warnings;
   }

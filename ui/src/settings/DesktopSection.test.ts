@@ -129,3 +129,21 @@ describe('searching past conversations, in Settings', () => {
     expect(show({ search_skips_heartbeats: true }).el<HTMLInputElement>('settings-search-skips-heartbeats')!.checked).toBe(true);
   });
 });
+
+describe('webhook routines, in Settings', () => {
+  it('are called on loopback only by default, without a warning, and switching calls from other machines on saves an address', () => {
+    const { el, change } = show();
+    expect(el<HTMLInputElement>('settings-webhook-beyond')!.checked).toBe(false);
+    expect(el('settings-webhook-warning')).toBeNull();
+    el<HTMLInputElement>('settings-webhook-beyond')!.click();
+    expect(change).toHaveBeenLastCalledWith('webhook_bind', '0.0.0.0');
+  });
+
+  it('on, show the address and the warning; off again saves no address', () => {
+    const { el, change } = show({ webhook_bind: '192.168.1.20' });
+    expect(el<HTMLInputElement>('settings-webhook-bind')!.value).toBe('192.168.1.20');
+    expect(el('settings-webhook-warning')?.textContent).toContain('Anyone who can reach this address');
+    el<HTMLInputElement>('settings-webhook-beyond')!.click();
+    expect(change).toHaveBeenLastCalledWith('webhook_bind', undefined);
+  });
+});

@@ -133,6 +133,14 @@ impl Scheduler {
         check_kind(draft.kind.as_deref())?;
         let description = draft.description.clone().unwrap_or_default();
         let timezone = draft.timezone.clone().filter(|z| !z.trim().is_empty()).unwrap_or(zone);
+        let (trigger, check, action) = crate::watch::shape::merged(None, &draft).map_err(|(f, m)| rejected_at(f, m))?;
+        // A fire runs as a job unless asked otherwise (`execution_mode: inline`: a turn in
+        // the conversation that made it).
+        let mut draft = draft;
+        if trigger.is_some() && draft.execution_mode.is_none() {
+            draft.execution_mode = Some(ExecutionMode::Isolated);
+        }
+        let conversation = self.conversation_of(draft.conversation_id.as_deref())?;
         let timeout = match (draft.timeout_seconds, draft.execution_mode) {
             (Some(t), _) => t,
             (None, Some(ExecutionMode::Isolated)) => DEFAULT_JOB_TIMEOUT_SECONDS,
@@ -148,7 +156,6 @@ impl Scheduler {
             .execution_mode
             .unwrap_or_else(|| model::infer_execution_mode(timeout, &description));
         let schedule = draft.schedule.clone().filter(|s| !s.trim().is_empty());
-        let (trigger, check, action) = crate::watch::shape::merged(None, &draft).map_err(|(f, m)| rejected_at(f, m))?;
         // A routine a file, output, URL or webhook wakes has no due time.
         let first = match trigger {
             Some(_) => None,
@@ -212,6 +219,7 @@ impl Scheduler {
                 r.trigger = trigger.clone();
                 r.check = check.clone();
                 r.action = action;
+                r.conversation = conversation.clone();
                 r.timeout_seconds = timeout;
                 r.max_retry = draft.max_retry.unwrap_or(model::DEFAULT_MAX_RETRY);
                 r.kind = draft.kind.clone();
@@ -223,6 +231,25 @@ impl Scheduler {
         self.changed();
         self.poke();
         Ok(result)
+    }
+
+    /// The conversation a new routine records as the one that made it: `None` for the main
+    /// one (written as nothing); a conversation that does not exist is refused.
+    fn conversation_of(&self, id: Option<&str>) -> Result<Option<String>, StoreError> {
+        let Some(id) = id
+            .map(str::trim)
+            .filter(|id| !id.is_empty() && *id != crate::session::PRIMARY_SESSION)
+        else {
+            return Ok(None);
+        };
+        let is_conversation = crate::session::meta::type_from_id(id) == crate::session::SessionType::Primary;
+        if !is_conversation || self.deps().meta.load(id).is_err() {
+            return Err(rejected_at(
+                "conversation_id",
+                format!("there is no conversation \"{id}\""),
+            ));
+        }
+        Ok(Some(id.to_string()))
     }
 
     /// Changes the fields `changes` names. A new schedule, zone or time recomputes the next

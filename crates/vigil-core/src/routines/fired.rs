@@ -9,7 +9,7 @@
 //!
 //! Must never: put evidence into a run as instructions; call the model for `notify`.
 
-use vigil_protocol::{Action, RunOutcome};
+use vigil_protocol::{Action, ExecutionMode, RunOutcome};
 
 use super::model::Routine;
 use super::scheduler::{Claimed, RunResult, Scheduler};
@@ -42,7 +42,9 @@ fn run_id() -> String {
 
 impl Scheduler {
     /// Runs `routine`'s action for a fire now, with `evidence`: a notification (`notify`,
-    /// no model) or a job whose message carries the evidence (`agent`). Returns how it ended.
+    /// no model), a job whose message carries the evidence (`agent`), or with
+    /// `execution_mode: inline` a turn in the conversation that made it (`inline`). Returns
+    /// how it ended.
     pub async fn run_fired(&self, routine: Routine, evidence: String) -> RunOutcome {
         let now = self.now();
         let mut routine = routine;
@@ -54,7 +56,26 @@ impl Scheduler {
             started_at: now,
         };
         self.keep_evidence(&c.run_id, &evidence);
-        self.act(c, Some(evidence)).await
+        let inline = c.routine.execution_mode == ExecutionMode::Inline && c.routine.action != Some(Action::Notify);
+        if !inline {
+            return self.act(c, Some(evidence)).await;
+        }
+        let Some(conversation) = self.inline_conversation(&c) else {
+            // Deleted: a job instead, and its history says why.
+            let mut c = c;
+            c.routine.execution_mode = ExecutionMode::Isolated;
+            self.keep_evidence(
+                &c.run_id,
+                &format!("{}\n\n{evidence}", super::inline::CONVERSATION_GONE),
+            );
+            return self.act(c, Some(evidence)).await;
+        };
+        let id = c.routine.id.clone();
+        self.run_in_conversation(c, conversation).await;
+        self.deps()
+            .runlog
+            .last_run(&id)
+            .map_or(RunOutcome::Failed, |r| r.outcome)
     }
 
     /// Keeps a fired run's evidence for its history (bounded by [`MAX_RUN_EVIDENCE`]).

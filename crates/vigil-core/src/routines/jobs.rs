@@ -45,14 +45,19 @@ pub fn job_session_id(routine_id: &str, run_id: &str) -> String {
     format!("job_{safe}_{run_id}")
 }
 
-/// The job's user message.
-fn job_prompt(c: &Claimed) -> String {
-    let r = &c.routine;
-    let task = if r.description.trim().is_empty() {
+/// A routine's task as a run's message states it: the title, then the description if any.
+pub(super) fn task_of(r: &Routine) -> String {
+    if r.description.trim().is_empty() {
         r.title.clone()
     } else {
         format!("{}\n\n{}", r.title, r.description)
-    };
+    }
+}
+
+/// The job's user message.
+fn job_prompt(c: &Claimed) -> String {
+    let r = &c.routine;
+    let task = task_of(r);
     let told = super::catch_up::told_words(r)
         .map(|t| format!("\n\n{t}"))
         .unwrap_or_default();

@@ -19,6 +19,7 @@
 //! - `catch_up` — missed runs by policy (`once`, `skip`, `all`) and the wake-up summary.
 //! - `fired` — runs a trigger or check started (`crate::watch`), the check gate in front
 //!   of a scheduled routine, notices without the model.
+//! - `inline` — a fired routine's inline run: a turn in the conversation that made it.
 //! - `jobs` — isolated job sessions, deterministic tasks, delivery to the mailbox, the
 //!   side-effect evidence that makes a cut-off run `unknown`.
 //! - [`edit`] — create / update / delete / run-now / pause, with the tools' validation.
@@ -45,6 +46,7 @@ pub mod edit;
 mod fired;
 mod handoff;
 mod host;
+mod inline;
 mod interval;
 mod jobs;
 pub mod model;

@@ -122,6 +122,11 @@ pub struct Routine {
     /// What a fire does; `None` is `agent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<vigil_protocol::Action>,
+    /// The conversation that made it (the agent's `routine_add` there, or the one open in
+    /// the user's editor): an inline fire is a turn there. `None` (a routine written by hand
+    /// into `HEARTBEAT.md`, or made by the heartbeat or a job): the main conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<String>,
     /// Fields this version does not know, kept as they were.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -212,6 +217,7 @@ impl Routine {
             trigger: None,
             check: None,
             action: None,
+            conversation: None,
             extra: Default::default(),
         }
     }

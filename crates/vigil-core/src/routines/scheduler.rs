@@ -185,6 +185,9 @@ pub(super) struct Shared {
     pub(super) watched: Mutex<Option<i64>>,
     /// A tick found background work paused since the routines were last looked at.
     pub(super) paused_seen: std::sync::atomic::AtomicBool,
+    /// The process registry, once it runs: an output trigger may name only a running
+    /// process of the routine's own conversation.
+    pub(super) processes: std::sync::OnceLock<crate::exec::RegistryHandle>,
 }
 
 #[derive(Default)]
@@ -213,6 +216,7 @@ impl Scheduler {
                 job_sessions: AtomicU64::new(0),
                 watched: Mutex::new(None),
                 paused_seen: Default::default(),
+                processes: Default::default(),
             }),
         }
     }
@@ -316,6 +320,11 @@ impl Scheduler {
     /// The heartbeat will run on its own (its interval is on): inline runs can wait for it.
     pub(super) fn heartbeat_scheduled(&self) -> bool {
         self.host().is_some_and(|h| h.heartbeat_scheduled())
+    }
+
+    /// The process registry, for the output triggers' ownership check (set by the watcher).
+    pub fn set_processes(&self, registry: crate::exec::RegistryHandle) {
+        let _ = self.shared.processes.set(registry);
     }
 
     pub(super) fn host(&self) -> Option<Arc<dyn super::JobHost>> {

@@ -152,6 +152,7 @@ impl Fields {
             check: self.check.clone(),
             action: self.action,
             allow_duplicate: self.allow_duplicate.unwrap_or(false),
+            conversation_id: None,
         })
     }
 }
@@ -163,7 +164,7 @@ fn props(kind: Kind) -> serde_json::Value {
         "schedule": {"type": "string", "description": "A 5-field cron expression in `timezone` (\"0 9 * * 1-5\" = weekdays 09:00; weekday 0 = Sunday) or an interval (\"30m\", \"2h\", \"1d\"). Omit for a one-time routine."},
         "next_run_at": {"type": "string", "description": "ISO-8601 time with offset: when a one-time routine runs (or a recurring one first runs)."},
         "timezone": {"type": "string", "description": "IANA zone the schedule is read in, e.g. \"Europe/Berlin\". Default: the user's zone."},
-        "execution_mode": {"type": "string", "enum": ["inline", "isolated"], "description": "inline: light, runs inside the heartbeat (reminders, quick checks). isolated: its own session with tools (fetching, multi-step work). Default: inferred."},
+        "execution_mode": {"type": "string", "enum": ["inline", "isolated"], "description": "inline: light, runs inside the heartbeat (reminders, quick checks); for a routine with a trigger, each fire is a turn in this conversation. isolated: its own session with tools (fetching, multi-step work). Default: inferred (isolated for a routine with a trigger)."},
         "wake_mode": {"type": "string", "enum": ["now", "next_heartbeat"], "description": "For inline routines: now (default) wakes the heartbeat when due; next_heartbeat waits for the next regular heartbeat and rides along (fewer model calls, less punctual: fine for checks, not for reminders at a set time)."},
         "catch_up": {"type": "string", "enum": ["once", "skip", "all"], "description": "When its time passed while the computer slept or Vigil was not running: once (default) runs it once if at most a day late; skip waits for the next time (for things that only make sense on time); all runs it once, told how many times it missed (for digests that should cover every missed day)."},
         "timeout_seconds": {"type": "integer", "minimum": 1, "description": "Longest a run may take."},
@@ -268,10 +269,17 @@ impl Tool for RoutineTool {
         };
         match self.kind {
             Kind::Add => {
-                let draft = match f.draft() {
+                let mut draft = match f.draft() {
                     Ok(d) => d,
                     Err(out) => return out,
                 };
+                // Made in a conversation: its inline runs are turns there. Made in a run
+                // nobody watches (the heartbeat, a job): the main conversation.
+                draft.conversation_id = (ctx.session_type == SessionType::Primary).then(|| ctx.owner.clone());
+                if let Err(out) = own_process("add", s, draft.trigger.as_ref(), draft.conversation_id.as_deref()).await
+                {
+                    return out;
+                }
                 if ctx.suggest_routines {
                     return match s.suggest(draft).await {
                         Ok(r) => ToolOutput::ok(format!(
@@ -353,6 +361,17 @@ impl Tool for RoutineTool {
                     Ok(d) => d,
                     Err(out) => return out,
                 };
+                let conversation = s.deps().store.read().ok().and_then(|state| {
+                    let routines = state.routines();
+                    let r = routines
+                        .entries()
+                        .iter()
+                        .find_map(|e| e.routine.as_ref().ok().filter(|r| r.id == id));
+                    r.and_then(|r| r.conversation.clone())
+                });
+                if let Err(out) = own_process("update", s, draft.trigger.as_ref(), conversation.as_deref()).await {
+                    return out;
+                }
                 match s.update_routine(&id, draft).await {
                     Ok(r) => ToolOutput::ok(format!("Updated routine {}{}", line(&r), approval_note(&r))),
                     Err(e) => refused("update", e),
@@ -374,6 +393,37 @@ impl Tool for RoutineTool {
             Kind::Restore => restore(s).await,
         }
     }
+}
+
+/// An output trigger that names a process by id may follow only a running process of the
+/// routine's own conversation (`None`: the main one): another conversation's process, or
+/// one that ended, is refused with why.
+async fn own_process(
+    what: &str,
+    s: &Scheduler,
+    trigger: Option<&vigil_protocol::Trigger>,
+    conversation: Option<&str>,
+) -> Result<(), ToolOutput> {
+    let Some(vigil_protocol::Trigger::Output { process, .. }) = trigger else {
+        return Ok(());
+    };
+    let process = process.trim();
+    if !crate::watch::output::is_process_id(process) {
+        return Ok(());
+    }
+    let owner = conversation.unwrap_or(crate::session::PRIMARY_SESSION);
+    let running = match s.shared.processes.get() {
+        Some(registry) => registry.info(owner, process).await.is_ok_and(|p| p.is_running()),
+        None => false,
+    };
+    if running {
+        return Ok(());
+    }
+    Err(ToolOutput::error(format!(
+        "Could not {what} the routine: `trigger.process`: {process} is not a running process of this conversation. \
+         An output trigger follows only a process this conversation started (its id from `exec`) while it runs, \
+         or a command the routine starts itself (give the command instead of an id)."
+    )))
 }
 
 /// A write the store refused. A corrupted block is refused only without a good copy to repair

@@ -92,6 +92,8 @@ pub fn routine_view(r: &Routine, default_zone: &str, now: i64) -> RoutineView {
         action: r.action,
         // The watcher's to tell: [`with_last_run`].
         watch: None,
+        // The conversations' to tell: `runs_in`.
+        runs_in: None,
     }
 }
 
@@ -100,6 +102,22 @@ pub fn with_last_run(mut v: RoutineView, runlog: &super::RunLog) -> RoutineView 
     v.last_run = runlog.last_run(&v.id);
     v.watch = runlog.watch(&v.id);
     v
+}
+
+/// Where a fired routine's inline turns run, for its row ("in: …"): the title of the
+/// conversation that made it, or, that one deleted, that its fires run as jobs. `None` for
+/// a routine whose runs are jobs, notifications or heartbeat turns.
+fn runs_in(r: &Routine, meta: &crate::session::MetaStore) -> Option<String> {
+    use vigil_protocol::{Action, ExecutionMode, Trigger};
+    let fired = !matches!(r.trigger, None | Some(Trigger::Schedule));
+    if !fired || r.execution_mode != ExecutionMode::Inline || r.action == Some(Action::Notify) {
+        return None;
+    }
+    let id = r.conversation.as_deref().unwrap_or(crate::session::PRIMARY_SESSION);
+    Some(match meta.load(id) {
+        Ok(loaded) => loaded.meta.title,
+        Err(_) => "a deleted conversation (its fires run as jobs)".into(),
+    })
 }
 
 /// The whole list, with the file's state.
@@ -126,7 +144,11 @@ pub fn routines_view(s: &Scheduler, now: i64) -> RoutinesView {
         .entries()
         .iter()
         .map(|e| match &e.routine {
-            Ok(r) => with_last_run(routine_view(r, zone, now), &s.deps().runlog),
+            Ok(r) => {
+                let mut v = with_last_run(routine_view(r, zone, now), &s.deps().runlog);
+                v.runs_in = runs_in(r, &s.deps().meta);
+                v
+            }
             Err(p) => {
                 let id = e.id().unwrap_or("?").to_string();
                 let mut r = Routine::new(id.clone(), id, now);

@@ -74,6 +74,14 @@ impl Lane {
     }
 }
 
+impl Lane {
+    /// Frees the lane after a run that took it, keeping what queued meanwhile for the turn
+    /// the conversation starts next (a routine's turn in a conversation).
+    pub fn free(&self) {
+        self.lock().busy = false;
+    }
+}
+
 impl SteerQueue for Lane {
     fn drain(&self) -> Vec<UserInput> {
         std::mem::take(&mut self.lock().queue)

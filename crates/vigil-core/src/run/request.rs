@@ -33,12 +33,15 @@ pub enum RunKind {
     Job { routine_id: String },
     /// A job carrying on after its background commands ended.
     JobContinuation,
+    /// A routine's inline fire: a turn in the conversation that made the routine, which
+    /// it takes like a background run (nobody steers it; it waits for a free lane).
+    Routine { routine_id: String },
 }
 
 impl RunKind {
     pub fn scope(&self) -> Scope {
         match self {
-            RunKind::User | RunKind::Continuation => Scope::Primary,
+            RunKind::User | RunKind::Continuation | RunKind::Routine { .. } => Scope::Primary,
             RunKind::Heartbeat | RunKind::Reflection => Scope::Heartbeat,
             RunKind::Job { .. } | RunKind::JobContinuation => Scope::Job,
         }
@@ -88,7 +91,7 @@ impl RunRequest {
             run_id: uuid::Uuid::new_v4().to_string(),
             extras: TurnExtras {
                 routine: match &kind {
-                    RunKind::Job { routine_id } => Some(routine_id.clone()),
+                    RunKind::Job { routine_id } | RunKind::Routine { routine_id } => Some(routine_id.clone()),
                     _ => None,
                 },
                 ..TurnExtras::default()

@@ -60,7 +60,7 @@ pub async fn run(ctx: &Context<'_>, req: RunRequest) -> RunResult {
     let scope = req.kind.scope();
     // A routine's job needs the model: it waits for tomorrow (or a higher budget) once
     // today's budget for background work is spent; its run says why.
-    if matches!(req.kind, RunKind::Job { .. }) && ctx.budget.spent() {
+    if matches!(req.kind, RunKind::Job { .. } | RunKind::Routine { .. }) && ctx.budget.spent() {
         return RunResult::failed(
             "budget: today's token budget for background work is spent; the routine did not run (it resumes tomorrow or when the budget is raised)",
         );
@@ -138,7 +138,12 @@ pub async fn run(ctx: &Context<'_>, req: RunRequest) -> RunResult {
     if let Some(taken) = taken {
         finish_context(ctx, &req.session_id, stop_reason, taken).await;
     }
-    if !req.kind.in_conversation() {
+    if matches!(req.kind, RunKind::Routine { .. }) {
+        // The user's messages sent too late to steer it start their own turn after it
+        // (the runtime's), never dropped.
+        lane.free();
+        (ctx.activity)();
+    } else if !req.kind.in_conversation() {
         lane.release();
         (ctx.activity)();
     }

@@ -71,6 +71,7 @@ impl Runtime {
         if let Some(h) = &self.inner.conversations.history {
             h.set_agent_skips_heartbeats(desktop.search_skips_heartbeats);
         }
+        self.watch().set_webhook_bind(desktop.webhook_bind.as_deref());
     }
 
     pub fn data_dir(&self) -> &Path {

@@ -50,12 +50,36 @@ impl Runtime {
             activity: &activity,
         };
         let job = req.kind.scope() == Scope::Job;
+        let routine = matches!(req.kind, RunKind::Routine { .. });
         let session_id = req.session_id.clone();
         let result = crate::run::start::run(&ctx, req).await;
         if job && !result.locked && !i.conversations.system_events.peek(&session_id).is_empty() {
             self.continue_after_merge(&session_id);
         }
+        if routine && !result.locked {
+            self.answer_queued(&session_id);
+        }
         result
+    }
+
+    /// After a routine's turn in a conversation: the user's messages that came too late to
+    /// steer it start their own turn.
+    fn answer_queued(&self, session_id: &str) {
+        let i = &self.inner;
+        let lane = i.conversations.lanes.lane(session_id);
+        {
+            let mut state = lane.lock();
+            if state.busy || state.queue.is_empty() {
+                return;
+            }
+            state.busy = true;
+            state.scope = Some(Scope::Primary);
+            state.cancel = i.life.shutdown.child_token();
+        }
+        self.activity_changed();
+        if let Some(next) = lanes::after_turn(&i.conversations, &i.base, &i.life, session_id, &lane, true) {
+            self.spawn_lane(session_id.to_string(), lane, next);
+        }
     }
 
     /// The user's message: a turn in its lane, or queued behind the running one.

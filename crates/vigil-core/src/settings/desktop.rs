@@ -117,6 +117,16 @@ pub fn from_value(entry: Option<&Value>) -> DesktopSettingsView {
         "true or false",
     );
     field(
+        "webhook_bind",
+        &mut |v| {
+            v.as_str()
+                .filter(|a| a.parse::<std::net::IpAddr>().is_ok())
+                .map(|a| settings.webhook_bind = Some(a.to_string()))
+                .is_some()
+        },
+        "an IP address of this machine, such as 0.0.0.0 or 192.168.1.20",
+    );
+    field(
         "away_after_minutes",
         &mut |v| {
             v.as_u64()
@@ -293,6 +303,19 @@ mod tests {
                 keep_awake_problem: None,
             }
         );
+    }
+
+    #[test]
+    fn webhooks_stay_on_loopback_unless_the_entry_names_an_ip_address() {
+        assert_eq!(from_value(Some(&json!({}))).settings.webhook_bind, None);
+        let set = from_value(Some(&json!({"webhook_bind": "0.0.0.0"})));
+        assert_eq!(set.settings.webhook_bind.as_deref(), Some("0.0.0.0"));
+        let bad = from_value(Some(&json!({"webhook_bind": "everywhere"})));
+        assert_eq!(
+            bad.settings.webhook_bind, None,
+            "a hand edit that is no address binds nothing new"
+        );
+        assert!(bad.warnings[0].contains("\"webhook_bind\""), "{:?}", bad.warnings);
     }
 
     #[test]

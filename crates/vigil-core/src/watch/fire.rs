@@ -5,7 +5,7 @@
 //!
 //! Must never: hold the state lock across an await; lose a fire without a trace.
 
-use vigil_protocol::{ExecutionMode, RoutineRun, RunOutcome};
+use vigil_protocol::{RoutineRun, RunOutcome};
 
 use super::check::Verdict;
 use super::{approval, Watch};
@@ -194,7 +194,7 @@ impl Watch {
         self.scheduler().deps().runlog.record(&RoutineRun {
             run_id: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
             routine_id: r.id.clone(),
-            mode: ExecutionMode::Isolated,
+            mode: r.execution_mode,
             due_at: Some(now),
             started_at: now,
             finished_at: now,

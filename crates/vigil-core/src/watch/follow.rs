@@ -32,6 +32,7 @@ pub(super) struct Owned {
 impl Watch {
     /// The process registry, for the commands output triggers start (set once it runs).
     pub fn set_processes(&self, registry: RegistryHandle) {
+        self.scheduler().set_processes(registry.clone());
         let _ = self.shared.registry.set(registry);
     }
 
@@ -64,7 +65,8 @@ impl Watch {
             let Followed { lines, pending } = &mut *followed;
             for w in &watches {
                 let follows = match &w.target {
-                    Target::Process(p) => p == process_id,
+                    // Only a process of the routine's own conversation.
+                    Target::Process(p) => p == process_id && process_owner == w.owner,
                     Target::Command(_) => process_owner == owner(&w.id),
                 };
                 if !follows {

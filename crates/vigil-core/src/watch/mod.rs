@@ -13,7 +13,8 @@
 //! - [`files`] — the inotify instance.
 //! - [`diff`] — the evidence of a file change.
 //! - [`url`] — URL triggers: a look every `every`, a fire on a change.
-//! - [`webhook`] — the loopback listener, open only while a webhook routine exists.
+//! - [`webhook`] — the listener (loopback, unless a setting names another address), open
+//!   only while a webhook routine exists.
 //! - [`output`] — output triggers: a process's output as bounded lines, matched.
 //! - `follow` — the processes output triggers follow, and the commands they start.
 //! - `checklist` — the `HEARTBEAT.md` checklist's checks, run on the heartbeat's interval.
@@ -93,6 +94,9 @@ struct Shared {
     webhooks: webhook::Secrets,
     /// `tokio` lock: the webhook listener while a webhook routine exists.
     listener: tokio::sync::Mutex<Option<webhook::Listener>>,
+    /// `std` lock: the address webhooks are called on beyond loopback, when the user's
+    /// setting names one (`None`: loopback only).
+    webhook_bind: Mutex<Option<std::net::IpAddr>>,
     /// `std` lock: the routines whose file watches are in place now (tests wait for it
     /// rather than for a pause after the status shows).
     armed: Mutex<std::collections::HashSet<String>>,
@@ -189,6 +193,7 @@ impl Watch {
                 looks: Mutex::new(HashMap::new()),
                 webhooks,
                 listener: tokio::sync::Mutex::new(None),
+                webhook_bind: Mutex::new(None),
                 armed: Mutex::default(),
                 outputs: Mutex::new(Vec::new()),
                 followed: Mutex::new(output::Followed::default()),
@@ -312,9 +317,14 @@ impl Watch {
         let mut summary = describe_trigger(r);
         if matches!(r.trigger, Some(Trigger::Webhook)) {
             let port = self.webhook_port();
+            let host = match self.webhook_host() {
+                std::net::IpAddr::V6(a) => format!("[{a}]"),
+                a if a.is_unspecified() => "<this machine's address>".into(),
+                a => a.to_string(),
+            };
             summary = match port {
                 Some(port) => format!(
-                    "{summary}: POST http://127.0.0.1:{port}/hook/{}/{}",
+                    "{summary}: POST http://{host}:{port}/hook/{}/{}",
                     r.id,
                     self.shared.webhooks.secret(&r.id)
                 ),
@@ -348,6 +358,26 @@ impl Watch {
             .and_then(|l| l.as_ref().map(|l| l.port))
     }
 
+    /// Where webhooks are called on: the address the user's setting names, else loopback.
+    fn webhook_host(&self) -> std::net::IpAddr {
+        let bind = *self.shared.webhook_bind.lock().unwrap_or_else(|e| e.into_inner());
+        bind.unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST))
+    }
+
+    /// The user's setting: webhooks are called on `bind` beyond loopback (`None`, or an
+    /// address that does not parse: loopback only). A listener on another address is
+    /// closed and opened again on this one.
+    pub fn set_webhook_bind(&self, bind: Option<&str>) {
+        let bind = bind.and_then(|b| b.trim().parse::<std::net::IpAddr>().ok());
+        let changed = {
+            let mut now = self.shared.webhook_bind.lock().unwrap_or_else(|e| e.into_inner());
+            std::mem::replace(&mut *now, bind) != bind
+        };
+        if changed {
+            self.reload();
+        }
+    }
+
     /// Listens while a live webhook routine exists; closes the socket when none does.
     async fn serve_webhooks(&self, routines: &[Routine]) {
         let ids: Vec<String> = routines
@@ -358,7 +388,8 @@ impl Watch {
         let mut listener = self.shared.listener.lock().await;
         // The same routines: the socket stays (a call arriving now is not refused, and the
         // per-minute counts go on).
-        if listener.as_ref().is_none_or(|l| l.routines != ids) {
+        let host = self.webhook_host();
+        if listener.as_ref().is_none_or(|l| l.routines != ids || l.host != host) {
             listener.take();
             if ids.is_empty() {
                 return;
@@ -366,7 +397,7 @@ impl Watch {
             for id in &ids {
                 self.shared.webhooks.secret(id);
             }
-            match webhook::listen(self.clone(), ids).await {
+            match webhook::listen(self.clone(), host, ids).await {
                 Ok(l) => *listener = Some(l),
                 Err(e) => tracing::warn!("webhook triggers cannot listen ({e})"),
             }

@@ -3,8 +3,9 @@
 //! [`CONTEXT_BEFORE`] lines before it are the evidence. Matches closer together than
 //! [`OUTPUT_DEBOUNCE`] are one fire.
 //!
-//! The process is one the routine owns: either a running process named by its id (the
-//! 8 hex characters the `exec` tool gave it), followed while it lives, or a command the
+//! The process is one the routine owns: either a running process of the routine's own
+//! conversation named by its id (the 8 hex characters the `exec` tool gave it), followed
+//! while it lives, or a command the
 //! routine starts itself once the user approved it (in the unattended sandbox, started
 //! again at the next start of Vigil).
 //!
@@ -54,6 +55,8 @@ pub struct OutputWatch {
     pub id: String,
     pub target: Target,
     pub pattern: Regex,
+    /// The conversation whose processes a [`Target::Process`] may be (the routine's).
+    pub owner: String,
 }
 
 /// The output triggers of live routines (a pattern that does not compile is left out: the
@@ -77,6 +80,10 @@ pub fn output_watches(routines: &[Routine]) -> Vec<OutputWatch> {
                 id: r.id.clone(),
                 target,
                 pattern,
+                owner: r
+                    .conversation
+                    .clone()
+                    .unwrap_or_else(|| crate::session::PRIMARY_SESSION.to_string()),
             })
         })
         .collect()

@@ -1,5 +1,6 @@
 //! Webhook triggers: while at least one routine has `{"kind": "webhook"}`, Vigil listens
-//! on loopback only, and each such routine has its own secret address,
+//! on loopback only — or on the address the user's setting `webhook_bind` names, which
+//! Settings shows with a warning — and each such routine has its own secret address,
 //! `POST http://127.0.0.1:<port>/hook/<routine>/<secret>`. The secret is compared in
 //! constant time, a body over [`MAX_BODY`] is refused, each routine takes at most
 //! [`PER_MINUTE`] calls a minute, and the body reaches the run as untrusted data. No webhook
@@ -9,7 +10,7 @@
 //! every command's reach; the address is shown to the user in the routine's row, never to
 //! the model.
 //!
-//! Must never: listen beyond loopback; answer differently for a wrong secret and an unknown
+//! Must never: listen beyond loopback unless the setting says so; answer differently for a wrong secret and an unknown
 //! routine (both 404); keep a socket open with no webhook routine.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -100,6 +101,8 @@ impl Secrets {
 /// The running listener; dropping it closes the socket.
 pub struct Listener {
     pub port: u16,
+    /// The address it listens on (loopback unless the setting names another).
+    pub host: std::net::IpAddr,
     /// The routines it takes calls for.
     pub routines: Vec<String>,
     stop: tokio_util::sync::CancellationToken,
@@ -119,13 +122,14 @@ struct Served {
     calls: Arc<Mutex<HashMap<String, VecDeque<std::time::Instant>>>>,
 }
 
-/// Starts listening on loopback (the port used before, if it is free) for `routines`.
-pub async fn listen(watch: super::Watch, routines: Vec<String>) -> std::io::Result<Listener> {
+/// Starts listening on `host` (loopback unless the user's setting names another address;
+/// the port used before, if it is free) for `routines`.
+pub async fn listen(watch: super::Watch, host: std::net::IpAddr, routines: Vec<String>) -> std::io::Result<Listener> {
     let secrets = &watch.shared.webhooks;
     let wanted = secrets.port();
-    let listener = match tokio::net::TcpListener::bind(("127.0.0.1", wanted)).await {
+    let listener = match tokio::net::TcpListener::bind((host, wanted)).await {
         Ok(l) => l,
-        Err(_) => tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?,
+        Err(_) => tokio::net::TcpListener::bind((host, 0)).await?,
     };
     let port = listener.local_addr()?.port();
     secrets.set_port(port);
@@ -145,7 +149,12 @@ pub async fn listen(watch: super::Watch, routines: Vec<String>) -> std::io::Resu
             .with_graceful_shutdown(async move { stopped.cancelled().await })
             .await;
     });
-    Ok(Listener { port, routines, stop })
+    Ok(Listener {
+        port,
+        host,
+        routines,
+        stop,
+    })
 }
 
 async fn call(State(s): State<Served>, UrlPath((id, secret)): UrlPath<(String, String)>, body: Bytes) -> StatusCode {

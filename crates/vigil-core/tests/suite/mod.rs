@@ -47,6 +47,7 @@ mod task_file_bind;
 mod tool_calls;
 mod triggers;
 mod triggers_checklist;
+mod triggers_inline;
 mod triggers_output;
 mod triggers_quiet;
 mod triggers_url;

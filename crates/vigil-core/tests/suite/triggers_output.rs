@@ -1,11 +1,12 @@
 //! Output triggers (issue 33) through the runtime: a line matching the pattern in a running
 //! process's output wakes one run carrying that line and the lines before it, output that
 //! does not match wakes nothing; a routine's own command starts only once approved as
-//! written, and again after Vigil starts again.
+//! written, and again after Vigil starts again; another conversation's process is never
+//! followed, and the agent is told why.
 
 use std::time::Duration;
 
-use vigil_core::exec::SpawnRequest;
+use vigil_core::exec::{ProcessInfo, RegistryHandle, SpawnRequest};
 use vigil_core::protocol::{Action, Event, ExecutionMode, Op, ProviderKind, RoutineDraft, RunOutcome, Trigger};
 use vigil_fake_llm::{FakeLlm, Script, Step};
 
@@ -26,6 +27,31 @@ fn output_routine(process: &str, action: Option<Action>) -> RoutineDraft {
     }
 }
 
+/// The main conversation: the routines here are made without a conversation, so the
+/// processes they may follow are its own.
+const MAIN: &str = "main";
+
+/// A dev server `owner` runs: it echoes its input. Returns its process id.
+async fn dev_server(registry: &RegistryHandle, rt: &vigil_core::Runtime, owner: &str) -> String {
+    let mut req = SpawnRequest::new(owner, "while read l; do echo \"$l\"; done", rt.workspace());
+    req.pty = false;
+    registry.spawn(req).await.unwrap().id
+}
+
+/// A runtime talking to `fake` with its background work started, and a dev server of the
+/// main conversation (the process the output triggers here follow).
+async fn with_dev_server(
+    dir: &std::path::Path,
+    fake: &FakeLlm,
+) -> (vigil_core::Runtime, Events, RegistryHandle, ProcessInfo) {
+    let (rt, rx) = runtime(dir, Some((fake, ProviderKind::Anthropic)));
+    assert!(rt.start_background());
+    let registry = rt.processes().unwrap().clone();
+    let id = dev_server(&registry, &rt, MAIN).await;
+    let server = registry.info(MAIN, &id).await.unwrap();
+    (rt, rx, registry, server)
+}
+
 /// Waits (10 s at most) until `f` holds.
 async fn until(what: &str, mut f: impl FnMut() -> bool) {
     let end = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -41,13 +67,8 @@ async fn a_line_matching_in_a_running_processs_output_is_one_run_with_that_line_
     let fake = FakeLlm::start(Script::steps(vec![]).with_fallback(Step::text("Seen the error.")))
         .await
         .unwrap();
-    let (rt, _rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
-    assert!(rt.start_background());
-    let registry = rt.processes().unwrap().clone();
-    let owner = "conversation-with-a-dev-server";
-    let mut req = SpawnRequest::new(owner, "while read l; do echo \"$l\"; done", rt.workspace());
-    req.pty = false;
-    let server = registry.spawn(req).await.unwrap();
+    let (rt, _rx, registry, server) = with_dev_server(dir.path(), &fake).await;
+    let owner = MAIN;
     let (r, _) = rt.add_routine(output_routine(&server.id, None)).await.unwrap();
     until("the trigger is taken up", || rt.watch().follows(&r.id)).await;
     let w = watch_of(&rt, &r.id);
@@ -255,13 +276,8 @@ async fn fires_during_a_run_go_into_a_next_run_and_the_routine_keeps_firing_afte
     // Each run takes a while: its reply streams slowly.
     let slow = Step::text("Seen it.").with_chunk_chars(1).with_delay_ms(300);
     let fake = FakeLlm::start(Script::steps(vec![]).with_fallback(slow)).await.unwrap();
-    let (rt, _rx) = runtime(dir.path(), Some((&fake, ProviderKind::Anthropic)));
-    assert!(rt.start_background());
-    let registry = rt.processes().unwrap().clone();
-    let owner = "conversation-with-a-dev-server";
-    let mut req = SpawnRequest::new(owner, "while read l; do echo \"$l\"; done", rt.workspace());
-    req.pty = false;
-    let server = registry.spawn(req).await.unwrap();
+    let (rt, _rx, registry, server) = with_dev_server(dir.path(), &fake).await;
+    let owner = MAIN;
     let (r, _) = rt.add_routine(output_routine(&server.id, None)).await.unwrap();
     until("the trigger is taken up", || rt.watch().follows(&r.id)).await;
     let say = |line: &'static str| {
@@ -297,5 +313,64 @@ async fn fires_during_a_run_go_into_a_next_run_and_the_routine_keeps_firing_afte
     tokio::time::sleep(Duration::from_millis(500)).await;
     say("ERROR four\n").await;
     until("the routine still fires", || all(&fake).contains("ERROR four")).await;
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn another_conversations_process_is_never_followed_and_the_agent_is_told_why() {
+    let dir = outside_tmp();
+    let fake = FakeLlm::start(Script::steps(vec![])).await.unwrap();
+    let (rt, _rx, registry, _mine) = with_dev_server(dir.path(), &fake).await;
+    let theirs = dev_server(&registry, &rt, "someone-elses-conversation").await;
+
+    // The agent, in the main conversation, asks to follow it: refused, and told why.
+    let add = Step::tool_call(
+        "t1",
+        "routine_add",
+        serde_json::json!({
+            "title": "Their errors",
+            "trigger": {"kind": "output", "process": theirs, "pattern": "ERROR"},
+            "action": "notify"
+        }),
+    );
+    fake.set_script(Script::steps(vec![add, Step::text("Done.")]).with_fallback(Step::text("Seen.")));
+    rt.submit(user("Tell me when that server says ERROR."));
+    until("the agent heard back", || fake.request_count() >= 2).await;
+    let answer = fake.requests()[1].body.to_string();
+    assert!(
+        answer.contains("is not a running process of this conversation"),
+        "the tool result says why: {answer}"
+    );
+    assert!(
+        rt.routines().routines.iter().all(|r| r.title != "Their errors"),
+        "no routine was made"
+    );
+
+    // Made anyway (by hand, by the editor): their output wakes nothing.
+    let (r, _) = rt
+        .add_routine(output_routine(&theirs, Some(Action::Notify)))
+        .await
+        .unwrap();
+    until("the trigger is taken up", || rt.watch().follows(&r.id)).await;
+    let owner = "someone-elses-conversation";
+    registry
+        .write(owner, &theirs, b"ERROR not yours\n".to_vec(), false)
+        .await
+        .unwrap();
+    let end = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !registry
+        .tail(owner, &theirs)
+        .await
+        .unwrap()
+        .1
+        .contains("ERROR not yours")
+    {
+        assert!(tokio::time::Instant::now() < end, "the process echoed its input");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Past the output debounce: a fire would be in the history by now.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(rt.scheduler().history(&r.id).is_empty(), "nothing was followed");
+    assert_eq!(watch_of(&rt, &r.id).fired_today, 0);
     rt.shutdown().await;
 }
