@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use mounts::arguments;
+use mounts::{arguments, task_file_pin};
 #[cfg(target_os = "linux")]
 use mounts::{task_file_id, TaskFileId};
 
@@ -37,6 +37,8 @@ pub mod launch;
 mod mounts;
 #[cfg(target_os = "linux")]
 mod pin;
+#[cfg(target_os = "linux")]
+pub mod pins;
 #[cfg(target_os = "linux")]
 pub mod zygote;
 
@@ -189,7 +191,20 @@ pub struct Wrapped {
     pub args: Vec<OsString>,
     #[cfg(target_os = "linux")]
     pub zygote: Option<Arc<zygote::Zygote>>,
+    /// The real workspace and its `HEARTBEAT.md`, when the sandbox binds it (not the
+    /// read-only one, where nothing is writable): a bwrap of its own pins it ([`Self::pin`]).
+    pub task_file: Option<(PathBuf, PathBuf)>,
 }
+
+/// A sandbox's record that it bound `HEARTBEAT.md` as it was, alive until dropped (see
+/// [`pins`]); nothing where there is no such bind.
+#[derive(Debug)]
+pub struct Pinned(
+    // Held for its drop only.
+    #[cfg(target_os = "linux")]
+    #[allow(dead_code)]
+    Option<pins::PinGuard>,
+);
 
 impl Wrapped {
     /// A bwrap of its own per command (benchmarks compare the two).
@@ -199,6 +214,15 @@ impl Wrapped {
             self.zygote = None;
         }
         self
+    }
+
+    /// Records that a bwrap of its own is about to bind the task file as it is now; keep
+    /// the result until its process is reaped. (A zygote records its own, while it runs.)
+    pub fn pin(&self) -> Pinned {
+        #[cfg(target_os = "linux")]
+        return Pinned(self.task_file.as_ref().map(|(ws, file)| pins::hold(ws, file)));
+        #[cfg(not(target_os = "linux"))]
+        Pinned()
     }
 }
 
@@ -263,6 +287,7 @@ impl Sandbox {
         let mut args = launcher(&helper, layout.network(), !layout.sockets().is_empty());
         args.extend(arguments(&bwrap, layout));
         Ok(Wrapped {
+            task_file: task_file_pin(layout),
             #[cfg(target_os = "linux")]
             zygote: self.zygote(&helper, &bwrap, layout),
             args,
@@ -326,7 +351,9 @@ impl Sandbox {
             // New, or its bind shows a task file since replaced: a new one. The old one ends
             // when its last command has (the helper drains on a closed socket).
             _ => {
-                let zygote = Arc::new(zygote::Zygote::new(helper.to_path_buf(), args, self.idle_exit));
+                let zygote = Arc::new(
+                    zygote::Zygote::new(helper.to_path_buf(), args, self.idle_exit).pinning(task_file_pin(layout)),
+                );
                 zygotes.insert(key, (pinned, zygote.clone()));
                 Some(zygote)
             }
