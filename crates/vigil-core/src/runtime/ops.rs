@@ -96,6 +96,7 @@ impl Runtime {
             Op::RetryRoutineRun { id, run_id } => self.routine_op(routines::RoutineOp::Resolve(id, run_id, true)),
             Op::DismissRoutineRun { id, run_id } => self.routine_op(routines::RoutineOp::Resolve(id, run_id, false)),
             Op::ApproveRoutine { id } => self.approve_routine_op(&id),
+            Op::TrustHeartbeatFile => self.routine_op(routines::RoutineOp::Trust),
             Op::Health => self.report_health(),
             Op::SearchHistory { query } => crate::history::wire::answer(
                 self.inner.conversations.history.as_ref(),

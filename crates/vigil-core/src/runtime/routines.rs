@@ -121,6 +121,15 @@ impl Runtime {
         Ok(n)
     }
 
+    /// The user's Trust of a held `HEARTBEAT.md` (replaced while a sandboxed command ran):
+    /// the file as it is now is trusted, and its routines run.
+    pub async fn trust_heartbeat_file(&self) -> Result<RoutinesView, StoreError> {
+        self.inner.unattended.routines.deps().store.trust_file().await?;
+        self.inner.unattended.routines.changed();
+        self.inner.unattended.routines.poke();
+        Ok(self.routines())
+    }
+
     /// The protocol's routine ops: answered by `routines_changed`, or an `error`.
     pub(super) fn routine_op(&self, op: RoutineOp) {
         let this = self.clone();
@@ -138,6 +147,7 @@ impl Runtime {
                 RoutineOp::Run(id) => this.run_routine_now(&id).await,
                 RoutineOp::Enable(id, on) => this.set_routine_enabled(&id, on).await.map(|_| ()),
                 RoutineOp::Resolve(id, run_id, retry) => this.resolve_routine_run(&id, &run_id, retry).await,
+                RoutineOp::Trust => this.trust_heartbeat_file().await.map(|_| ()),
             };
             match done {
                 Ok(()) => this.inner.base.emitter.emit(
@@ -163,6 +173,8 @@ pub(super) enum RoutineOp {
     Enable(String, bool),
     /// A routine, its `unknown` run, and whether to retry it (else dismiss).
     Resolve(String, String, bool),
+    /// The user's Trust of a held `HEARTBEAT.md`.
+    Trust,
 }
 
 fn checks_view(text: String, path: &std::path::Path) -> HeartbeatChecks {
