@@ -111,6 +111,11 @@ export class RoutinesStore {
     return this.#act(() => ipc.restoreRoutines());
   }
 
+  /** Trusts HEARTBEAT.md as it is now, after it was held: its routines run again. */
+  trustFile(): Promise<boolean> {
+    return this.#act(() => ipc.trustHeartbeatFile());
+  }
+
   /** Creates or changes a routine; throws the `CommandError` for the editor to place. */
   async save(id: string | null, draft: RoutineDraft): Promise<string[]> {
     const warnings = id === null ? (await ipc.addRoutine(draft)).warnings : (await ipc.updateRoutine(id, draft), []);
