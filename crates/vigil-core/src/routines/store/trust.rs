@@ -16,8 +16,10 @@
 //! no sandbox can make while the bind holds), needs no confirmation.
 //!
 //! Owns: `.HEARTBEAT.md.trust.json` in the sessions folder (Vigil's data folder, which no
-//! sandbox sees): the trusted file's identity and SHA-256, and the held one's, so a hold
-//! outlives a restart.
+//! sandbox sees), written when a file is held and when the user trusts one: the held file's
+//! identity and SHA-256, so a hold outlives a restart, and the one trusted. Between those,
+//! the trusted file is followed in memory (at a start no sandbox of that run has lived yet,
+//! so a file not held is trusted then).
 //!
 //! Must never: trust a file when in doubt (a record it cannot read means "held" once a file
 //! was trusted); hold a file Vigil itself wrote.
@@ -149,10 +151,9 @@ impl Trust {
                 crate::workspace::heartbeat_file::set_held(&self.named, true);
                 return true;
             }
-            _ => {
-                state.record.trusted = Some(seen);
-                self.save(&state.record);
-            }
+            // Kept in memory only: at a start no sandbox of this run has lived, so any file
+            // not held is trusted then, and the record need not follow every edit.
+            _ => state.record.trusted = Some(seen),
         }
         state.seen_at = at;
         false
@@ -171,9 +172,8 @@ impl Trust {
     pub fn wrote(&self, at: u64, path: &Path, text: &str) {
         let seen = Seen::of(pins::identity(path), text);
         let mut state = self.lock();
-        if state.record.held.is_none() && state.record.trusted.as_ref() != Some(&seen) {
+        if state.record.held.is_none() {
             state.record.trusted = Some(seen);
-            self.save(&state.record);
         }
         state.seen_at = state.seen_at.max(at);
     }
