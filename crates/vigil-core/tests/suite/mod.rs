@@ -43,6 +43,7 @@ mod sessions;
 mod steering;
 mod support;
 mod task_file_bind;
+mod task_file_trust;
 mod tool_calls;
 mod triggers;
 mod triggers_checklist;
