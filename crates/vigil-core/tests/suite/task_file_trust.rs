@@ -123,6 +123,18 @@ async fn a_task_file_replaced_by_rename_while_a_sandboxed_command_runs_is_held_u
     assert!(now.contains(MARKER), "the detached bind let the command write: {now}");
 
     assert_held(&rt, &fake).await;
+    // The window is told, not only the pane.
+    let mut told = Vec::new();
+    while let Ok(env) = rx.try_recv() {
+        if let vigil_core::protocol::Event::Error { message, .. } = env.event {
+            told.push(message);
+        }
+    }
+    assert!(
+        told.iter()
+            .any(|m| m.starts_with("HEARTBEAT.md was replaced while a sandboxed command was running")),
+        "{told:?}"
+    );
     trust_and_see_it_run(&rt, &fake).await;
     rt.shutdown().await;
 }
