@@ -12,6 +12,9 @@
 //! inside it costs a fraction of a bwrap start. A bwrap of their own is the fallback, with
 //! the same mounts.
 //!
+//! [`pins`] records which `HEARTBEAT.md` each writable sandbox bound and while it lives, so
+//! the routine store can tell a file another program replaced under a running sandbox.
+//!
 //! [`Sandbox::probe`] checks once that bwrap exists and can start here (user namespaces),
 //! and the answer is what Settings shows. [`explain_refusal`] turns a command's "Read-only
 //! file system" or a refused connection into a sentence the agent can act on.
@@ -191,20 +194,15 @@ pub struct Wrapped {
     pub args: Vec<OsString>,
     #[cfg(target_os = "linux")]
     pub zygote: Option<Arc<zygote::Zygote>>,
-    /// The real workspace and its `HEARTBEAT.md`, when the sandbox binds it (not the
-    /// read-only one, where nothing is writable): a bwrap of its own pins it ([`Self::pin`]).
+    /// The real workspace and its `HEARTBEAT.md` when bound (not in the read-only sandbox).
     pub task_file: Option<(PathBuf, PathBuf)>,
 }
 
-/// A sandbox's record that it bound `HEARTBEAT.md` as it was, alive until dropped (see
-/// [`pins`]); nothing where there is no such bind.
-#[derive(Debug)]
-pub struct Pinned(
-    // Held for its drop only.
-    #[cfg(target_os = "linux")]
-    #[allow(dead_code)]
-    Option<pins::PinGuard>,
-);
+/// A sandbox's record that it bound `HEARTBEAT.md` as it was, held until dropped ([`pins`]).
+#[cfg(target_os = "linux")]
+pub type Pinned = Option<pins::PinGuard>;
+#[cfg(not(target_os = "linux"))]
+pub type Pinned = ();
 
 impl Wrapped {
     /// A bwrap of its own per command (benchmarks compare the two).
@@ -220,9 +218,7 @@ impl Wrapped {
     /// the result until its process is reaped. (A zygote records its own, while it runs.)
     pub fn pin(&self) -> Pinned {
         #[cfg(target_os = "linux")]
-        return Pinned(self.task_file.as_ref().map(|(ws, file)| pins::hold(ws, file)));
-        #[cfg(not(target_os = "linux"))]
-        Pinned()
+        return self.task_file.as_ref().map(|(ws, file)| pins::hold(ws, file));
     }
 }
 
