@@ -89,6 +89,12 @@ async fn assert_held(rt: &vigil_core::Runtime, fake: &FakeLlm) {
     );
     let tick = rt.scheduler().tick().await;
     assert!(tick.claimed.is_empty() && tick.waiting.is_empty(), "{:?}", tick.claimed);
+    // Run now, as the pane's button asks, is refused with the reason.
+    let refused = rt.run_routine_now("planted").await.unwrap_err().to_string();
+    assert!(
+        refused.starts_with("HEARTBEAT.md was replaced while a sandboxed command"),
+        "{refused}"
+    );
     assert!(!saw_marker(fake), "the planted routine ran");
 }
 
