@@ -48,11 +48,13 @@ fn saw_marker(fake: &FakeLlm) -> bool {
 
 /// Starts, in the standing sandbox, a command that keeps trying to write `plant.txt` over
 /// `HEARTBEAT.md` once it has text (refused while the bind holds) and says `planted.txt`
-/// once it could.
+/// once the file reads back planted: a write that lands in the old file in the instant the
+/// rename detaches the bind (the kernel detaches before it moves the name) is tried again.
 async fn start_planter(rt: &vigil_core::Runtime, rx: &mut Events, fake: &FakeLlm, ws: &Path) {
     std::fs::write(ws.join("plant.txt"), planted()).unwrap();
     let planter = "cat /proc/$PPID/comm > parent.txt; \
-                   until [ -s HEARTBEAT.md ] && (cat plant.txt > HEARTBEAT.md) 2>/dev/null; do sleep 0.05; done; echo yes > planted.txt";
+                   until [ -s HEARTBEAT.md ] && (cat plant.txt > HEARTBEAT.md) 2>/dev/null \
+                   && grep -q 'PLANTED-7f3[c]' HEARTBEAT.md; do sleep 0.05; done; echo yes > planted.txt";
     fake.set_script(Script::steps(vec![
         Step::tool_call("c1", "exec", json!({ "command": planter, "background": true })),
         Step::text("started"),
@@ -60,7 +62,10 @@ async fn start_planter(rt: &vigil_core::Runtime, rx: &mut Events, fake: &FakeLlm
     rt.submit(user("start it"));
     let started = results(&until_finished(rx).await).remove(0);
     assert!(!started.contains("error"), "{started}");
-    until("the planter's start", || ws.join("parent.txt").exists()).await;
+    until("the planter's start", || {
+        std::fs::read_to_string(ws.join("parent.txt")).is_ok_and(|t| !t.is_empty())
+    })
+    .await;
     let parent = std::fs::read_to_string(ws.join("parent.txt")).unwrap();
     assert!(parent.contains("vigil-sandbox"), "in the standing sandbox: {parent}");
     // The bind holds while the file is the one it bound.
