@@ -474,6 +474,13 @@ pub async fn restore_routines(state: State<'_, AppState>) -> Result<usize, Comma
         .map_err(routine_error)
 }
 
+/// Trusts `HEARTBEAT.md` as it is now, after it was held (replaced while a sandboxed command
+/// ran); its routines run again.
+#[tauri::command]
+pub async fn trust_heartbeat_file(state: State<'_, AppState>) -> Result<RoutinesView, CommandError> {
+    state.runtime.trust_heartbeat_file().await.map_err(routine_error)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

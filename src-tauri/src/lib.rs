@@ -350,6 +350,7 @@ pub fn run() {
             commands::routine_history,
             commands::preview_schedule,
             commands::restore_routines,
+            commands::trust_heartbeat_file,
             commands::heartbeat_checks,
             commands::save_heartbeat_checks,
             mcp::get_mcp,

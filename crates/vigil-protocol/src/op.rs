@@ -93,6 +93,10 @@ pub enum Op {
     /// Approve a routine's check or URL as it is written now (the card showed what runs,
     /// how often, with what access); answered by `routines_changed`.
     ApproveRoutine { id: String },
+    /// Trust `HEARTBEAT.md` as it is now, after it was held (replaced while a sandboxed
+    /// command ran: `RoutinesView::held`); its routines run again. Answered by
+    /// `routines_changed`.
+    TrustHeartbeatFile,
     /// Ask how the runtime is doing; answered by `health`.
     Health,
     /// This conversation's limit on continuing on its own (`0`: never); `None` goes back to

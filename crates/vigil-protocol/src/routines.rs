@@ -168,6 +168,12 @@ pub struct RoutinesView {
     /// For `corrupted`: what is wrong and where, for the user.
     pub error: Option<String>,
     pub routines: Vec<RoutineView>,
+    /// Set while `HEARTBEAT.md` waits for the user's Trust (another program replaced it
+    /// while a sandboxed command was running, which could then write it): why, for the
+    /// user. None of its routines run meanwhile; `routines` lists them for review.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub held: Option<String>,
 }
 
 /// The free-text checks of `HEARTBEAT.md`: everything in it but the routines' `## Tasks`

@@ -474,6 +474,12 @@ export function restoreRoutines(): Promise<number> {
   return call('restore_routines');
 }
 
+/** Trusts HEARTBEAT.md as it is now, after it was held (replaced while a sandboxed command
+ *  ran); resolves to the list, whose routines run again. */
+export function trustHeartbeatFile(): Promise<RoutinesView> {
+  return call('trust_heartbeat_file');
+}
+
 /** The free-text checks of `HEARTBEAT.md` (everything but the routines). */
 export function heartbeatChecks(): Promise<HeartbeatChecks> {
   return call('heartbeat_checks');

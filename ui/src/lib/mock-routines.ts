@@ -1,5 +1,6 @@
 // The mock's routines (`?mock`, `?mock=routines` for a fuller list, `?mock=routines-corrupted`
-// for the broken-file banner, `?mock=empty` for none): an in-memory list with the core's
+// for the broken-file banner, `?mock=routines-held` for a HEARTBEAT.md held for Trust,
+// `?mock=empty` for none): an in-memory list with the core's
 // command shapes. Schedules are checked and described roughly — enough to preview the pane.
 
 import type { Event, HeartbeatChecks, RoutineDraft, RoutineRun, RoutinesView, RoutineView, SchedulePreview } from './protocol';
@@ -108,6 +109,7 @@ export function createMockRoutines(variant: string, emit: Emit) {
     }
   }
   let corrupted = variant === 'routines-corrupted';
+  let held = variant === 'routines-held';
   let checks = variant === 'empty' ? '# Heartbeat checks\n\n<!-- Add checks for every heartbeat here. -->\n' : '# Heartbeat checks\n\n- If ~/Downloads holds more than 5 GB, tell me.\n- Watch the build log for new errors.\n';
   const checksView = (): HeartbeatChecks => ({
     text: checks,
@@ -127,7 +129,14 @@ export function createMockRoutines(variant: string, emit: Emit) {
           error: 'invalid JSON at line 14, column 3: expected `,` or `]`',
           routines: routines.map((r) => ({ ...r, last_run: runs[r.id]?.at(-1) ?? null })),
         }
-      : { status: routines.length ? 'ok' : 'empty', error: null, routines: routines.map((r) => ({ ...r, last_run: runs[r.id]?.at(-1) ?? null })) };
+      : {
+          status: routines.length ? 'ok' : 'empty',
+          error: null,
+          routines: routines.map((r) => ({ ...r, last_run: runs[r.id]?.at(-1) ?? null })),
+          ...(held
+            ? { held: 'HEARTBEAT.md was replaced while a sandboxed command was running; its routines wait for you: review the file, then Trust it.' }
+            : {}),
+        };
 
   function changed(): void {
     emit(null, null, { type: 'routines_changed', routines: view() });
@@ -222,6 +231,11 @@ export function createMockRoutines(variant: string, emit: Emit) {
       corrupted = false;
       changed();
       return routines.length;
+    },
+    trust() {
+      held = false;
+      changed();
+      return view();
     },
   };
 }

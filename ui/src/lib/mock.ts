@@ -267,6 +267,7 @@ export function createMockBackend(variant: string): Backend {
     retry_routine_run: (args) => routines.resolve(args.id as string, args.runId as string, true),
     dismiss_routine_run: (args) => routines.resolve(args.id as string, args.runId as string, false),
     restore_routines: () => routines.restore(),
+    trust_heartbeat_file: () => routines.trust(),
     heartbeat_checks: () => routines.checks(),
     save_heartbeat_checks: (args) => routines.saveChecks(args.expected as string, args.text as string),
     quit: () => undefined,

@@ -9,7 +9,7 @@ export type Op = { "type": "user_message", text: string, session_id?: string,
  * downscaled and stored with the conversation before the message is saved; one that
  * cannot be read is an error and nothing is sent.
  */
-attachments?: Array<Attachment>, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "retry_routine_run", id: string, run_id: string, } | { "type": "dismiss_routine_run", id: string, run_id: string, } | { "type": "approve_routine", id: string, } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, } | { "type": "search_history", query: string, } | { "type": "list_mcp_servers" } | { "type": "add_mcp_servers", json: string, secret?: Array<McpSecretField>, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_server_trusted", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "window_input" } | { "type": "channels", op: ChannelOp, };
+attachments?: Array<Attachment>, } | { "type": "interrupt", session_id?: string, } | { "type": "create_session", title?: string, } | { "type": "rename_session", session_id: string, title: string, } | { "type": "delete_session", session_id: string, } | { "type": "approval", id: string, decision: ApprovalDecision, } | { "type": "start_process", command: string, cwd?: string, } | { "type": "process_input", process_id: string, data: string, } | { "type": "process_kill", process_id: string, } | { "type": "process_resize", process_id: string, cols: number, rows: number, } | { "type": "shutdown" } | { "type": "wake", reason?: WakeReason, } | { "type": "list_routines" } | { "type": "add_routine", routine: RoutineDraft, } | { "type": "update_routine", id: string, changes: RoutineDraft, } | { "type": "remove_routine", id: string, hard?: boolean, } | { "type": "restore_routine", id: string, } | { "type": "run_routine", id: string, } | { "type": "set_routine_enabled", id: string, enabled: boolean, } | { "type": "retry_routine_run", id: string, run_id: string, } | { "type": "dismiss_routine_run", id: string, run_id: string, } | { "type": "approve_routine", id: string, } | { "type": "trust_heartbeat_file" } | { "type": "health" } | { "type": "set_continuation_limit", session_id: string, limit?: number, } | { "type": "search_history", query: string, } | { "type": "list_mcp_servers" } | { "type": "add_mcp_servers", json: string, secret?: Array<McpSecretField>, } | { "type": "remove_mcp_server", name: string, } | { "type": "set_mcp_server_trusted", name: string, trusted: boolean, } | { "type": "restart_mcp_server", name: string, } | { "type": "window_input" } | { "type": "channels", op: ChannelOp, };
 
 export type Attachment = { 
 /**
@@ -632,7 +632,13 @@ export type RoutinesView = { status: ParseStatus,
 /**
  * For `corrupted`: what is wrong and where, for the user.
  */
-error: string | null, routines: Array<RoutineView>, };
+error: string | null, routines: Array<RoutineView>, 
+/**
+ * Set while `HEARTBEAT.md` waits for the user's Trust (another program replaced it
+ * while a sandboxed command was running, which could then write it): why, for the
+ * user. None of its routines run meanwhile; `routines` lists them for review.
+ */
+held?: string, };
 
 export type RoutineDraft = { title?: string, description?: string, 
 /**

@@ -119,6 +119,11 @@ export class RoutinesStore {
     return this.#act(() => ipc.restoreRoutines());
   }
 
+  /** Trusts HEARTBEAT.md as it is now, after it was held: its routines run again. */
+  trustFile(): Promise<boolean> {
+    return this.#act(() => ipc.trustHeartbeatFile());
+  }
+
   /** Creates or changes a routine; throws the `CommandError` for the editor to place. */
   async save(id: string | null, draft: RoutineDraft): Promise<string[]> {
     const made = { ...draft, conversation_id: this.#conversation() ?? undefined };

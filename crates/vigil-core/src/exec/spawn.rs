@@ -113,6 +113,7 @@ fn spawn_pty(
     pump: &mpsc::Sender<Pump>,
 ) -> Result<Spawned, String> {
     let argv = command_line(req);
+    let pin = req.sandbox.as_ref().map(|w| w.pin());
     let mut cmd = CommandBuilder::new(&argv[0]);
     cmd.args(&argv[1..]);
     cmd.cwd(&req.cwd);
@@ -137,7 +138,7 @@ fn spawn_pty(
         }
     };
     let io = terminal_io(&*pair.master);
-    served(id, pid, Some(pair.master), io, wait_child(pid, child), pump)
+    served(id, pid, Some(pair.master), io, wait_child(pid, child, pin), pump)
 }
 
 type ChildIo = (Box<dyn Read + Send>, Option<Box<dyn Write + Send>>);
@@ -181,6 +182,7 @@ fn spawn_pipes(id: &Arc<str>, req: &SpawnRequest, pump: &mpsc::Sender<Pump>) -> 
         .try_clone()
         .map_err(|e| format!("could not create a pipe: {e}"))?;
     let argv = command_line(req);
+    let pin = req.sandbox.as_ref().map(|w| w.pin());
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]).current_dir(&req.cwd);
     for name in withheld_env() {
@@ -204,19 +206,29 @@ fn spawn_pipes(id: &Arc<str>, req: &SpawnRequest, pump: &mpsc::Sender<Pump>) -> 
         pid,
         None,
         Ok((Box::new(reader), stdin)),
-        wait_child(pid, child),
+        wait_child(pid, child, pin),
         pump,
     )
 }
 
-/// Waits for a child of ours.
-fn wait_child(pid: u32, mut child: std::process::Child) -> impl FnOnce() -> ExitStatus + Send + 'static {
-    move || match child.wait() {
-        Ok(status) => exit_status(status),
-        Err(e) => {
-            tracing::warn!(pid, "waiting for an exec child failed: {e}");
-            ExitStatus::default()
-        }
+/// Waits for a child of ours. A sandbox's pin of `HEARTBEAT.md` (taken before it started)
+/// is released only once it is reaped: until then it may write a file that replaced the
+/// one it bound (see `sandbox::pins`).
+fn wait_child(
+    pid: u32,
+    mut child: std::process::Child,
+    pin: Option<crate::sandbox::Pinned>,
+) -> impl FnOnce() -> ExitStatus + Send + 'static {
+    move || {
+        let status = match child.wait() {
+            Ok(status) => exit_status(status),
+            Err(e) => {
+                tracing::warn!(pid, "waiting for an exec child failed: {e}");
+                ExitStatus::default()
+            }
+        };
+        drop(pin);
+        status
     }
 }
 

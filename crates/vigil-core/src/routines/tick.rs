@@ -70,6 +70,23 @@ impl Scheduler {
             reported.remove("file");
             reported.remove(CORRUPTED_NOTICE);
         }
+        // A file held for the user's Trust (store::trust): said once, with the list anew.
+        let told = self
+            .shared
+            .reported
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(HELD_NOTICE);
+        if state.held && !told {
+            self.report_once(HELD_NOTICE, super::store::trust::HELD_MESSAGE.into());
+            self.changed();
+        } else if !state.held && told {
+            self.shared
+                .reported
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(HELD_NOTICE);
+        }
         let host = self.shared.host.read().unwrap_or_else(|e| e.into_inner()).clone();
         if host.is_some_and(|h| h.paused()) {
             self.shared.paused_seen.store(true, Ordering::Relaxed);
@@ -246,3 +263,5 @@ impl Scheduler {
 
 /// The `reported` key of the one notification about a corrupted task block.
 const CORRUPTED_NOTICE: &str = "file-notice";
+/// The key of the notice that `HEARTBEAT.md` is held (said once per hold).
+const HELD_NOTICE: &str = "held-notice";

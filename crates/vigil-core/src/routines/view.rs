@@ -130,6 +130,7 @@ pub fn routines_view(s: &Scheduler, now: i64) -> RoutinesView {
                 status: ParseStatus::Corrupted,
                 error: Some(e.to_string()),
                 routines: vec![],
+                held: None,
             }
         }
     };
@@ -138,9 +139,10 @@ pub fn routines_view(s: &Scheduler, now: i64) -> RoutinesView {
         Parsed::Corrupted(e) => (ParseStatus::Corrupted, Some(e.clone())),
         Parsed::Ok { .. } => (ParseStatus::Ok, None),
     };
-    // While the block is corrupted, the last good routines: the ones that run.
-    let mut routines: Vec<RoutineView> = state
-        .routines()
+    // While the block is corrupted, the last good routines: the ones that run. While the file
+    // is held, its own (none of them runs): for the user to review before trusting it.
+    let listed = if state.held { &state.parsed } else { state.routines() };
+    let mut routines: Vec<RoutineView> = listed
         .entries()
         .iter()
         .map(|e| match &e.routine {
@@ -171,6 +173,7 @@ pub fn routines_view(s: &Scheduler, now: i64) -> RoutinesView {
         status,
         error,
         routines,
+        held: state.held.then(|| super::store::trust::HELD_MESSAGE.to_string()),
     }
 }
 

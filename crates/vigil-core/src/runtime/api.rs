@@ -483,6 +483,12 @@ impl Runtime {
         self.scheduler().view()
     }
 
+    /// The user's Trust of a held `HEARTBEAT.md`; the routines as they are then.
+    pub async fn trust_heartbeat_file(&self) -> Result<RoutinesView, StoreError> {
+        routines::trust_file(self.scheduler()).await?;
+        Ok(self.routines())
+    }
+
     fn routine_view(&self, r: &crate::routines::Routine) -> RoutineView {
         routines::view_of(self.scheduler(), &*self.inner.base.clock, r)
     }

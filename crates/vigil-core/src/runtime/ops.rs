@@ -94,6 +94,7 @@ pub(super) fn submit(rt: &Runtime, op: Op) {
         Op::SetRoutineEnabled { id, enabled } => routine_op(rt, routines::RoutineOp::Enable(id, enabled)),
         Op::RetryRoutineRun { id, run_id } => routine_op(rt, routines::RoutineOp::Resolve(id, run_id, true)),
         Op::DismissRoutineRun { id, run_id } => routine_op(rt, routines::RoutineOp::Resolve(id, run_id, false)),
+        Op::TrustHeartbeatFile => routine_op(rt, routines::RoutineOp::Trust),
         Op::ApproveRoutine { id } => watching::approve_op(&i.unattended.watch, &i.unattended.routines, &i.base, &id),
         Op::Health => rt.report_health(),
         Op::SearchHistory { query } => {

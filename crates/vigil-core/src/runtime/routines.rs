@@ -90,6 +90,7 @@ pub(super) fn op(scheduler: &Scheduler, base: &Base, life: &Life, op: RoutineOp)
             RoutineOp::Run(id) => s.run_now(&id).await,
             RoutineOp::Enable(id, on) => s.set_enabled(&id, on).await.map(|_| ()),
             RoutineOp::Resolve(id, run_id, retry) => s.resolve_unknown(&id, &run_id, retry).await,
+            RoutineOp::Trust => trust_file(s).await,
         };
         match done {
             Ok(()) => emitter.emit(Source::Scheduler, Event::RoutinesChanged { routines: s.view() }),
@@ -109,6 +110,17 @@ pub(super) enum RoutineOp {
     Enable(String, bool),
     /// A routine, its `unknown` run, and whether to retry it (else dismiss).
     Resolve(String, String, bool),
+    /// The user's Trust of a held `HEARTBEAT.md`.
+    Trust,
+}
+
+/// The user's Trust of a held `HEARTBEAT.md` (replaced while a sandboxed command ran): the
+/// file as it is now is trusted, and its routines run.
+pub(super) async fn trust_file(scheduler: &Scheduler) -> Result<(), StoreError> {
+    scheduler.deps().store.trust_file().await?;
+    scheduler.changed();
+    scheduler.poke();
+    Ok(())
 }
 
 fn checks_view(text: String, path: &std::path::Path) -> HeartbeatChecks {

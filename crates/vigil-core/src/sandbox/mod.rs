@@ -12,6 +12,9 @@
 //! inside it costs a fraction of a bwrap start. A bwrap of their own is the fallback, with
 //! the same mounts.
 //!
+//! [`pins`] records which `HEARTBEAT.md` each writable sandbox bound and while it lives, so
+//! the routine store can tell a file another program replaced under a running sandbox.
+//!
 //! [`Sandbox::probe`] checks once that bwrap exists and can start here (user namespaces),
 //! and the answer is what Settings shows. [`explain_refusal`] turns a command's "Read-only
 //! file system" or a refused connection into a sentence the agent can act on.
@@ -28,7 +31,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use mounts::arguments;
+use mounts::{arguments, task_file_pin};
 #[cfg(target_os = "linux")]
 use mounts::{task_file_id, TaskFileId};
 
@@ -37,6 +40,8 @@ pub mod launch;
 mod mounts;
 #[cfg(target_os = "linux")]
 mod pin;
+#[cfg(target_os = "linux")]
+pub mod pins;
 #[cfg(target_os = "linux")]
 pub mod zygote;
 
@@ -189,7 +194,15 @@ pub struct Wrapped {
     pub args: Vec<OsString>,
     #[cfg(target_os = "linux")]
     pub zygote: Option<Arc<zygote::Zygote>>,
+    /// The real workspace and its `HEARTBEAT.md` when bound (not in the read-only sandbox).
+    pub task_file: Option<(PathBuf, PathBuf)>,
 }
+
+/// A sandbox's record that it bound `HEARTBEAT.md` as it was, held until dropped ([`pins`]).
+#[cfg(target_os = "linux")]
+pub type Pinned = Option<pins::PinGuard>;
+#[cfg(not(target_os = "linux"))]
+pub type Pinned = ();
 
 impl Wrapped {
     /// A bwrap of its own per command (benchmarks compare the two).
@@ -199,6 +212,13 @@ impl Wrapped {
             self.zygote = None;
         }
         self
+    }
+
+    /// Records that a bwrap of its own is about to bind the task file as it is now; keep
+    /// the result until its process is reaped. (A zygote records its own, while it runs.)
+    pub fn pin(&self) -> Pinned {
+        #[cfg(target_os = "linux")]
+        return self.task_file.as_ref().map(|(ws, file)| pins::hold(ws, file));
     }
 }
 
@@ -263,6 +283,7 @@ impl Sandbox {
         let mut args = launcher(&helper, layout.network(), !layout.sockets().is_empty());
         args.extend(arguments(&bwrap, layout));
         Ok(Wrapped {
+            task_file: task_file_pin(layout),
             #[cfg(target_os = "linux")]
             zygote: self.zygote(&helper, &bwrap, layout),
             args,
@@ -326,7 +347,9 @@ impl Sandbox {
             // New, or its bind shows a task file since replaced: a new one. The old one ends
             // when its last command has (the helper drains on a closed socket).
             _ => {
-                let zygote = Arc::new(zygote::Zygote::new(helper.to_path_buf(), args, self.idle_exit));
+                let zygote = Arc::new(
+                    zygote::Zygote::new(helper.to_path_buf(), args, self.idle_exit).pinning(task_file_pin(layout)),
+                );
                 zygotes.insert(key, (pinned, zygote.clone()));
                 Some(zygote)
             }

@@ -214,6 +214,17 @@ fn task_file(layout: &Layout) -> Option<PathBuf> {
     }
 }
 
+/// The real workspace and its `HEARTBEAT.md`, for a sandbox that binds the file (every
+/// one but the read-only sandbox).
+pub(super) fn task_file_pin(layout: &Layout) -> Option<(PathBuf, PathBuf)> {
+    if layout.read_only {
+        return None;
+    }
+    let ws = real(&layout.workspace);
+    let file = ws.join(crate::workspace::heartbeat_file::HEARTBEAT_FILE);
+    Some((ws, file))
+}
+
 /// The task file's identity now (device, inode, and its change time, since a file deleted
 /// and made again often gets the same inode number): a standing sandbox bound another one.
 #[cfg(target_os = "linux")]

@@ -141,6 +141,9 @@ pub struct Zygote {
     /// bwrap and its arguments up to (not including) `--`.
     bwrap: Vec<OsString>,
     state: Mutex<State>,
+    /// The real workspace and its `HEARTBEAT.md`: each start records the file it binds
+    /// (`super::pins`), released when this sandbox's bwrap has ended.
+    task_file: Option<(PathBuf, PathBuf)>,
 }
 
 enum State {
@@ -173,7 +176,14 @@ impl Zygote {
             idle_exit,
             bwrap,
             state: Mutex::new(State::Stopped),
+            task_file: None,
         }
+    }
+
+    /// Each start records the task file it binds, until the sandbox ends (`super::pins`).
+    pub fn pinning(mut self, task_file: Option<(PathBuf, PathBuf)>) -> Self {
+        self.task_file = task_file;
+        self
     }
 
     /// Starts a command. Blocks until it runs (or could not): a few hundred microseconds,
@@ -262,6 +272,9 @@ impl Zygote {
             });
         }
         let (started_tx, started_rx) = std::sync::mpsc::channel();
+        // Taken before bwrap binds the file; released once bwrap is reaped: while it runs,
+        // a command in it may write a file that replaced the one it bound.
+        let pin = self.task_file.as_ref().map(|(ws, file)| super::pins::hold(ws, file));
         std::thread::Builder::new()
             .name("sandbox-zygote".into())
             .spawn(move || match cmd.spawn() {
@@ -269,6 +282,7 @@ impl Zygote {
                     drop(cmd); // closes our copy of the helper's end
                     let _ = started_tx.send(Ok(child.id()));
                     let _ = child.wait();
+                    drop(pin);
                 }
                 Err(e) => {
                     let _ = started_tx.send(Err(format!("bwrap did not start: {e}")));

@@ -242,7 +242,10 @@ impl Watch {
                     .cloned()
                     .collect();
                 let now = self.scheduler().deps().clock.now_ms();
-                all.extend(crate::routines::checklist::routines(&state.text, now));
+                // A held file's checklist is not the user's for sure (routines::store::trust).
+                if !state.held {
+                    all.extend(crate::routines::checklist::routines(&state.text, now));
+                }
                 all
             }
             Err(_) => Vec::new(),

@@ -88,9 +88,34 @@ pub fn write_template_once(workspace: &Path, data_dir: &Path) -> std::io::Result
     Ok(written)
 }
 
-/// Reads `<workspace>/HEARTBEAT.md` now.
+/// Workspaces whose file is held for the user's Trust (`routines::store::trust`): replaced
+/// while a sandboxed command ran, so its checklist is not the user's for sure. Process-wide,
+/// as the file is; a `std` lock held for a lookup only.
+static HELD: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Marks `workspace`'s file held (its checklist is not read) or released.
+pub fn set_held(workspace: &Path, held: bool) {
+    let mut list = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    list.retain(|w| w != workspace);
+    if held {
+        list.push(workspace.to_path_buf());
+    }
+}
+
+fn is_held(workspace: &Path) -> bool {
+    HELD.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .any(|w| w == workspace)
+}
+
+/// Reads `<workspace>/HEARTBEAT.md` now. While it is held for the user's Trust, its checks
+/// are not given to the heartbeat: it reads as empty.
 pub fn read(workspace: &Path) -> Result<HeartbeatFile, HeartbeatFileError> {
     use crate::beneath::BeneathError;
+    if is_held(workspace) {
+        return Ok(HeartbeatFile::EffectivelyEmpty);
+    }
     let path = workspace.join(HEARTBEAT_FILE);
     // Beneath the workspace: a symlink in its place is refused, never followed.
     let bytes = match crate::beneath::read(workspace, HEARTBEAT_FILE) {

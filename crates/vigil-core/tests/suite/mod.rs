@@ -44,6 +44,7 @@ mod sessions;
 mod steering;
 mod support;
 mod task_file_bind;
+mod task_file_trust;
 mod tool_calls;
 mod triggers;
 mod triggers_checklist;

@@ -16,6 +16,10 @@
 //!   kept as `HEARTBEAT.md.corrupt` first. A block fixed by hand gets back the runs made
 //!   meanwhile (see `kept`).
 //!
+//! - A file another program replaced while a sandboxed command ran is *held* (see
+//!   [`trust`]): none of its routines run and nothing is written to it until the user
+//!   trusts it ([`RoutineStore::trust_file`]).
+//!
 //! Must never: write over a corrupted block on its own, or without keeping it as
 //! `HEARTBEAT.md.corrupt` first (the user's text would be lost), drop a task it cannot read
 //! (it is kept verbatim), or write without the lock.
@@ -109,11 +113,20 @@ pub struct FileState {
     /// While `parsed` is corrupted: the last good routines (the snapshot, with the runs made
     /// since), which keep running. `None` otherwise, or when there is no good copy.
     pub kept: Option<Parsed>,
+    /// The file was replaced while a sandboxed command ran and waits for the user's Trust:
+    /// none of its routines run (see [`trust`]).
+    pub held: bool,
 }
+
+/// The routines in force while the file is held: none.
+static NONE: Parsed = Parsed::Empty;
 
 impl FileState {
     /// The routines in force: the file's, or while its block is corrupted the last good ones.
     pub fn routines(&self) -> &Parsed {
+        if self.held {
+            return &NONE;
+        }
         match (&self.parsed, &self.kept) {
             (Parsed::Corrupted(_), Some(kept)) => kept,
             (parsed, _) => parsed,
@@ -130,10 +143,15 @@ enum Change {
     Asked,
 }
 
+/// A file's size and times, and which file it is: a file replaced (by rename, or deleted
+/// and made again) differs even with the same size and modification time, which anyone
+/// can set; the change time nobody can.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     len: u64,
     modified: Option<SystemTime>,
+    changed: (i64, i64),
+    file: (u64, u64),
 }
 
 /// The routine store; cheap to clone.
@@ -158,6 +176,8 @@ struct Inner {
     /// or fixed by hand (then their runs are written back, see `kept`). Per process: another
     /// Vigil on the same folder keeps its own.
     ahead: Mutex<std::collections::HashSet<String>>,
+    /// Whether the file as it is may be acted on (see [`trust`]).
+    trust: trust::Trust,
 }
 
 /// The file's and the snapshot's stamps.
@@ -166,6 +186,8 @@ type Stamps = (Option<Stamp>, Option<Stamp>);
 impl RoutineStore {
     /// A rewrite of `HEARTBEAT.md` a crash interrupted is finished here, under the lock.
     pub fn new(workspace: &Path, locks: SessionLocks, _clock: Arc<dyn Clock>) -> Self {
+        // Beside the journal, in Vigil's own folder.
+        let trust = trust::Trust::open(workspace, locks.dir());
         let store = Self {
             inner: Arc::new(Inner {
                 workspace: workspace.to_path_buf(),
@@ -174,6 +196,7 @@ impl RoutineStore {
                 cache: Mutex::new(None),
                 snapshot: Mutex::new(None),
                 ahead: Mutex::new(Default::default()),
+                trust,
             }),
         };
         store.recover();
@@ -210,10 +233,13 @@ impl RoutineStore {
     }
 
     fn stamp(path: PathBuf) -> Result<Option<Stamp>, StoreError> {
+        use std::os::unix::fs::MetadataExt;
         match std::fs::metadata(&path) {
             Ok(m) => Ok(Some(Stamp {
                 len: m.len(),
                 modified: m.modified().ok(),
+                changed: (m.ctime(), m.ctime_nsec()),
+                file: (m.dev(), m.ino()),
             })),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(StoreError::Io {
@@ -293,15 +319,23 @@ impl RoutineStore {
     /// The file now: from the cache when its size and time (and the snapshot's) are
     /// unchanged. While the block is corrupted, with the last good routines beside it.
     pub fn read(&self) -> Result<Arc<FileState>, StoreError> {
+        let look = self.inner.trust.look();
         let stamps = self.stamps()?;
         if let Some((s, state)) = &*self.cache() {
             if *s == stamps {
+                // The same file, unchanged: the trusted one was seen in place again.
+                if !state.held {
+                    self.inner.trust.seen_again(look);
+                }
                 return Ok(state.clone());
             }
         }
         let text = self.read_text()?;
+        let held = self.inner.trust.check(look, &self.path(), &text);
         let parsed = parse(&text);
         let kept = match &parsed {
+            // Held: nothing of it runs, and it is no good copy to rebuild from.
+            _ if held => None,
             Parsed::Corrupted(_) => self
                 .last_good()
                 .ok()
@@ -313,7 +347,12 @@ impl RoutineStore {
             }
             _ => None,
         };
-        let state = Arc::new(FileState { parsed, text, kept });
+        let state = Arc::new(FileState {
+            parsed,
+            text,
+            kept,
+            held,
+        });
         // The snapshot may just have been written: its stamp after that.
         *self.cache() = Some(((stamps.0, Self::stamp(self.snapshot_path())?), state.clone()));
         Ok(state)
@@ -344,7 +383,16 @@ impl RoutineStore {
         f: impl FnOnce(&mut Vec<Entry>) -> Result<R, StoreError>,
     ) -> Result<R, StoreError> {
         let guard = self.inner.locks.acquire(&self.inner.lock_id).await?;
+        let look = self.inner.trust.look();
         let text = self.read_text()?;
+        if self.inner.trust.check(look, &self.path(), &text) {
+            // Held: its routines are not in force, and writing it would make it Vigil's.
+            drop(guard);
+            return match change {
+                Change::Bookkeeping => f(&mut Vec::new()),
+                Change::Asked => Err(StoreError::Rejected(Refusal::new(trust::HELD_MESSAGE))),
+            };
+        }
         // `rewrite`: the file must be written even if `f` changes nothing.
         let (mut entries, extra, corrupted, rewrite) = match parse(&text) {
             Parsed::Corrupted(e) => {
@@ -378,11 +426,13 @@ impl RoutineStore {
             };
             guard.ensure_held()?;
             self.write(&out)?;
+            self.inner.trust.wrote(look, &self.path(), &out);
             self.ahead().clear();
             let state = Arc::new(FileState {
                 parsed: parse(&out),
                 text: out,
                 kept: None,
+                held: false,
             });
             self.save_snapshot(&state.parsed);
             *self.cache() = Some((self.stamps()?, state));
@@ -410,7 +460,11 @@ impl RoutineStore {
             )));
         }
         let guard = self.inner.locks.acquire(&self.inner.lock_id).await?;
+        let look = self.inner.trust.look();
         let current = self.read_text()?;
+        if self.inner.trust.check(look, &self.path(), &current) {
+            return Err(StoreError::Rejected(Refusal::new(trust::HELD_MESSAGE)));
+        }
         let (checks, section) = split_checks(&current).map_err(StoreError::Corrupted)?;
         if checks.trim_end() != expected.trim_end() {
             return Err(StoreError::Rejected(Refusal::new(format!(
@@ -421,6 +475,7 @@ impl RoutineStore {
         if out != current {
             guard.ensure_held()?;
             self.write(&out)?;
+            self.inner.trust.wrote(look, &self.path(), &out);
             *self.cache() = None;
         }
         drop(guard);
@@ -438,6 +493,23 @@ impl RoutineStore {
             ))));
         }
         self.edit(|entries| Ok(entries.len())).await
+    }
+
+    /// The user's Trust of a held file: the file as it is now is trusted and its routines run.
+    /// Under the lock, so no write of Vigil's interleaves.
+    pub async fn trust_file(&self) -> Result<(), StoreError> {
+        let guard = self.inner.locks.acquire(&self.inner.lock_id).await?;
+        let look = self.inner.trust.look();
+        let text = self.read_text()?;
+        self.inner.trust.trust(look, &self.path(), &text);
+        *self.cache() = None;
+        drop(guard);
+        Ok(())
+    }
+
+    /// Whether the file waits for the user's Trust (see [`trust`]).
+    pub fn held(&self) -> bool {
+        self.inner.trust.held()
     }
 
     /// Writes `.heartbeat_snapshot.json` after a good parse, when it changed.
@@ -464,6 +536,7 @@ impl RoutineStore {
 
 mod kept;
 use kept::repaired;
+pub mod trust;
 
 #[cfg(test)]
 mod tests;

@@ -281,3 +281,54 @@ fn a_rewrite_half_done_reads_as_its_new_text_and_is_finished_at_the_next_start()
     assert_eq!(std::fs::read_to_string(again.path()).unwrap(), new);
     assert!(!dir.path().join("sessions").join(JOURNAL_FILE).exists());
 }
+
+/// A file replaced while a sandbox that bound the old one was alive is held: no routine in
+/// force, the routine tools refused, the scheduler's bookkeeping writes nothing, the heartbeat
+/// gets no checklist; a new store on the same folders (a restart) holds it still; Trust
+/// releases it. A replacement once that sandbox is gone, seen after it, is not held.
+#[tokio::test]
+async fn a_task_file_replaced_while_a_sandbox_of_the_old_one_lives_is_held_until_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let path = ws.join(HEARTBEAT_FILE);
+    std::fs::write(&path, file(r#"{"tasks": [{"id": "a", "title": "A"}]}"#)).unwrap();
+    let s = store(&ws);
+    assert!(!s.read().unwrap().held);
+    let sandbox = crate::sandbox::pins::hold(&ws, &path);
+    std::fs::write(ws.join("new"), file(r#"{"tasks": [{"id": "planted", "title": "P"}]}"#)).unwrap();
+    std::fs::rename(ws.join("new"), &path).unwrap();
+    drop(sandbox);
+
+    let state = s.read().unwrap();
+    assert!(state.held);
+    assert_eq!(state.routines(), &Parsed::Empty, "nothing of it runs");
+    assert_eq!(state.parsed.entries()[0].id(), Some("planted"), "kept for review");
+    let refused = s.edit(|e| Ok(e.clear())).await.unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("replaced while a sandboxed command was running"),
+        "{refused}"
+    );
+    let before = std::fs::read_to_string(&path).unwrap();
+    let seen = s.update(|e| Ok(e.len())).await.unwrap();
+    assert_eq!(seen, 0, "the bookkeeping sees no routine");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before, "nothing written");
+    assert_eq!(
+        crate::workspace::heartbeat_file::read(&ws).unwrap(),
+        crate::workspace::heartbeat_file::HeartbeatFile::EffectivelyEmpty,
+        "no checklist for the heartbeat"
+    );
+
+    let again = store(&ws);
+    assert!(again.read().unwrap().held, "held after a restart");
+    again.trust_file().await.unwrap();
+    let state = again.read().unwrap();
+    assert!(!state.held);
+    assert_eq!(state.routines().entries()[0].id(), Some("planted"));
+
+    // The sandbox is gone and its end was seen: an editor's save is the user's.
+    std::fs::write(ws.join("new"), file(r#"{"tasks": [{"id": "b", "title": "B"}]}"#)).unwrap();
+    std::fs::rename(ws.join("new"), &path).unwrap();
+    assert!(!again.read().unwrap().held);
+}
