@@ -208,7 +208,7 @@ export function createMockBackend(variant: string): Backend {
       const id = (args.sessionId as string | undefined) ?? 'main';
       const s = sessions.get(id);
       if (!s) throw { code: 'storage', message: `No conversation ${id}.` };
-      return { session_id: id, messages: [...s.messages], warnings: [] };
+      return { session_id: id, messages: s.messages.map((m, i) => ({ id: `mock-${id}-${i}`, ...m })), warnings: [] };
     },
     get_settings: () => view(),
     save_settings: (args) => {

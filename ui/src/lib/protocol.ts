@@ -362,7 +362,17 @@ background: boolean,
  */
 pty: boolean, };
 
-export type History = { session_id: string, messages: Array<Message>, 
+export type SavedMessage = { id: string, role: Role, content: Array<ContentBlock>, 
+/**
+ * Milliseconds since the Unix epoch.
+ */
+ts: number, model?: string, usage?: Usage, stop_reason?: StopReason, 
+/**
+ * What the message is beyond its role (a steer, a summary); plain messages omit it.
+ */
+kind?: MessageKind, };
+
+export type History = { session_id: string, messages: Array<SavedMessage>, 
 /**
  * Lines that could not be loaded (they stay on disk), for a banner.
  */
@@ -1096,13 +1106,10 @@ title: string,
  */
 kind: string, 
 /**
- * The message's stable id.
+ * The message's stable id: where the window opens the conversation, at the loaded
+ * message with this [`crate::SavedMessage::id`].
  */
 message_id: string, 
-/**
- * Its place among the session's messages, from 0: where to scroll to.
- */
-seq: number, 
 /**
  * `user`, `assistant`, `tool_result` or `event`.
  */
