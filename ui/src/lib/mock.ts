@@ -54,7 +54,7 @@ export function createMockBackend(variant: string): Backend {
     close_to_tray: true,
     start_at_login: false,
     theme: 'system',
-    notifications: { processes: true, routines: true, heartbeat: true, approvals: true },
+    notifications: { processes: true, routines: true, monitors: true, heartbeat: true, approvals: true },
     workspace: null,
     continuation_limit: 10,
     approval_timeout_secs: 3600,

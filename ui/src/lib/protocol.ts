@@ -775,9 +775,14 @@ path: string, };
 
 export type Theme = "system" | "light" | "dark";
 
-export type NotificationKind = "process" | "routine" | "heartbeat" | "approval" | "budget" | "other";
+export type NotificationKind = "process" | "routine" | "monitor" | "heartbeat" | "approval" | "budget" | "other";
 
-export type NotificationKinds = { processes: boolean, routines: boolean, heartbeat: boolean, approvals: boolean, };
+export type NotificationKinds = { processes: boolean, routines: boolean, 
+/**
+ * A monitor fired ([`NotificationKind::Monitor`]); absent in settings saved before it
+ * existed: on, like the rest.
+ */
+monitors: boolean, heartbeat: boolean, approvals: boolean, };
 
 export type DesktopSettings = { 
 /**
@@ -1133,11 +1138,11 @@ approval?: ChannelWhen,
  */
 continuation?: ChannelWhen, 
 /**
- * A routine's result.
+ * A routine's result (a run its schedule or the user started).
  */
 routine?: ChannelWhen, 
 /**
- * Something the heartbeat or a monitor found.
+ * A monitor fired (a routine a watch trigger ran), or the heartbeat found something.
  */
 monitor?: ChannelWhen, 
 /**

@@ -52,6 +52,7 @@ impl Scheduler {
             run_id: run_id(),
             due_at: now,
             started_at: now,
+            by_trigger: true,
         };
         self.keep_evidence(&c.run_id, &evidence);
         self.act(c, Some(evidence)).await
@@ -122,6 +123,7 @@ impl Scheduler {
             run_id: run_id(),
             due_at: now,
             started_at: now,
+            by_trigger: false,
         };
         let session = format!("routine_{}", routine.id);
         if let Err(e) = self.deliver(&session, &c, "routine_notice", title, text).await {
