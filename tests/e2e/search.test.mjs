@@ -144,8 +144,12 @@ test('choosing a result opens its conversation at that message, outlined', async
 });
 
 test('a result opens at its own message after earlier lines were pruned, where its place now names another', async () => {
-  // The garden conversation open in the window, as loaded: 40 messages.
-  await driver.findElement(By.css(`[data-testid="session-item"][data-session-id="${GARDEN_ID}"] button.select`)).click();
+  // The garden conversation open in the window, as loaded: 40 messages. (The search box
+  // emptied first: while it has words, the sidebar shows results instead of conversations.)
+  await fill(driver, '[data-testid="history-search"]', '');
+  const garden = By.css(`[data-testid="session-item"][data-session-id="${GARDEN_ID}"] button.select`);
+  await waitFor('the garden conversation listed', async () => (await driver.findElements(garden)).length === 1 && driver.findElement(garden).isDisplayed());
+  await driver.findElement(garden).click();
   await waitFor('the garden conversation shown', async () => (await messages(driver)).some((m) => m.text.includes('Garden note 39')));
   // Its first ten lines pruned on disk (by another tool) while it is open: the rhubarb line
   // moves from place 30 to place 20, where the window still shows "Garden note 20", of the
