@@ -7,7 +7,7 @@ use vigil_core::approval::SettingError;
 use vigil_core::protocol::{
     ApprovalKind, ApprovalPolicy, ApprovalsView, CommandError, ConnectionVerdict, HealthView, HeartbeatChecks,
     HeartbeatSettings, HeartbeatView, History, Op, ProcessSummary, ProviderSettings, RoutineDraft, RoutineRun,
-    RoutineSaved, RoutineView, RoutinesView, SchedulePreview, SessionSummary, SettingsView,
+    RoutineSaved, RoutineView, RoutinesView, SavedMessage, SchedulePreview, SessionSummary, SettingsView,
 };
 use vigil_core::routines::{Refusal, StoreError};
 use vigil_core::settings::{self, PROVIDER_KEY};
@@ -51,9 +51,10 @@ pub async fn submit(state: State<'_, AppState>, op: Op) -> Result<(), CommandErr
 pub async fn history(state: State<'_, AppState>, session_id: Option<String>) -> Result<History, CommandError> {
     let id = session_id.unwrap_or_else(|| vigil_core::session::PRIMARY_SESSION.to_string());
     let loaded = state.runtime.history(Some(&id)).map_err(|e| error("storage", e))?;
+    let messages = loaded.ids.into_iter().zip(loaded.messages);
     Ok(History {
         session_id: id,
-        messages: loaded.messages,
+        messages: messages.map(|(id, message)| SavedMessage { id, message }).collect(),
         warnings: loaded.warnings,
     })
 }

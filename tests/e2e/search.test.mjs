@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Key } from 'selenium-webdriver';
-import { Harness, fill, quit, screenshot, By, waitFor } from './harness.mjs';
+import { Harness, fill, messages, quit, screenshot, send, By, waitFor } from './harness.mjs';
 
 const h = new Harness();
 let driver;
@@ -40,6 +40,20 @@ const TRIP = Array.from({ length: 60 }, (_, i) =>
   i === 9 ? 'Pack the marmalade from the farm shop, the orange one.' : `Planning note ${i}: trains, times and tickets for the trip.`,
 );
 
+/**
+ * The garden conversation: 40 lines as Vigil writes them (each with its id first), all of one
+ * millisecond (imported at once), so only the id tells them apart. Message 30 has the word.
+ */
+const GARDEN_ID = 'chat_garden0001';
+const GARDEN_FILE = () => path.join(h.dataDir, 'sessions', `${GARDEN_ID}.jsonl`);
+const T_GARDEN = T0 + 5 * 3_600_000;
+const GARDEN = Array.from({ length: 40 }, (_, i) => {
+  const text = i === 30 ? 'Cut the rhubarb stalks at the base, never with a knife.' : `Garden note ${i}: watering, weeding and the compost.`;
+  const id = `m${crypto.createHash('sha256').update(`garden ${i}`).digest('hex').slice(0, 16)}`;
+  const body = i % 2 === 0 ? { role: 'user', content: [{ type: 'text', text }] } : { role: 'assistant', content: [{ type: 'text', text }], model: 'fake-model', stop_reason: 'end_turn' };
+  return JSON.stringify({ id, ...body, ts: T_GARDEN }) + '\n';
+});
+
 before(async () => {
   const dir = path.join(h.dataDir, 'sessions');
   fs.mkdirSync(dir);
@@ -53,6 +67,8 @@ before(async () => {
     fs.writeFileSync(path.join(dir, `${id}.jsonl`), transcript(texts, T0 + n * 3_600_000));
     fs.writeFileSync(path.join(dir, `${id}.meta.json`), meta(id, title, type, T0 + n * 3_600_000));
   });
+  fs.writeFileSync(GARDEN_FILE(), GARDEN.join(''));
+  fs.writeFileSync(path.join(dir, `${GARDEN_ID}.meta.json`), meta(GARDEN_ID, 'Garden log', 'primary', T0 + 5 * 3_600_000));
   await h.startFakeProvider({ steps: [], fallback: { kind: 'text', text: 'Noted.' } });
   await h.startDriver(h.providerEnv('anthropic'));
   [driver] = await h.launchApp();
@@ -125,4 +141,36 @@ test('choosing a result opens its conversation at that message, outlined', async
     return r.top < window.innerHeight && r.bottom > 0;`);
   assert.equal(lastVisible, false, 'the latest message is out of view');
   await screenshot(driver, 'search-opened.png');
+});
+
+test('a result opens at its own message after earlier lines were pruned, where its place now names another', async () => {
+  // The garden conversation open in the window, as loaded: 40 messages. (The search box
+  // emptied first: while it has words, the sidebar shows results instead of conversations.)
+  await fill(driver, '[data-testid="history-search"]', '');
+  const garden = By.css(`[data-testid="session-item"][data-session-id="${GARDEN_ID}"] button.select`);
+  await waitFor('the garden conversation listed', async () => (await driver.findElements(garden)).length === 1 && driver.findElement(garden).isDisplayed());
+  await driver.findElement(garden).click();
+  await waitFor('the garden conversation shown', async () => (await messages(driver)).some((m) => m.text.includes('Garden note 39')));
+  // Its first ten lines pruned on disk (by another tool) while it is open: the rhubarb line
+  // moves from place 30 to place 20, where the window still shows "Garden note 20", of the
+  // same millisecond. A place checked by its time would open that one.
+  fs.writeFileSync(GARDEN_FILE(), GARDEN.slice(10).join(''));
+  // A turn in it: the index catches up with the transcript as it now is.
+  const replies = (await messages(driver)).filter((m) => m.text === 'Noted.').length;
+  await send(driver, 'Done with the garden for today.');
+  await waitFor('the reply', async () => (await messages(driver)).filter((m) => m.text === 'Noted.').length > replies);
+
+  const found = await search('rhubarb');
+  assert.equal(found.length, 1, JSON.stringify(found));
+  assert.match(found[0].text, /Garden log/);
+  await driver.findElement(By.css('[data-testid="history-hit"]')).click();
+  const outlined = await waitFor('a message outlined and in view', async () =>
+    driver.executeScript(`
+      const m = document.querySelector('[data-testid="message"].highlight');
+      if (!m) return null;
+      const r = m.getBoundingClientRect();
+      return r.top >= 0 && r.bottom <= window.innerHeight ? m.innerText : null;`),
+  );
+  assert.match(outlined, /rhubarb/, `the outlined message is the result's own: ${outlined}`);
+  await screenshot(driver, 'search-opened-pruned.png');
 });

@@ -28,10 +28,10 @@ pub struct ChannelKinds {
     /// A conversation's answer given on its own (a continuation), a background command's end.
     #[ts(optional)]
     pub continuation: Option<ChannelWhen>,
-    /// A routine's result.
+    /// A routine's result (a run its schedule or the user started).
     #[ts(optional)]
     pub routine: Option<ChannelWhen>,
-    /// Something the heartbeat or a monitor found.
+    /// A monitor fired (a routine a watch trigger ran), or the heartbeat found something.
     #[ts(optional)]
     pub monitor: Option<ChannelWhen>,
     /// A failure, or anything else.

@@ -13,11 +13,9 @@ pub struct HistoryHit {
     pub title: String,
     /// `conversation`, `job` or `heartbeat`.
     pub kind: String,
-    /// The message's stable id.
+    /// The message's stable id: where the window opens the conversation, at the loaded
+    /// message with this [`crate::SavedMessage::id`].
     pub message_id: String,
-    /// Its place among the session's messages, from 0: where to scroll to.
-    #[ts(type = "number")]
-    pub seq: u64,
     /// `user`, `assistant`, `tool_result` or `event`.
     pub role: String,
     #[ts(type = "number")]

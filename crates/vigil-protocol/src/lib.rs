@@ -85,7 +85,7 @@ pub use settings::{
     ApprovalPolicy, ApprovalRule, ApprovalsView, ConnectionVerdict, KeyStorage, ProviderKind, ProviderSettings,
     SandboxView, SettingsView, DEFAULT_MAX_TOKENS,
 };
-pub use transcript::{ContentBlock, History, Message, MessageKind, Role};
+pub use transcript::{ContentBlock, History, Message, MessageKind, Role, SavedMessage};
 pub use triggers::{Action, Check, Trigger, UrlWhen, WatchStatus};
 pub use typescript::typescript_bindings;
 pub use usage::Usage;

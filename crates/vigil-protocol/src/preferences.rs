@@ -86,8 +86,11 @@ impl Default for DesktopSettings {
 pub enum NotificationKind {
     /// A background command finished or failed.
     Process,
-    /// A routine's result.
+    /// A routine's result (a run its schedule or the user started).
     Routine,
+    /// A monitor fired: the result of a routine a watch trigger ran (a file changed, a
+    /// process printed a line, a URL changed, a webhook was called).
+    Monitor,
     /// Something the heartbeat found.
     Heartbeat,
     /// A background run wanted an approval nobody could give.
@@ -104,6 +107,9 @@ pub enum NotificationKind {
 pub struct NotificationKinds {
     pub processes: bool,
     pub routines: bool,
+    /// A monitor fired ([`NotificationKind::Monitor`]); absent in settings saved before it
+    /// existed: on, like the rest.
+    pub monitors: bool,
     pub heartbeat: bool,
     pub approvals: bool,
 }
@@ -113,6 +119,7 @@ impl Default for NotificationKinds {
         Self {
             processes: true,
             routines: true,
+            monitors: true,
             heartbeat: true,
             approvals: true,
         }
@@ -125,6 +132,7 @@ impl NotificationKinds {
         match kind {
             NotificationKind::Process => self.processes,
             NotificationKind::Routine => self.routines,
+            NotificationKind::Monitor => self.monitors,
             NotificationKind::Heartbeat => self.heartbeat,
             NotificationKind::Approval => self.approvals,
             NotificationKind::Budget | NotificationKind::Other => true,
@@ -160,7 +168,7 @@ mod tests {
             serde_json::to_value(DesktopSettings::default()).unwrap(),
             json!({
                 "close_to_tray": true, "start_at_login": false, "theme": "system",
-                "notifications": {"processes": true, "routines": true, "heartbeat": true, "approvals": true},
+                "notifications": {"processes": true, "routines": true, "monitors": true, "heartbeat": true, "approvals": true},
                 "workspace": null, "continuation_limit": 10, "approval_timeout_secs": 3600, "keep_awake": true,
                 "away_after_minutes": 60
             })
@@ -171,6 +179,10 @@ mod tests {
             ..Default::default()
         };
         assert!(!quiet.allows(NotificationKind::Routine) && quiet.allows(NotificationKind::Other));
+        assert!(quiet.allows(NotificationKind::Monitor), "a monitor's switch is its own");
+        // Settings saved before monitors had a switch: on, like the others.
+        let old: NotificationKinds = serde_json::from_value(json!({"routines": false})).unwrap();
+        assert!(old.monitors && !old.routines);
         assert!(serde_json::from_value::<Theme>(json!("purple")).is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! The transcript: what is stored on disk, line by line, and shown as history.
 //!
 //! Owns: [`Message`], its [`Role`], [`MessageKind`] and [`ContentBlock`]s, and the [`History`]
-//! the window loads on start.
+//! the window loads on start (each message with its stable id, [`SavedMessage`]).
 //! Must never: hold an image's bytes (only its hash, see [`ContentBlock::Image`]); change a
 //! field's meaning for lines already on disk.
 
@@ -139,7 +139,17 @@ pub enum ContentBlock {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct History {
     pub session_id: String,
-    pub messages: Vec<Message>,
+    pub messages: Vec<SavedMessage>,
     /// Lines that could not be loaded (they stay on disk), for a banner.
     pub warnings: Vec<String>,
+}
+
+/// A transcript message with its stable id: the id [`crate::HistoryHit::message_id`] names
+/// it by (written with the line, or derived from an old line at load), so a search result
+/// opens at this very message however the transcript's places moved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SavedMessage {
+    pub id: String,
+    #[serde(flatten)]
+    pub message: Message,
 }

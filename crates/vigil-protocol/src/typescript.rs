@@ -36,6 +36,7 @@ pub fn typescript_bindings() -> String {
         ApprovalsView::decl(&cfg),
         SessionSummary::decl(&cfg),
         ProcessSummary::decl(&cfg),
+        SavedMessage::decl(&cfg),
         History::decl(&cfg),
         CommandError::decl(&cfg),
         ProviderKind::decl(&cfg),

@@ -105,3 +105,44 @@ describe('a long conversation', () => {
     expect(texts(scroller).length).toBeGreaterThan(FIRST_STEP);
   });
 });
+
+describe('a search result', () => {
+  it('opens the conversation at its message by id: rendered although far above, scrolled to, outlined', async () => {
+    const scrolled: string[] = [];
+    // jsdom has no scrollIntoView (recorded above) and no CSS.escape (for the row's selector).
+    vi.stubGlobal('CSS', { escape: (s: string) => s.replace(/[^\w-]/g, (c) => `\\${c}`) });
+    Element.prototype.scrollIntoView = function (this: Element) {
+      scrolled.push(this.textContent!.trim());
+    };
+    // Every message of one millisecond: only the id tells them apart.
+    const messages = conversation(100).map((m) => ({ ...m, ts: 5_000 }));
+    const chat = new ChatStore();
+    chat.state = loaded(messages);
+    chat.loaded = true;
+    const target = document.createElement('div');
+    document.body.append(target);
+    mounted.push(
+      mount(ChatView, {
+        target,
+        props: { chat, approvals: new ApprovalsStore(), updates: new UpdatesStore(), configured: true, onOpenSettings: () => {} },
+      }),
+    );
+    flushSync();
+    await tick();
+    expect(texts(target)).not.toContain('Answer 10');
+
+    // `m21` is the 22nd message: Answer 10.
+    chat.reveal = { messageId: 'm21' };
+    for (let steps = 0; chat.reveal !== null && steps < 20; steps++) {
+      flushSync();
+      await tick();
+    }
+    expect(chat.reveal).toBeNull();
+    const outlined = [...target.querySelectorAll('[data-testid="message"].highlight')].map((e) => e.textContent!.trim());
+    expect(outlined).toHaveLength(1);
+    expect(outlined[0]).toContain('Answer 10');
+    expect(scrolled).toHaveLength(1);
+    expect(scrolled[0]).toContain('Answer 10');
+    delete (Element.prototype as unknown as Record<string, unknown>).scrollIntoView;
+  });
+});

@@ -25,7 +25,7 @@ import {
  */
 const FLUSH_BACKSTOP_MS = 120;
 
-/** What a clicked notification or search result leads to: a message (by place and time, or time) or an approval's card. */
+/** What a clicked notification or search result leads to: a message (by id, or by time) or an approval's card. */
 export type Reveal = MessageTarget | { approvalId: string };
 
 export class ChatStore {
@@ -74,6 +74,19 @@ export class ChatStore {
     this.state = initialState(sessionId);
     this.loaded = false;
     await this.#load(sessionId, running);
+  }
+
+  /**
+   * Brings the saved message `messageId` of the conversation shown (or being opened) into
+   * view. One saved after the conversation was loaded came as an event, which names no id:
+   * the conversation is loaded again, so its id is among the loaded ones.
+   */
+  async revealSaved(messageId: string): Promise<void> {
+    this.reveal = { messageId };
+    if (!this.loaded || this.state.savedRows?.has(messageId)) return;
+    this.flush();
+    this.loaded = false;
+    await this.#load(this.sessionId, this.busy);
   }
 
   async #load(sessionId: string, running: boolean, asked?: Promise<History>): Promise<void> {

@@ -8,7 +8,7 @@
 import type { History, Message, Usage } from '../lib/protocol';
 import { addUsage, isEmptyUsage, startsTurn } from './content';
 import { itemFromMessage, mergeResults, sameSaved, withKey } from './items';
-import type { ChatItem, ChatState, SavedPlace } from './model';
+import type { ChatItem, ChatState } from './model';
 
 /** Sums each turn's usage onto its last assistant message; `open`: the last turn still runs. */
 export function withTurnUsage(items: ChatItem[], messages: Message[], open: boolean): ChatItem[] {
@@ -40,17 +40,17 @@ export function withTurnUsage(items: ChatItem[], messages: Message[], open: bool
 export function withHistory(state: ChatState, history: History, running = false): ChatState {
   let next: ChatState = { ...state, sessionId: history.session_id, warnings: history.warnings };
   let loaded: ChatItem[] = [];
-  const saved: SavedPlace[] = [];
+  const savedRows = new Map<string, string>();
   for (const message of history.messages) {
     if (message.role === 'tool_result') {
       loaded = mergeResults(loaded, message);
-      saved.push({ key: callRow(loaded, message), ts: message.ts });
+      savedRows.set(message.id, callRow(loaded, message));
       continue;
     }
     let key: string;
     [next, key] = withKey(next);
     loaded.push(itemFromMessage(message, key, null, 'interrupted'));
-    saved.push({ key, ts: message.ts });
+    savedRows.set(message.id, key);
   }
   loaded = withTurnUsage(loaded, history.messages, running);
   if (running) {
@@ -62,7 +62,7 @@ export function withHistory(state: ChatState, history: History, running = false)
     );
   }
   const extra = state.items.filter((item) => !history.messages.some((m) => sameSaved(item, m)));
-  return { ...next, items: [...loaded, ...extra], saved, phase: running && next.phase === 'idle' ? 'thinking' : next.phase };
+  return { ...next, items: [...loaded, ...extra], savedRows, phase: running && next.phase === 'idle' ? 'thinking' : next.phase };
 }
 
 /** The row a tool result is shown in: its call's (else the row before it). */

@@ -89,16 +89,10 @@ export interface ChatState {
   /** Texts saved from the queue before their `message_queued` arrived (events of two tasks may cross). */
   lateAcks: string[];
   /**
-   * The row each message of the loaded transcript is shown in, by the message's place in
-   * it (a tool result: its call's row), with the message's time: a search result names
-   * its message by place.
+   * The row each message of the loaded transcript is shown in (a tool result: its call's
+   * row), by the message's stable id: a search result names its message by id.
    */
-  saved?: SavedPlace[];
-}
-
-export interface SavedPlace {
-  key: string;
-  ts: number;
+  savedRows?: ReadonlyMap<string, string>;
 }
 
 export function initialState(sessionId: string | null = null): ChatState {

@@ -1,25 +1,32 @@
 // Which row a reveal (a clicked notification's or search result's message) points at.
 //
-// Owns: finding a message's row by its place in the loaded transcript, checked by its time,
-// else by its time alone.
-// Must never: point at a hidden row, or at a row of another message when the place is stale.
+// Owns: finding a search result's row by its message's stable id among the loaded
+// transcript's messages, and a notification's by its message's time.
+// Must never: point at a hidden row, or guess a search result's row from its place or time
+// (a transcript loaded anew, pruned or repaired moves places; several messages share a time).
 
-import type { ChatItem, SavedPlace } from './model';
+import type { ChatItem } from './model';
 
-/** A message to bring into view: its time, and its place in the transcript when known (a search result's). */
-export interface MessageTarget {
-  ts: number;
-  seq?: number;
-}
+/**
+ * A message to bring into view: a search result's, by its stable id (the `SavedMessage.id`
+ * of the loaded history), or a clicked notification's, by its time (a notification names
+ * no message id).
+ */
+export type MessageTarget = { messageId: string } | { ts: number };
 
 /** The index among `items` of the target's row; -1 when it is not (yet) among them. */
-export function messageRow(items: ChatItem[], saved: SavedPlace[] | undefined, hidden: ReadonlySet<string>, target: MessageTarget): number {
-  // By place: that very message, even beside others of the same millisecond; only while
-  // the place still holds a message of that time (else the transcript was loaded anew).
-  const place = target.seq === undefined ? undefined : saved?.[target.seq];
-  if (place && place.ts === target.ts && !hidden.has(place.key)) {
-    const index = items.findIndex((i) => i.key === place.key);
-    if (index >= 0) return index;
+export function messageRow(
+  items: ChatItem[],
+  savedRows: ReadonlyMap<string, string> | undefined,
+  hidden: ReadonlySet<string>,
+  target: MessageTarget,
+): number {
+  if ('messageId' in target) {
+    const key = savedRows?.get(target.messageId);
+    let index = key === undefined ? -1 : items.findIndex((i) => i.key === key);
+    // A reply not shown ("nothing to tell"): the row it followed.
+    while (index >= 0 && hidden.has(items[index].key)) index--;
+    return index;
   }
   let index = items.findIndex((i) => i.ts === target.ts && !hidden.has(i.key));
   // Not that exact message (edited away, or a summary replaced it): the last one before its

@@ -1,6 +1,6 @@
 // Builders shared by the reducer tests (imported by `*.test.ts` only, never by the app).
 
-import type { ContentBlock, Event, EventEnvelope, Message } from '../lib/protocol';
+import type { ContentBlock, Event, EventEnvelope, Message, SavedMessage } from '../lib/protocol';
 import { applyEvent, initialState, withHistory, type ChatState } from './state';
 
 let seq = 0;
@@ -24,6 +24,12 @@ export function fold(state: ChatState, events: EventEnvelope[]): ChatState {
   return events.reduce(applyEvent, state);
 }
 
+/** A loaded transcript; message `i` has the id `m<i>`. */
 export function loaded(messages: Message[] = [], running = false): ChatState {
-  return withHistory(initialState(), { session_id: 'main', messages, warnings: [] }, running);
+  return withHistory(initialState(), { session_id: 'main', messages: saved(messages), warnings: [] }, running);
+}
+
+/** Messages as a history carries them, with the ids `m0`, `m1`, … */
+export function saved(messages: Message[]): SavedMessage[] {
+  return messages.map((m, i) => ({ id: `m${i}`, ...m }));
 }

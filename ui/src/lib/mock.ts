@@ -54,7 +54,7 @@ export function createMockBackend(variant: string): Backend {
     close_to_tray: true,
     start_at_login: false,
     theme: 'system',
-    notifications: { processes: true, routines: true, heartbeat: true, approvals: true },
+    notifications: { processes: true, routines: true, monitors: true, heartbeat: true, approvals: true },
     workspace: null,
     continuation_limit: 10,
     approval_timeout_secs: 3600,
@@ -208,7 +208,7 @@ export function createMockBackend(variant: string): Backend {
       const id = (args.sessionId as string | undefined) ?? 'main';
       const s = sessions.get(id);
       if (!s) throw { code: 'storage', message: `No conversation ${id}.` };
-      return { session_id: id, messages: [...s.messages], warnings: [] };
+      return { session_id: id, messages: s.messages.map((m, i) => ({ id: `mock-${id}-${i}`, ...m })), warnings: [] };
     },
     get_settings: () => view(),
     save_settings: (args) => {

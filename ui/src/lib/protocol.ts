@@ -362,7 +362,17 @@ background: boolean,
  */
 pty: boolean, };
 
-export type History = { session_id: string, messages: Array<Message>, 
+export type SavedMessage = { id: string, role: Role, content: Array<ContentBlock>, 
+/**
+ * Milliseconds since the Unix epoch.
+ */
+ts: number, model?: string, usage?: Usage, stop_reason?: StopReason, 
+/**
+ * What the message is beyond its role (a steer, a summary); plain messages omit it.
+ */
+kind?: MessageKind, };
+
+export type History = { session_id: string, messages: Array<SavedMessage>, 
 /**
  * Lines that could not be loaded (they stay on disk), for a banner.
  */
@@ -782,9 +792,14 @@ path: string, };
 
 export type Theme = "system" | "light" | "dark";
 
-export type NotificationKind = "process" | "routine" | "heartbeat" | "approval" | "budget" | "other";
+export type NotificationKind = "process" | "routine" | "monitor" | "heartbeat" | "approval" | "budget" | "other";
 
-export type NotificationKinds = { processes: boolean, routines: boolean, heartbeat: boolean, approvals: boolean, };
+export type NotificationKinds = { processes: boolean, routines: boolean, 
+/**
+ * A monitor fired ([`NotificationKind::Monitor`]); absent in settings saved before it
+ * existed: on, like the rest.
+ */
+monitors: boolean, heartbeat: boolean, approvals: boolean, };
 
 export type DesktopSettings = { 
 /**
@@ -1119,13 +1134,10 @@ title: string,
  */
 kind: string, 
 /**
- * The message's stable id.
+ * The message's stable id: where the window opens the conversation, at the loaded
+ * message with this [`crate::SavedMessage::id`].
  */
 message_id: string, 
-/**
- * Its place among the session's messages, from 0: where to scroll to.
- */
-seq: number, 
 /**
  * `user`, `assistant`, `tool_result` or `event`.
  */
@@ -1149,11 +1161,11 @@ approval?: ChannelWhen,
  */
 continuation?: ChannelWhen, 
 /**
- * A routine's result.
+ * A routine's result (a run its schedule or the user started).
  */
 routine?: ChannelWhen, 
 /**
- * Something the heartbeat or a monitor found.
+ * A monitor fired (a routine a watch trigger ran), or the heartbeat found something.
  */
 monitor?: ChannelWhen, 
 /**

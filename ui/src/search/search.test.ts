@@ -28,7 +28,6 @@ const hit: HistoryHit = {
   title: 'Disk trouble',
   kind: 'conversation',
   message_id: 'm1',
-  seq: 4,
   role: 'assistant',
   ts: 1_795_860_000_000,
   snippet: [

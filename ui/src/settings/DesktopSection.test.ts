@@ -19,7 +19,7 @@ const settings: DesktopSettings = {
   close_to_tray: true,
   start_at_login: false,
   theme: 'system',
-  notifications: { processes: true, routines: true, heartbeat: true, approvals: true },
+  notifications: { processes: true, routines: true, monitors: true, heartbeat: true, approvals: true },
   workspace: null,
   continuation_limit: 10,
   approval_timeout_secs: 3600,
@@ -145,5 +145,17 @@ describe('webhook routines, in Settings', () => {
     expect(el('settings-webhook-warning')?.textContent).toContain('Anyone who can reach this address');
     el<HTMLInputElement>('settings-webhook-beyond')!.click();
     expect(change).toHaveBeenLastCalledWith('webhook_bind', undefined);
+  });
+});
+
+describe('notify me when, in Settings', () => {
+  it('has a switch for a monitor firing of its own, apart from a routine’s result', async () => {
+    const { el, change } = show();
+    const monitors = el<HTMLInputElement>('settings-notify-monitors')!;
+    expect(monitors.closest('label')!.textContent).toMatch(/A monitor fires/);
+    monitors.click();
+    expect(change).toHaveBeenLastCalledWith('notifications', { ...settings.notifications, monitors: false });
+    await saved();
+    expect(el<HTMLInputElement>('settings-notify-routines')!.checked).toBe(true);
   });
 });

@@ -28,8 +28,8 @@ export const WHEN_TEXT: Record<ChannelWhen, string> = {
 export const KINDS: { key: keyof ChannelKinds; label: string }[] = [
   { key: 'approval', label: 'An approval waiting' },
   { key: 'continuation', label: 'An answer given on its own, a command finished' },
-  { key: 'routine', label: 'A routine’s result' },
-  { key: 'monitor', label: 'Something the heartbeat found' },
+  { key: 'routine', label: 'A routine’s result (its schedule or you ran it)' },
+  { key: 'monitor', label: 'A monitor fired (a watched file, output, URL or webhook), or the heartbeat found something' },
   { key: 'failure', label: 'A failure, or anything else' },
   { key: 'budget', label: 'The day’s background budget spent' },
 ];

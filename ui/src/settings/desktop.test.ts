@@ -31,7 +31,7 @@ describe('desktop preferences', () => {
       close_to_tray: true,
       start_at_login: false,
       theme: 'dark',
-      notifications: { processes: true, routines: true, heartbeat: true, approvals: true },
+      notifications: { processes: true, routines: true, monitors: true, heartbeat: true, approvals: true },
       workspace: null,
       continuation_limit: 10,
       approval_timeout_secs: 3600,
@@ -57,7 +57,7 @@ describe('desktop preferences', () => {
     await store.change('theme', 'light');
     expect(theme.set).toHaveBeenLastCalledWith('light');
     expect(store.view?.settings).toMatchObject({ close_to_tray: false, start_at_login: false, theme: 'light' });
-    await store.change('notifications', { processes: false, routines: true, heartbeat: true, approvals: true });
+    await store.change('notifications', { processes: false, routines: true, monitors: true, heartbeat: true, approvals: true });
     expect(backend.stored.notifications.processes).toBe(false);
     expect(backend.stored.theme).toBe('light');
     expect(store.view?.warnings).toEqual([]);

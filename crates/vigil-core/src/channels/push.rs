@@ -117,7 +117,7 @@ pub fn from_event(e: &EventEnvelope) -> Option<Push> {
             let kind = match kind {
                 NotificationKind::Process => Kind::Continuation,
                 NotificationKind::Routine => Kind::Routine,
-                NotificationKind::Heartbeat => Kind::Monitor,
+                NotificationKind::Monitor | NotificationKind::Heartbeat => Kind::Monitor,
                 NotificationKind::Budget => Kind::Budget,
                 NotificationKind::Approval | NotificationKind::Other => Kind::Failure,
             };
@@ -178,6 +178,11 @@ mod tests {
         assert_eq!(kind_of(NotificationKind::Budget), Kind::Budget, "the budget spent");
         assert_eq!(kind_of(NotificationKind::Heartbeat), Kind::Monitor);
         assert_eq!(kind_of(NotificationKind::Routine), Kind::Routine);
+        assert_eq!(
+            kind_of(NotificationKind::Monitor),
+            Kind::Monitor,
+            "a trigger-fired routine"
+        );
         assert_eq!(kind_of(NotificationKind::Process), Kind::Continuation);
         assert_eq!(kind_of(NotificationKind::Other), Kind::Failure);
     }

@@ -46,7 +46,6 @@ pub fn to_wire(h: Hit) -> HistoryHit {
         title: h.title,
         kind: h.kind.as_str().to_string(),
         message_id: h.message_id,
-        seq: h.seq,
         role: h.role,
         ts: h.ts,
         snippet: parts(&h.snippet),

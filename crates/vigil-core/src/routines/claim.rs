@@ -158,6 +158,7 @@ impl Scheduler {
                         run_id,
                         due_at: slot,
                         started_at: now,
+                        by_trigger: false,
                     });
                 }
                 Ok(out)

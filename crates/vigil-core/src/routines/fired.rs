@@ -54,6 +54,7 @@ impl Scheduler {
             run_id: run_id(),
             due_at: now,
             started_at: now,
+            by_trigger: true,
         };
         self.keep_evidence(&c.run_id, &evidence);
         let inline = c.routine.execution_mode == ExecutionMode::Inline && c.routine.action != Some(Action::Notify);
@@ -143,6 +144,7 @@ impl Scheduler {
             run_id: run_id(),
             due_at: now,
             started_at: now,
+            by_trigger: false,
         };
         let session = format!("routine_{}", routine.id);
         if let Err(e) = self.deliver(&session, &c, "routine_notice", title, text).await {

@@ -322,6 +322,7 @@ impl Scheduler {
             run_id: run.run_id.clone(),
             due_at: run.due_at.unwrap_or(0),
             started_at: run.started_at,
+            by_trigger: false,
         };
         let why = run.error.clone().unwrap_or_default();
         let session = job_session_id(&r.id, &run.run_id);
@@ -384,7 +385,11 @@ impl Scheduler {
             title: title.into(),
             text: text.to_string(),
             source: Source::Scheduler,
-            notify: notify.then_some(NotificationKind::Routine),
+            notify: notify.then_some(if c.by_trigger {
+                NotificationKind::Monitor
+            } else {
+                NotificationKind::Routine
+            }),
             target: Target::Mailbox {
                 dedupe_key: Some(format!("routine:{}:{}", c.routine.id, c.run_id)),
             },
@@ -453,6 +458,7 @@ impl Scheduler {
             run_id: super::model::short_id(),
             due_at: 0,
             started_at: 0,
+            by_trigger: false,
         };
         if let Err(e) = self
             .deliver(
@@ -502,6 +508,7 @@ mod tests {
             run_id: "r".into(),
             due_at: 0,
             started_at: 0,
+            by_trigger: false,
         };
         // 2026-02-12T08:00Z is 09:00 in Berlin.
         assert_eq!(

@@ -112,6 +112,10 @@ pub struct Claimed {
     /// The slot (the `next_run_at` that was due).
     pub due_at: i64,
     pub started_at: i64,
+    /// A watch trigger fired it (a file, a process's output, a URL, a webhook), not its
+    /// schedule or the user: what it delivers is a monitor's, which the user routes apart
+    /// from a routine's result ([`vigil_protocol::NotificationKind::Monitor`]).
+    pub by_trigger: bool,
 }
 
 /// How a run ended, for [`Scheduler::finish`].

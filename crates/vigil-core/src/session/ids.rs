@@ -8,8 +8,9 @@
 //! heartbeat's pruning of its own last lines), which never move an earlier line.
 //!
 //! The id is read from the line's first bytes, not from a parsed [`vigil_protocol::Message`]
-//! (which has no id field: transcripts are append-only, so a message is never re-encoded and
-//! its id never needs to travel with it).
+//! (which has no id field: transcripts are append-only, so a message is never re-encoded).
+//! A load hands the ids out beside the messages (`Loaded::ids`), which is how the window
+//! opens a search result at its message.
 //!
 //! Must never: give two lines of one transcript the same id, or change a line's id once
 //! written or derived.

@@ -27,10 +27,14 @@ pub(super) struct Parsed {
     pub file: FileId,
     /// Bytes parsed: whole lines, up to a newline.
     pub len: u64,
+    /// Lines in those bytes (blank and unreadable ones too): the next line's number.
+    pub lines: usize,
     /// The last bytes before `len`, as they were.
     pub check: Vec<u8>,
     /// Shared with the callers of the last load (see `SessionStore::load_shared`).
     pub messages: Arc<Vec<Message>>,
+    /// The messages' ids, in the same order.
+    pub ids: Arc<Vec<String>>,
     pub warnings: Vec<String>,
 }
 

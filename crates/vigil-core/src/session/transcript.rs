@@ -32,6 +32,9 @@ use crate::durable;
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub messages: Vec<Message>,
+    /// Each message's stable id ([`ids`]), in the same order: the id the history index and
+    /// `search_history` name it by, so the window can open a search result at it.
+    pub ids: Vec<String>,
     /// One line per problem, for the log and the UI.
     pub warnings: Vec<String>,
 }
@@ -134,22 +137,24 @@ impl SessionStore {
     /// [`Self::load`]'s messages, shared with the cache of parsed transcripts rather than
     /// copied from it (a turn loads once a round only to build its request from them).
     pub fn load_shared(&self, id: &str) -> Result<Arc<Vec<Message>>, SessionError> {
-        self.load_inner(id, None).map(|(messages, _)| messages)
+        self.load_inner(id, None).map(|(messages, ..)| messages)
     }
 
     fn load_owned(&self, id: &str, held: Option<&SessionLockGuard>) -> Result<Loaded, SessionError> {
-        let (messages, warnings) = self.load_inner(id, held)?;
+        let (messages, warnings, ids) = self.load_inner(id, held)?;
         Ok(Loaded {
             messages: Arc::unwrap_or_clone(messages),
+            ids: Arc::unwrap_or_clone(ids),
             warnings,
         })
     }
 
+    /// Messages, warnings, and the messages' ids.
     fn load_inner(
         &self,
         id: &str,
         held: Option<&SessionLockGuard>,
-    ) -> Result<(Arc<Vec<Message>>, Vec<String>), SessionError> {
+    ) -> Result<(Arc<Vec<Message>>, Vec<String>, Arc<Vec<String>>), SessionError> {
         let path = self.path(id)?;
         let mut f = match File::open(&path) {
             Ok(f) => f,
@@ -158,9 +163,9 @@ impl SessionStore {
         };
         let file = file_id(&f).map_err(io("inspect", &path))?;
         let known = self.parsed.take(id, file).filter(|p| still_holds(&f, p));
-        let (start, mut messages, mut warnings, check) = match known {
-            Some(p) => (p.len, p.messages, p.warnings, p.check),
-            None => (0, Arc::default(), Vec::new(), Vec::new()),
+        let (start, lines, mut messages, mut ids, mut warnings, check) = match known {
+            Some(p) => (p.len, p.lines, p.messages, p.ids, p.warnings, p.check),
+            None => (0, 0, Arc::default(), Arc::default(), Vec::new(), Vec::new()),
         };
         let mut bytes = Vec::new();
         f.seek(SeekFrom::Start(start))
@@ -184,10 +189,11 @@ impl SessionStore {
             cut_torn_tail(&f, &path, &bytes[complete_len..], complete_len as u64)?;
             loaded_warnings.push(torn_warning(&path, bytes.len() - complete_len));
         }
-        let parsed = parse_lines(&bytes[..complete_len], &path);
+        let parsed = parse_lines_from(&bytes[..complete_len], lines, &path);
         if !parsed.messages.is_empty() {
             // A copy only if a caller still holds the messages of an earlier load.
             Arc::make_mut(&mut messages).extend(parsed.messages);
+            Arc::make_mut(&mut ids).extend(parsed.ids);
         }
         warnings.extend(parsed.warnings);
         let check = check_after(&check, &bytes[..complete_len]);
@@ -196,8 +202,10 @@ impl SessionStore {
             Parsed {
                 file,
                 len: start + complete_len as u64,
+                lines: lines + bytes[..complete_len].iter().filter(|&&b| b == b'\n').count(),
                 check,
                 messages: Arc::clone(&messages),
+                ids: Arc::clone(&ids),
                 warnings: warnings.clone(),
             },
         );
@@ -207,7 +215,7 @@ impl SessionStore {
         for w in &loaded_warnings {
             tracing::warn!("{w}");
         }
-        Ok((messages, loaded_warnings))
+        Ok((messages, loaded_warnings, ids))
     }
 
     /// Drops what was parsed of `id` (it is being deleted) and tells the observer, so
@@ -361,17 +369,26 @@ impl Unsynced {
 /// The messages of whole transcript lines; an unreadable line is skipped with a warning
 /// naming it (and stays in the file). Never fails: the loader's fuzz target holds it to that.
 pub fn parse_lines(bytes: &[u8], path: &Path) -> Loaded {
+    parse_lines_from(bytes, 0, path)
+}
+
+/// [`parse_lines`] of the lines after the first `first_line` lines of a transcript (blank
+/// and unreadable ones counted): a message's derived id depends on its line number.
+fn parse_lines_from(bytes: &[u8], first_line: usize, path: &Path) -> Loaded {
     let mut loaded = Loaded::default();
     for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         match serde_json::from_slice::<Message>(line) {
-            Ok(m) => loaded.messages.push(m),
+            Ok(m) => {
+                loaded.messages.push(m);
+                loaded.ids.push(ids::line_id(first_line + n, line));
+            }
             Err(e) => loaded.warnings.push(format!(
                 "{} line {}: skipped an unreadable message ({e}); it stays in the file",
                 path.display(),
-                n + 1
+                first_line + n + 1
             )),
         }
     }

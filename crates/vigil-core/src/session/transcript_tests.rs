@@ -122,3 +122,40 @@ fn ids_cannot_escape_the_folder() {
     let store = SessionStore::open(dir.path()).unwrap();
     assert!(matches!(store.load("../x"), Err(SessionError::InvalidId(_))));
 }
+
+/// A load names each message by the id the history index gives it (so the window opens a
+/// search result at it): written ids as written, old lines' derived ids by their line number
+/// in the whole file, also when a load parses only the lines appended since the last one.
+#[test]
+fn loads_give_each_message_the_ids_the_index_gives_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    let path = dir.path().join("sessions/main.jsonl");
+    let old = |text: &str| serde_json::to_string(&Message::user_text(text, 1)).unwrap();
+    fs::write(&path, format!("{}\n\nnot json\n{}\n", old("a"), old("a"))).unwrap();
+    let index_ids = || -> Vec<String> {
+        let bytes = fs::read(&path).unwrap();
+        super::ids::lines_with_ids(&bytes)
+            .filter(|(_, _, line)| serde_json::from_slice::<Message>(line).is_ok())
+            .map(|(_, id, _)| id)
+            .collect()
+    };
+    let first = store.load("main").unwrap();
+    assert_eq!(first.ids, index_ids());
+    assert_eq!(first.ids.len(), 2);
+    assert_ne!(first.ids[0], first.ids[1], "the same line twice, two ids");
+
+    // Appended since: a new line (written id) and, by another writer, an old-style one.
+    store.append("main", &Message::user_text("b", 2)).unwrap();
+    OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(format!("{}\n", old("a")).as_bytes())
+        .unwrap();
+    let again = store.load("main").unwrap();
+    assert_eq!(again.messages.len(), 4);
+    assert_eq!(again.ids, index_ids());
+    assert_eq!(again.ids[..2], first.ids[..]);
+    assert!(again.ids[2].starts_with('m'));
+}

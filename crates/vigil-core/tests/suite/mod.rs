@@ -1,6 +1,7 @@
 mod agent;
 mod alone;
 mod channels;
+mod channels_kinds;
 mod channels_telegram;
 mod context_overflow;
 mod continuation;
