@@ -138,19 +138,8 @@ impl Base {
 
     /// Asks the front end to raise a native notification.
     fn notify(&self, title: impl Into<String>, body: impl Into<String>) {
-        self.emitter.emit(
-            Source::System,
-            Event::Notification {
-                kind: NotificationKind::Other,
-                title: title.into(),
-                body: body.into(),
-                event_id: None,
-                process_id: None,
-                approval_id: None,
-                target_session_id: None,
-                message_ts: None,
-            },
-        );
+        self.emitter
+            .emit(Source::System, Event::notice(NotificationKind::Other, title, body));
     }
 }
 
