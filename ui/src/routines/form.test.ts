@@ -148,6 +148,13 @@ describe('times and states', () => {
     expect(stateLabel(routine()).text).toBe('Active');
   });
 
+  it('in a held HEARTBEAT.md, every routine waits for Trust and none claims to be the user\'s', () => {
+    expect(stateLabel(routine(), true)).toEqual({ text: 'Waiting for Trust', tone: 'warn' });
+    expect(stateLabel(routine({ problem: 'bad zone' }), true).text).toBe('Cannot run');
+    expect(madeBy(routine(), true)).toBe('In the replaced HEARTBEAT.md: not known who wrote it');
+    expect(madeBy(routine({ source: 'chat' }), true)).not.toMatch(/by you/);
+  });
+
   it('says who made each routine: you or Vigil', () => {
     expect(madeBy(routine())).toBe('Added by you');
     expect(madeBy(routine({ source: 'chat' }))).toBe('Added by you, in a conversation');

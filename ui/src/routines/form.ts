@@ -245,8 +245,10 @@ export function catchUpLabel(r: RoutineView): string | null {
 }
 
 /** The routine's state in a word, for the row's tag. */
-export function stateLabel(r: RoutineView): { text: string; tone: 'ok' | 'muted' | 'warn' | 'danger' } {
+export function stateLabel(r: RoutineView, held = false): { text: string; tone: 'ok' | 'muted' | 'warn' | 'danger' } {
   if (r.problem !== null) return { text: 'Cannot run', tone: 'danger' };
+  // HEARTBEAT.md was replaced while a sandboxed command ran: nothing in it runs until Trust.
+  if (held && r.removed_at === null) return { text: 'Waiting for Trust', tone: 'warn' };
   if (r.state === 'failed') return { text: 'Failed', tone: 'danger' };
   if (r.state === 'running') return { text: 'Running', tone: 'ok' };
   if (r.state === 'done') return { text: 'Done', tone: 'muted' };
@@ -255,8 +257,10 @@ export function stateLabel(r: RoutineView): { text: string; tone: 'ok' | 'muted'
   return { text: 'Active', tone: 'ok' };
 }
 
-/** Who made the routine: you (in the editor, or by asking in a conversation) or Vigil on its own. */
-export function madeBy(r: RoutineView): string {
+/** Who made the routine: you (in the editor, or by asking in a conversation) or Vigil on its own;
+ *  in a held HEARTBEAT.md nobody can say (a sandboxed command may have written it). */
+export function madeBy(r: RoutineView, held = false): string {
+  if (held) return 'In the replaced HEARTBEAT.md: not known who wrote it';
   if (r.suggested) return 'Suggested by Vigil from what you wrote: turn it on to use it';
   if (r.source === 'heartbeat_reflect') return 'Added by Vigil on its own';
   if (r.source === 'chat') return 'Added by you, in a conversation';
