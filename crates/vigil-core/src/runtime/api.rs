@@ -16,7 +16,7 @@ use vigil_protocol::{
     RoutinesView, SchedulePreview, SessionSummary, SettingsView, Source, WakeReason,
 };
 
-use super::{activity, away, build, health, processes, routines, watching, Runtime, SHUTDOWN_GRACE};
+use super::{activity, away, build, health, processes, routines, turns, watching, Runtime, SHUTDOWN_GRACE};
 use crate::agent::AgentConfig;
 use crate::approval::Approvals;
 use crate::clock::Clock;
@@ -294,7 +294,7 @@ impl Runtime {
         // Each MCP server on a task of its own: none delays the rest of the start.
         i.mcp.start();
         if i.away.start_inhibitor() {
-            self.activity_changed();
+            turns::activity_changed(self);
         }
         let weak = Arc::downgrade(&self.inner);
         i.away.start_presence(&i.base, &i.life, move |since_ms| {
@@ -316,7 +316,7 @@ impl Runtime {
         let i = &self.inner;
         let announce = |left: Vec<super::process_table::Running>| {
             for r in left {
-                self.command_left(&r);
+                turns::command_left(self, &r);
             }
         };
         let Some(events) = i
@@ -328,8 +328,8 @@ impl Runtime {
         let this = self.clone();
         i.life.background.spawn(async move {
             let i = &this.inner;
-            let count_changed = || this.activity_changed();
-            let exit_notice = |owner: &str, id: &str, text: &str| this.exit_notice(owner, id, text);
+            let count_changed = || turns::activity_changed(&this);
+            let exit_notice = |owner: &str, id: &str, text: &str| turns::exit_notice(&this, owner, id, text);
             let watch = &i.unattended.watch;
             processes::forward(&i.processes, &i.base.emitter, watch, events, count_changed, exit_notice).await
         });

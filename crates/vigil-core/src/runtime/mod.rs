@@ -9,9 +9,10 @@
 //! [`lanes::Conversations`], [`connection::Agent`], [`processes::Processes`],
 //! [`background::Unattended`], [`away::Away`], and the MCP manager. Work that spans owners
 //! is a function taking the owners it needs (`health::view`, `away::came_back`,
-//! `lanes::after_turn`…). `impl Runtime` is in `api.rs` (the public surface, each method
-//! picking its owners) and `turns.rs` (the turn loop, which re-enters the handle); `ops.rs`
-//! hands each op to its owner; `build.rs` wires the owners together.
+//! `lanes::after_turn`…). `impl Runtime` is in one file, `api.rs` (the public surface, each
+//! method picking its owners); `turns.rs` is the turn loop, functions that take the handle
+//! because they re-enter it; `ops.rs` hands each op to its owner; `build.rs` wires the
+//! owners together.
 //!
 //! Background work — the wake loop, the heartbeat and its schedule — starts with
 //! [`Runtime::start_background`] and lives in [`background`].

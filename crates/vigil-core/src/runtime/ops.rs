@@ -6,7 +6,7 @@
 use vigil_protocol::{ErrorKind, Op};
 
 use super::lanes::sessions_changed;
-use super::{mcp, processes, routines, watching, Runtime};
+use super::{mcp, processes, routines, turns, watching, Runtime};
 use crate::session::{SessionError, SessionType, PRIMARY_SESSION};
 
 /// Takes one op for `rt` ([`Runtime::submit`]); returns at once. Each arm picks the owner
@@ -22,9 +22,9 @@ pub(super) fn submit(rt: &Runtime, op: Op) {
         } => {
             let session_id = session_id.unwrap_or_else(|| PRIMARY_SESSION.to_string());
             if attachments.is_empty() {
-                rt.start_turn(session_id, text.into());
+                turns::start_turn(rt, session_id, text.into());
             } else {
-                rt.send_with_attachments(session_id, text, attachments);
+                turns::send_with_attachments(rt, session_id, text, attachments);
             }
         }
         Op::Interrupt { session_id } => {
