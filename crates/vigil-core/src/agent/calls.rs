@@ -21,6 +21,10 @@ use super::{effects, images, Turn};
 use crate::provider::INVALID_ARGUMENTS;
 use crate::tools::{truncate_head_tail, ToolContext, ToolOutput, ToolRegistry};
 
+/// The result of a call in the last response a turn may make: the call is answered, so the
+/// transcript's chain of tool uses and results stays whole, but never run.
+pub const NOT_RUN: &str = "not run: the turn reached its round limit";
+
 /// One tool call of a response: its id, the tool's name and the arguments.
 pub(super) type Call = (String, String, serde_json::Value);
 
@@ -55,14 +59,14 @@ impl Turn<'_> {
         results
     }
 
-    /// Answers every call without running it ([`super::policy::NOT_RUN`]): the calls of
+    /// Answers every call without running it ([`NOT_RUN`]): the calls of
     /// the last response a turn may make, whose results no request would carry. No start
     /// event, since nothing starts; the finish event closes each call's card.
     pub(super) fn not_run(&self, calls: &[Call]) -> Vec<Vec<ContentBlock>> {
         calls
             .iter()
             .map(|(id, name, _)| {
-                let content = super::policy::NOT_RUN.to_string();
+                let content = NOT_RUN.to_string();
                 self.emitter.emit(
                     Source::Agent,
                     Event::ToolCallFinished {

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
     /// Model requests in one turn. The tool calls of the last one's response are not run
-    /// (no request would carry their results): each gets [`NOT_RUN`] as its result.
+    /// (no request would carry their results): each gets [`super::calls::NOT_RUN`] as its
+    /// result.
     pub max_tool_rounds: u32,
     /// Tool calls in one turn, all rounds together.
     pub max_tool_calls: u32,
@@ -41,10 +42,6 @@ impl AgentConfig {
     }
 }
 
-/// The result of a call in the last response a turn may make: the call is answered, so the
-/// transcript's chain of tool uses and results stays whole, but never run.
-pub const NOT_RUN: &str = "not run: the turn reached its round limit";
-
 /// Counts for one turn.
 pub(super) struct Policy {
     config: AgentConfig,
@@ -73,7 +70,7 @@ impl Policy {
     }
 
     /// Whether the request just made was the last one the turn may make: then its
-    /// response's tool calls are not run ([`NOT_RUN`]) and the turn ends with
+    /// response's tool calls are not run ([`super::calls::NOT_RUN`]) and the turn ends with
     /// [`Self::limit_reason`].
     pub fn last_round(&self) -> bool {
         self.rounds >= self.config.max_tool_rounds

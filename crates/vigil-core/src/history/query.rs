@@ -16,12 +16,10 @@ use std::path::Path;
 use rusqlite::{params_from_iter, types::Value, Connection};
 
 use super::snippet::{fold, snippet};
+pub use super::snippet::{MARK_END, MARK_START};
 use super::source::{Place, Transcripts};
 use super::{Hit, Kind, Nearby, Query};
 
-/// Marks around a matched word in [`Hit::snippet`]; never in indexed text (control bytes).
-pub const MARK_START: char = '\u{2}';
-pub const MARK_END: char = '\u{3}';
 /// Words of context in a snippet.
 const SNIPPET_WORDS: usize = 16;
 /// A message this many days old weighs about half as much as one from today, at equal bm25.

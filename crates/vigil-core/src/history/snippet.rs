@@ -5,7 +5,10 @@
 
 use unicode_normalization::{char::is_combining_mark, UnicodeNormalization};
 
-use super::query::{MARK_END, MARK_START};
+/// Marks around a matched word in [`super::query::Hit::snippet`]; never in indexed text
+/// (control bytes).
+pub const MARK_START: char = '\u{2}';
+pub const MARK_END: char = '\u{3}';
 
 /// `word` as the index compares it: lower case, without accents.
 pub fn fold(word: &str) -> String {

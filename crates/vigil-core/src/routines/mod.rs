@@ -37,7 +37,7 @@
 //! read the system clock.
 
 mod alarm;
-mod block;
+pub(crate) mod block;
 mod catch_up;
 pub mod checklist;
 mod claim;

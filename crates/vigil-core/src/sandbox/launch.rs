@@ -157,7 +157,7 @@ fn prepare(slirp: Option<OsString>, allow_unix: bool) -> Result<Vec<OsString>, S
     // A few hundred bytes: far below a pipe's buffer, so this write never blocks.
     (&w).write_all(&bpf).map_err(io("the filter"))?;
     drop(w);
-    place(OwnedFd::from(r), SECCOMP_FD)?;
+    super::pin::place(OwnedFd::from(r), SECCOMP_FD)?;
     extra.extend(["--seccomp".into(), SECCOMP_FD.to_string().into()]);
     if let Some(slirp) = slirp {
         let (info_r, info_w) = std::io::pipe().map_err(io("no pipe for bwrap's info"))?;
@@ -169,9 +169,9 @@ fn prepare(slirp: Option<OsString>, allow_unix: bool) -> Result<Vec<OsString>, S
             (OwnedFd::from(alive_r), RELAY_ALIVE),
         ];
         start_relay(&slirp, relay_fds)?;
-        place(OwnedFd::from(info_w), INFO_FD)?;
-        place(OwnedFd::from(block_r), BLOCK_FD)?;
-        place(OwnedFd::from(alive_w), ALIVE_FD)?;
+        super::pin::place(OwnedFd::from(info_w), INFO_FD)?;
+        super::pin::place(OwnedFd::from(block_r), BLOCK_FD)?;
+        super::pin::place(OwnedFd::from(alive_w), ALIVE_FD)?;
         extra.extend([
             "--unshare-net".into(),
             "--info-fd".into(),
@@ -183,7 +183,7 @@ fn prepare(slirp: Option<OsString>, allow_unix: bool) -> Result<Vec<OsString>, S
             let (r, w) = std::io::pipe().map_err(io("no pipe for resolv.conf"))?;
             (&w).write_all(resolv.as_bytes()).map_err(io("resolv.conf"))?;
             drop(w);
-            place(OwnedFd::from(r), RESOLV_FD)?;
+            super::pin::place(OwnedFd::from(r), RESOLV_FD)?;
             extra.extend([
                 "--ro-bind-data".into(),
                 RESOLV_FD.to_string().into(),
@@ -194,22 +194,6 @@ fn prepare(slirp: Option<OsString>, allow_unix: bool) -> Result<Vec<OsString>, S
         extra.push("--unshare-net".into());
     }
     Ok(extra)
-}
-
-/// Puts `fd` at `target`, inheritable (bwrap reads it after its `exec`).
-pub(super) fn place(fd: OwnedFd, target: RawFd) -> Result<(), String> {
-    if fd.as_raw_fd() == target {
-        rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::empty()).map_err(|e| e.to_string())?;
-        std::mem::forget(fd);
-        return Ok(());
-    }
-    // SAFETY: `target` is a number this process reserves for bwrap; whatever was there
-    // (nothing, in a process Vigil started) is replaced, and the new one is leaked on
-    // purpose: it must stay open across the `exec`.
-    let mut slot = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(target) };
-    let placed = rustix::io::dup2(&fd, &mut slot);
-    std::mem::forget(slot);
-    placed.map_err(|e| format!("descriptor {target}: {e}"))
 }
 
 /// Starts `vigil-sandbox net-relay` with its three pipes, its output discarded (it shares

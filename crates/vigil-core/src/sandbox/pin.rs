@@ -55,7 +55,7 @@ pub(super) fn pin(rest: &[OsString]) -> Result<Vec<OsString>, String> {
             Some("--ro-bind") if values[0] == "/dev/null" && std::fs::symlink_metadata(&values[1]).is_err() => {}
             Some(kind @ ("--bind" | "--ro-bind")) => {
                 let fd = open_exactly(Path::new(&values[0]))?;
-                super::launch::place(fd, next_fd)?;
+                place(fd, next_fd)?;
                 out.push(format!("{kind}-fd").into());
                 out.push(next_fd.to_string().into());
                 out.push(values[1].clone());
@@ -87,6 +87,22 @@ fn open_exactly(path: &Path) -> Result<OwnedFd, String> {
         ));
     }
     Ok(fd)
+}
+
+/// Puts `fd` at `target`, inheritable (bwrap reads it after its `exec`).
+pub(super) fn place(fd: OwnedFd, target: RawFd) -> Result<(), String> {
+    if fd.as_raw_fd() == target {
+        rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::empty()).map_err(|e| e.to_string())?;
+        std::mem::forget(fd);
+        return Ok(());
+    }
+    // SAFETY: `target` is a number this process reserves for bwrap; whatever was there
+    // (nothing, in a process Vigil started) is replaced, and the new one is leaked on
+    // purpose: it must stay open across the `exec`.
+    let mut slot = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(target) };
+    let placed = rustix::io::dup2(&fd, &mut slot);
+    std::mem::forget(slot);
+    placed.map_err(|e| format!("descriptor {target}: {e}"))
 }
 
 #[cfg(test)]

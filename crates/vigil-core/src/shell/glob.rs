@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::reach::resolve;
+use super::resolve::resolve;
 
 /// More names than this in the folders a word's globs read: refused rather than read on.
 const MAX_NAMES: usize = 4096;

@@ -19,6 +19,7 @@ mod glob;
 mod lists;
 mod options;
 mod reach;
+mod resolve;
 mod specs;
 
 pub use lists::{never_remembered, read_only};

@@ -134,7 +134,7 @@ pub fn read(workspace: &Path) -> Result<HeartbeatFile, HeartbeatFileError> {
     }
     let text = String::from_utf8(bytes).map_err(|_| HeartbeatFileError::Binary { path: path.clone() })?;
     // The routines' JSON block reaches the model as `## Due Tasks`, not as text to follow.
-    let text = crate::routines::store::strip_block(&text);
+    let text = crate::routines::block::strip_block(&text);
     // Its machine checks (`- check `…``) run without the model (issue 33): not for it.
     let text = super::checklist::without_checks(&text);
     if is_effectively_empty(&text) {
