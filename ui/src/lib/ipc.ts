@@ -37,6 +37,7 @@ import type {
   SessionSummary,
   SettingsView,
 } from './protocol';
+import type { Backend, Unlisten } from './backend';
 import { inTauri, subscribeShell } from './shell';
 
 // The shell's own events (quit prompt, notification clicks) live in shell.ts; imported from
@@ -50,14 +51,9 @@ export const PRIMARY_SESSION = 'main';
 /** The event the Rust side emits `EventEnvelope`s on, in batches (one per frame at most). */
 export const EVENTS_NAME = 'vigil://events';
 
-export type Unlisten = () => void;
-
-/** What the wrappers below need from a backend; the mock implements the same shape. */
-export interface Backend {
-  invoke<T>(command: string, args?: Record<string, unknown>): Promise<T>;
-  /** `from`: of the events held while the window starts, replay those from this index on. */
-  listen(handler: (event: EventEnvelope) => void, from?: number): Promise<Unlisten>;
-}
+// What a backend is (Tauri's, or the mock's) is a file of its own, so the mock can say it
+// implements one without importing this module.
+export type { Backend, Unlisten } from './backend';
 
 /** Every store's handler, fed from one subscription: each subscription is a script run in
  *  the page per delivery, so one for all is cheaper than one each. */

@@ -12,7 +12,7 @@
 // heartbeat, processes, routines, MCP, the health check, the sample data.
 // Must never: be imported by the app itself (only `ipc.ts`, lazily, outside Tauri).
 
-import type { Backend, Unlisten } from './ipc';
+import type { Backend, Unlisten } from './backend';
 import { createMockGate } from './mock-approvals';
 import { sampleSessions, type MockSession } from './mock-data';
 import { mockHealth } from './mock-health';
