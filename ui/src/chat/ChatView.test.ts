@@ -59,7 +59,8 @@ function conversation(pairs: number): Message[] {
   return messages;
 }
 
-async function show(messages: Message[]) {
+/** The conversation `messages` in a mounted chat view: its store and the element it is in. */
+async function mountChat(messages: Message[]) {
   const chat = new ChatStore();
   chat.state = loaded(messages);
   chat.loaded = true;
@@ -73,6 +74,11 @@ async function show(messages: Message[]) {
   );
   flushSync();
   await tick();
+  return { chat, target };
+}
+
+async function show(messages: Message[]) {
+  const { target } = await mountChat(messages);
   return target.querySelector<HTMLElement>('.scroller')!;
 }
 
@@ -116,19 +122,7 @@ describe('a search result', () => {
     };
     // Every message of one millisecond: only the id tells them apart.
     const messages = conversation(100).map((m) => ({ ...m, ts: 5_000 }));
-    const chat = new ChatStore();
-    chat.state = loaded(messages);
-    chat.loaded = true;
-    const target = document.createElement('div');
-    document.body.append(target);
-    mounted.push(
-      mount(ChatView, {
-        target,
-        props: { chat, approvals: new ApprovalsStore(), updates: new UpdatesStore(), configured: true, onOpenSettings: () => {} },
-      }),
-    );
-    flushSync();
-    await tick();
+    const { chat, target } = await mountChat(messages);
     expect(texts(target)).not.toContain('Answer 10');
 
     // `m21` is the 22nd message: Answer 10.
