@@ -10,8 +10,10 @@ use serde_json::Value;
 
 use crate::script::{ErrorStep, Faults, RawStep, Step, StopReason, ToolCall};
 
-/// What the server does with one chat request.
+/// What the server does with one chat request. Made once per request of a test's script:
+/// the size of a reply does not matter.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Action {
     Reply(Reply),
     Error(ErrorStep),

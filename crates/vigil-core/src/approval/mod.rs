@@ -187,8 +187,6 @@ impl Approvals {
         self.save()
     }
 
-    /// The command rules that apply in the request's folder (see [`Rule::folder`]).
-
     fn save(&self) -> std::io::Result<()> {
         self.write(self.rules(), self.sandbox_settings())
     }

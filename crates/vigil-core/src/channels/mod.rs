@@ -132,6 +132,9 @@ struct State {
     bot_link_asked: bool,
 }
 
+/// An event for the router, with the user's presence when it happened (`None`: not known).
+pub(super) type Happened = (EventEnvelope, Option<bool>);
+
 struct Inner {
     dir: PathBuf,
     clock: Arc<dyn Clock>,
@@ -149,8 +152,8 @@ struct Inner {
     /// Bumped when settings or tokens change: the loops reconnect.
     generation: watch::Sender<u64>,
     /// Events for the router, with the user's presence when each happened.
-    events: mpsc::UnboundedSender<(EventEnvelope, Option<bool>)>,
-    events_rx: Mutex<Option<mpsc::UnboundedReceiver<(EventEnvelope, Option<bool>)>>>,
+    events: mpsc::UnboundedSender<Happened>,
+    events_rx: Mutex<Option<mpsc::UnboundedReceiver<Happened>>>,
     /// Cleared when the channels stop, which ends the host ↔ sink cycle.
     host: Mutex<Option<Arc<dyn ChannelHost>>>,
     /// Where `channels_changed` goes: the sink the tap wraps.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use vigil_protocol::{ApprovalDecision, ChannelName, ChannelStatus, Event, EventEnvelope};
+use vigil_protocol::{ApprovalDecision, ChannelName, ChannelStatus, Event};
 
 use super::push::{self, Push};
 use super::telegram::{self, Update};
@@ -19,7 +19,7 @@ use crate::session::PRIMARY_SESSION;
 pub const RETRY_FIRST: Duration = Duration::from_secs(1);
 pub const RETRY_MAX: Duration = Duration::from_secs(60);
 
-pub(super) fn spawn_all(inner: Arc<Inner>, rx: mpsc::UnboundedReceiver<(EventEnvelope, Option<bool>)>) {
+pub(super) fn spawn_all(inner: Arc<Inner>, rx: mpsc::UnboundedReceiver<super::Happened>) {
     let stop = inner.stop.clone();
     let spawn = |f: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>| {
         let stop = stop.clone();
@@ -51,7 +51,7 @@ async fn pause(inner: &Inner, d: Duration) {
     }
 }
 
-async fn route(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<(EventEnvelope, Option<bool>)>) {
+async fn route(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<super::Happened>) {
     while let Some((e, away)) = rx.recv().await {
         let session = e.session_id.clone().unwrap_or_else(|| PRIMARY_SESSION.to_string());
         match &e.event {
@@ -166,7 +166,7 @@ fn resolved(inner: &Arc<Inner>, approval_id: &str, decision: ApprovalDecision, e
         if let Err(e) = tg.edit(chat, message_id, &format!("{text}\n\n{outcome}")).await {
             tracing::debug!(
                 "could not update the approval's Telegram message: {}",
-                super::keys::redact(&e, &[tg.token.clone()])
+                super::keys::redact(&e, std::slice::from_ref(&tg.token))
             );
         }
     });
@@ -246,7 +246,7 @@ async fn bot_link(inner: &Inner) -> Option<String> {
             // Pushes go without a click until the settings change.
             Err(e) => tracing::debug!(
                 "could not read the bot's name: {}",
-                super::keys::redact(&e, &[tg.token.clone()])
+                super::keys::redact(&e, std::slice::from_ref(&tg.token))
             ),
         }
     }

@@ -28,6 +28,9 @@ use super::{ids, io, session_file, suffix, validate_id, SessionError};
 use crate::clock::{Clock, SystemClock};
 use crate::durable;
 
+/// A transcript as read: its messages, the warnings reading it gave, and the messages' ids.
+type Shared = (Arc<Vec<Message>>, Vec<String>, Arc<Vec<String>>);
+
 /// A transcript as loaded, with what had to be skipped.
 #[derive(Debug, Default)]
 pub struct Loaded {
@@ -150,11 +153,7 @@ impl SessionStore {
     }
 
     /// Messages, warnings, and the messages' ids.
-    fn load_inner(
-        &self,
-        id: &str,
-        held: Option<&SessionLockGuard>,
-    ) -> Result<(Arc<Vec<Message>>, Vec<String>, Arc<Vec<String>>), SessionError> {
+    fn load_inner(&self, id: &str, held: Option<&SessionLockGuard>) -> Result<Shared, SessionError> {
         let path = self.path(id)?;
         let mut f = match File::open(&path) {
             Ok(f) => f,

@@ -231,8 +231,7 @@ fn when(ts: i64) -> String {
 /// A snippet with its matched words in `**bold**`, on one line.
 fn marked(snippet: &str) -> String {
     snippet
-        .replace(MARK_START, "**")
-        .replace(MARK_END, "**")
+        .replace([MARK_START, MARK_END], "**")
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")

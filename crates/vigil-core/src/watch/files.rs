@@ -103,6 +103,11 @@ impl Files {
         self.dirs.len()
     }
 
+    /// Whether no folder is watched.
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+    }
+
     /// Waits for events and returns the paths they name (folders made under a deep watch
     /// are watched on the way).
     pub async fn next_changes(&mut self) -> io::Result<Seen> {

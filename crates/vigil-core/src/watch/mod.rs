@@ -496,7 +496,7 @@ impl Watch {
                             }
                         };
                         let task_file = workspace.join("HEARTBEAT.md");
-                        let mut changed = seen.paths.iter().any(|p| *p == task_file);
+                        let mut changed = seen.paths.contains(&task_file);
                         for path in seen.paths.iter().filter(|p| plan::may_fire(p, &workspace)) {
                             for w in watches.iter().filter(|w| w.matches(path)) {
                                 let entry = pending.entry(w.id.clone()).or_insert_with(|| (Instant::now(), BTreeSet::new()));

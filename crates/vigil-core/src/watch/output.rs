@@ -101,7 +101,7 @@ enum Esc {
     /// In an OSC, DCS or similar string: until BEL or `ESC \`.
     Str,
     /// ESC inside a string (maybe its end).
-    StrEsc,
+    StrEnd,
 }
 
 /// One process's output as lines, for one routine: bounded whatever the process prints.
@@ -154,10 +154,10 @@ impl Lines {
                 (Esc::Csi, '\u{40}'..='\u{7e}') => Esc::Text,
                 (Esc::Csi, _) => Esc::Csi,
                 (Esc::Str, '\u{7}') => Esc::Text,
-                (Esc::Str, '\u{1b}') => Esc::StrEsc,
+                (Esc::Str, '\u{1b}') => Esc::StrEnd,
                 (Esc::Str, _) => Esc::Str,
-                (Esc::StrEsc, '\\') => Esc::Text,
-                (Esc::StrEsc, _) => Esc::Str,
+                (Esc::StrEnd, '\\') => Esc::Text,
+                (Esc::StrEnd, _) => Esc::Str,
             };
         }
     }

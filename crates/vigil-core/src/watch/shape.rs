@@ -227,13 +227,16 @@ pub fn check_all(
     Ok(())
 }
 
+/// A routine's trigger, check and action, each `None` when it has none.
+pub type Merged = (Option<Trigger>, Option<Check>, Option<Action>);
+
 /// The trigger, check and action a routine has after `draft` (a new routine: `current`
 /// is `None`), normalised (`schedule` and `agent` are not written) and checked with the
 /// schedule and kind it will have.
 pub fn merged(
     current: Option<&crate::routines::Routine>,
     draft: &vigil_protocol::RoutineDraft,
-) -> Result<(Option<Trigger>, Option<Check>, Option<Action>), (&'static str, String)> {
+) -> Result<Merged, (&'static str, String)> {
     let trigger = match &draft.trigger {
         Some(Trigger::Schedule) => None,
         Some(t) => Some(t.clone()),

@@ -303,7 +303,13 @@ async fn a_task_file_replaced_while_a_sandbox_of_the_old_one_lives_is_held_until
     assert!(state.held);
     assert_eq!(state.routines(), &Parsed::Empty, "nothing of it runs");
     assert_eq!(state.parsed.entries()[0].id(), Some("planted"), "kept for review");
-    let refused = s.edit(|e| Ok(e.clear())).await.unwrap_err();
+    let refused = s
+        .edit(|e| {
+            e.clear();
+            Ok(())
+        })
+        .await
+        .unwrap_err();
     assert!(
         refused
             .to_string()
