@@ -85,6 +85,15 @@ async fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Listening for SIGTERM/SIGINT before the announce line: a parent that signals as soon
+    // as it has read the line must find them handled, not take the default action.
+    let signals = match Signals::listen() {
+        Ok(signals) => signals,
+        Err(e) => {
+            eprintln!("vigil-fake-llm: cannot wait for signals: {e}");
+            return ExitCode::from(1);
+        }
+    };
     // The parent process reads this one line to learn the port: flush it now, and treat a
     // closed stdout as the parent having gone away.
     let mut stdout = std::io::stdout().lock();
@@ -95,27 +104,47 @@ async fn main() -> ExitCode {
         return ExitCode::from(1);
     }
     drop(stdout);
-    if let Err(e) = wait_for_signal().await {
-        eprintln!("vigil-fake-llm: cannot wait for signals: {e}");
-        return ExitCode::from(1);
-    }
+    signals.received().await;
     server.shutdown().await;
     ExitCode::SUCCESS
 }
 
+/// SIGTERM and SIGINT, handled from [`Signals::listen`] on.
 #[cfg(unix)]
-async fn wait_for_signal() -> std::io::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-    Ok(())
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
 }
 
+#[cfg(unix)]
+impl Signals {
+    fn listen() -> std::io::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Self {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    async fn received(mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
+}
+
+/// Ctrl-C, handled from the first poll of [`Signals::received`] on.
 #[cfg(not(unix))]
-async fn wait_for_signal() -> std::io::Result<()> {
-    tokio::signal::ctrl_c().await
+struct Signals;
+
+#[cfg(not(unix))]
+impl Signals {
+    fn listen() -> std::io::Result<Self> {
+        Ok(Self)
+    }
+
+    async fn received(self) {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

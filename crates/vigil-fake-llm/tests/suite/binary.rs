@@ -56,6 +56,26 @@ async fn serves_the_script_logs_requests_and_exits_on_sigterm() {
     assert!(child.wait().unwrap().success(), "SIGTERM is a clean exit");
 }
 
+/// A parent may signal as soon as it has read the announce line (the e2e harness stops
+/// its fake that way): the signal is handled, a clean exit, never the default action.
+#[cfg(unix)]
+#[test]
+fn sigterm_right_after_the_announce_line_is_a_clean_exit() {
+    for _ in 0..30 {
+        let mut child = Command::new(BIN).stdout(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("listening on "), "{line}");
+        let pid = i32::try_from(child.id()).unwrap();
+        // SAFETY: kill(2) on our own child, not yet waited for (its pid is still its own).
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let status = child.wait().unwrap();
+        assert!(status.success(), "SIGTERM right after the announce line: {status:?}");
+    }
+}
+
 #[test]
 fn bad_script_files_exit_2_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
