@@ -14,6 +14,9 @@ const h = new Harness();
 let driver;
 const ws = () => path.join(h.dataDir, 'workspace');
 const JOB_WORDS = 'HELD-JOB-5e21: water the plants';
+/** How long the held routine is watched not running; checked below against how long the
+ * same routine takes to reach the provider once trusted, so the wait proves something. */
+const HELD_WAIT_MS = 3000;
 const jobRequests = () =>
   h.fakeRequests().filter((r) => r.path === '/v1/messages' && JSON.stringify(r.body ?? r).includes('HELD-JOB-5e21')).length;
 const css = (selector) => driver.findElement(By.css(selector));
@@ -75,10 +78,15 @@ test('a HEARTBEAT.md saved by rename while a sandboxed command runs waits for Tr
   const file = await screenshot(driver, 'routines-held.png');
   assert.ok(fs.statSync(file).size > 10000);
   // Due since a minute ago, yet nothing runs while the file is held.
-  await sleep(3000);
+  await sleep(HELD_WAIT_MS);
   assert.equal(jobRequests(), 0, 'a held routine ran');
 
   await css('[data-testid="routines-held-trust"]').click();
+  const trustedAt = Date.now();
   await waitFor('the banner gone', async () => (await textOf('[data-testid="routines-held"]')) === null, 20000);
   await waitFor('the trusted routine run', () => jobRequests() > 0, 60000);
+  // Not running for HELD_WAIT_MS shows the hold only if, unheld, it would have run sooner.
+  const tookMs = Date.now() - trustedAt;
+  console.log(`trusted routine reached the provider after ${tookMs} ms`);
+  assert.ok(tookMs < HELD_WAIT_MS, `once trusted it took ${tookMs} ms, longer than the ${HELD_WAIT_MS} ms it was watched held`);
 });
