@@ -20,7 +20,7 @@ FUZZ_TARGETS := sse transcript heartbeat_tasks schedule
 FUZZ_SECONDS ?= 15
 APP_BIN := target/debug/vigil
 
-.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench bench-app test-load crash fuzz fuzz-long bundle bundle-test test-app sandbox-compare check-circles
+.PHONY: run test deps-run deps-test npm-deps ui app tools test-core test-ui test-e2e check-core-boundary fmt bench bench-app test-load crash fuzz fuzz-long bundle bundle-test test-app sandbox-compare check-circles lint
 
 ## Install what is missing, build the UI and the app, open the Vigil window.
 run: deps-run ui app
@@ -74,6 +74,11 @@ check-core-boundary:
 check-circles:
 	@python3 scripts/check-circles.py --self-test
 	@python3 scripts/check-circles.py
+
+# clippy over every crate and target, warnings as errors (not in `make test`: a second full
+# check of the workspace would add minutes to every fresh CI run on 2 cores).
+lint:
+	cargo clippy --workspace --all-targets -- -D warnings
 
 test-ui:
 	npm run --silent ui:check
