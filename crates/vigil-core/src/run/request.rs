@@ -1,5 +1,9 @@
 //! What a run is ([`RunRequest`]), how it ended ([`RunResult`]), and the one seam through which
 //! the heartbeat and the scheduler ask for one ([`Runner`]).
+//!
+//! Owns: the shape of a run, not its life (that is [`super::start`]). Must never: carry
+//! what a run may do only implicitly: who is watching ([`Attendance`]) and the kind of work
+//! ([`RunKind`]) are fields, and the gate and the sandbox are chosen from them.
 
 use tokio_util::sync::CancellationToken;
 use vigil_protocol::{ErrorKind, Message, Role, Scope, StopReason, Usage};

@@ -9,6 +9,10 @@
 //!
 //! Preparing a large image takes a moment, so a message with images can be overtaken by a
 //! text-only message sent right after it.
+//!
+//! Owns: the staging folder and turning attachments into stored images. Must never: send a
+//! message with an image it could not use, or remove an attached file that is not a staged
+//! copy (a file the user picked elsewhere stays where it is).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};

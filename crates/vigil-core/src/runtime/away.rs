@@ -2,6 +2,11 @@
 //! ([`crate::presence`]) starts with the background work; when the user comes back after an
 //! absence of at least `away_after_minutes`, the card for it ([`crate::away::summarize`])
 //! goes out as a `while_away` event, if anything happened.
+//!
+//! Owns: [`Away`], what reaches the user when they are not at the screen (presence,
+//! keep-awake, the journal, the phone channels). Must never: keep the runtime alive from
+//! the presence loop (its callback holds the runtime weakly), or show a card for an absence
+//! shorter than the setting.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;

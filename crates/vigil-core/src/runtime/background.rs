@@ -1,6 +1,10 @@
 //! The runtime's background side: starting the wake loop and the scheduler loop, and what
 //! the heartbeat and the scheduler reach of the runtime ([`Host`]): runs, through
 //! [`crate::run`], and whether a conversation is busy.
+//!
+//! Owns: [`Unattended`], the work nobody asked for just now (wake, heartbeat, scheduler,
+//! watch, budget, continuations' limits). Must never: keep the runtime alive through the
+//! [`Host`] it hands out (a weak handle: after shutdown a run is refused, not started).
 
 use std::sync::{Arc, Weak};
 

@@ -1,5 +1,9 @@
 //! The runtime as the channels' host: answers go through the same gate the desktop card
 //! uses, messages are user turns like typed text, presence is the desktop session's.
+//!
+//! Must never: answer an approval any other way than the gate's own `answer`, or start a
+//! turn other than through `Op::UserMessage` (so a phone's message queues and steers as a
+//! typed one does).
 
 use vigil_protocol::{ApprovalDecision, Op};
 

@@ -2,6 +2,9 @@
 //! now — lanes, locks, wakes, routines, processes — and the counters since start, gathered
 //! from the parts that keep them. Taking it reads the primary session's metadata for the
 //! mailbox and asks the process registry for its list; it changes nothing.
+//!
+//! Owns: the alert thresholds and their wording. Must never: change what it reports on, or
+//! hold a lane's lock while it awaits.
 
 use vigil_protocol::{
     ChannelName, ChannelStatus, ChannelsHealth, HealthStatus, HealthView, HeartbeatHealth, HeartbeatSkip, LaneHealth,

@@ -1,6 +1,9 @@
 //! The runtime's side of the MCP servers: their tools added to each turn's registry, the
 //! protocol's ops for Settings → Tools (answered by `mcp_servers_changed`, or an `error`), and
 //! the same calls for the desktop shell's commands.
+//!
+//! Must never: hold the MCP servers' state (the manager in [`crate::mcp`] does), or block
+//! the op's caller on a server (each op runs on the runtime's tasks).
 
 use vigil_protocol::{ErrorKind, Event, McpSecretField, Source};
 

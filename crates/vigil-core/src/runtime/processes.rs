@@ -2,6 +2,10 @@
 //! machinery, turning its events into protocol events for the Processes panel, and an exit
 //! notice into what the seeds ask for — a system event for the owning session, a heartbeat
 //! wake (`exec-event`), and a native notification. Also the panel's own ops.
+//!
+//! Owns: [`Processes`] (the registry handle and the panel's view of it) and where an exit
+//! goes ([`exit_route`]). Must never: announce one exit twice, or drop the exit of a command
+//! the last run left (it is announced when the registry starts).
 
 use std::sync::Arc;
 

@@ -2,6 +2,9 @@
 //! calls (a routine's view with its last run, the checks of `HEARTBEAT.md`, the tray's line),
 //! and the routine ops of the protocol. The scheduler ([`Unattended`]'s) holds their state.
 //!
+//! Must never: hold routine state of its own, or write `HEARTBEAT.md` but through the
+//! scheduler's store (which refuses while the file is held for Trust).
+//!
 //! [`Unattended`]: super::background::Unattended
 
 use vigil_protocol::{ErrorKind, Event, HeartbeatChecks, RoutineDraft, RoutineSource, RoutineView, Source};

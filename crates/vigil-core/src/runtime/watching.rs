@@ -1,6 +1,10 @@
 //! The runtime's side of routine triggers (issue 33): the watcher built over the scheduler,
 //! the approvals' sandbox and the workspace, started with the background work, and the
 //! `approve_routine` op.
+//!
+//! Must never: read the sandbox once and keep it (the watcher asks the approvals each
+//! time, so a changed setting applies to the next check), or start before the registry
+//! does (output triggers read it).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -5,6 +5,9 @@
 //! writes and waits happen on the threads in `spawn`, timers are small tasks that send a
 //! message back. A process is finished once it has been reaped *and* its output has ended
 //! (or `drain_grace` has passed since the exit: a grandchild may hold the terminal open).
+//!
+//! Owns: every process entry and its state. Must never: block on a handle or a child,
+//! report one exit twice, or keep more output than the entry's bound whatever a child prints.
 
 use std::collections::HashMap;
 use std::sync::Arc;
