@@ -158,6 +158,23 @@ describe('a routine’s run history', () => {
     expect(q(plain, 'routine-edit')).not.toBeNull();
   });
 
+  it('while HEARTBEAT.md is held, no button offers what the core would refuse, and no next run is promised', async () => {
+    const buttons = ['routine-run-now', 'routine-toggle-enabled', 'routine-edit', 'routine-remove'];
+    const due = routine({ unknown_run: null, next_runs: [T + HOUR, T + 2 * HOUR] });
+    const held = await show(due, { held: true });
+    for (const id of buttons) {
+      const b = q(held, id) as HTMLButtonElement;
+      expect(b.disabled, id).toBe(true);
+      expect(b.title, id).toContain('trust HEARTBEAT.md');
+    }
+    expect(q(held, 'routine-next-runs')).toBeNull();
+    expect(q(held, 'routine-state')?.textContent).toBe('Waiting for Trust');
+
+    const trusted = await show(due);
+    for (const id of buttons) expect((q(trusted, id) as HTMLButtonElement).disabled, id).toBe(false);
+    expect(q(trusted, 'routine-next-runs')?.textContent).toContain('Next:');
+  });
+
   it('"Open transcript" opens the session the run recorded, and only a run that has one offers it', async () => {
     const onOpenTranscript = vi.fn();
     const runs = [
