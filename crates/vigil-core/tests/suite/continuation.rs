@@ -35,6 +35,17 @@ pub(super) fn background(id: &str, command: &str) -> Step {
     Step::tool_call(id, "exec", json!({"command": command, "background": true}))
 }
 
+/// A command that runs `then` once `file` exists (20 s at most). A test that changes the
+/// approval policy after the user's turn lets its background command end only then: on a
+/// slow machine the turn can outlast a fixed sleep, and the continuation would start (and
+/// run its command unasked) before the policy changed.
+pub(super) fn once_there(file: &std::path::Path, then: &str) -> String {
+    format!(
+        "for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done; {then}",
+        file.display()
+    )
+}
+
 /// A new conversation titled `title`; returns its id.
 pub(super) async fn conversation(rt: &vigil_core::Runtime, rx: &mut Events, title: &str) -> String {
     rt.submit(Op::CreateSession {
@@ -311,9 +322,12 @@ async fn a_conversation_set_to_zero_does_not_continue_but_keeps_the_notice() {
 async fn continuation_asks(answer: Option<ApprovalDecision>) -> (bool, String) {
     let dir = super::support::outside_tmp();
     let marker = dir.path().join("workspace/approved-marker");
+    // The command ends only once the policy below is `ask` (see `once_there`).
+    let go = dir.path().join("workspace/go");
     let script = Script::steps(vec![
-        background("w1", "sleep 0.3; echo tests-pass"),
-        Step::text("Running the tests."),
+        background("w1", &once_there(&go, "echo tests-pass")),
+        // A slow reply, so the turn outlasts what a fixed sleep would have waited.
+        Step::text("Running the tests.").with_delay_ms(150),
         Step::tool_call("w2", "exec", json!({"command": format!("touch {}", marker.display())})),
         Step::text("Built."),
     ]);
@@ -322,6 +336,7 @@ async fn continuation_asks(answer: Option<ApprovalDecision>) -> (bool, String) {
     rt.submit(user("run the tests, and if they pass, build"));
     until_finished(&mut rx).await;
     rt.approvals().set_policy(ApprovalPolicy::Ask);
+    std::fs::write(&go, "").unwrap();
     let (id, expires_at) = next_matching(&mut rx, |e| match e {
         Event::ApprovalRequested {
             approval_id: id,

@@ -10,7 +10,9 @@ use vigil_core::protocol::{ApprovalDecision, ApprovalPolicy, Event, EventEnvelop
 use vigil_core::session::PRIMARY_SESSION;
 use vigil_fake_llm::{Script, Step};
 
-use super::continuation::{background, conversation, drain_for, say, sent, started, until_continuation_finished};
+use super::continuation::{
+    background, conversation, drain_for, once_there, say, sent, started, until_continuation_finished,
+};
 use super::support::*;
 
 /// Envelopes up to and including the next `turn_finished` of `session`.
@@ -122,9 +124,11 @@ async fn a_continuation_that_answers_no_reply_notifies_nobody() {
 async fn while_a_continuation_waits_for_an_approval_only_its_conversation_waits() {
     let dir = outside_tmp();
     let marker = dir.path().join("workspace/approved-marker");
+    let go = dir.path().join("workspace/go");
     let script = Script::steps(vec![
-        background("a1", "sleep 0.3; echo tests-pass"),
-        Step::text("Running the tests."),
+        background("a1", &once_there(&go, "echo tests-pass")),
+        // A slow reply, so the turn outlasts what a fixed sleep would have waited.
+        Step::text("Running the tests.").with_delay_ms(150),
         Step::tool_call("a2", "exec", json!({"command": format!("touch {}", marker.display())})),
         Step::text("The other conversation answers."),
         Step::text("Built."),
@@ -135,6 +139,7 @@ async fn while_a_continuation_waits_for_an_approval_only_its_conversation_waits(
     rt.submit(user("run the tests, and if they pass, build"));
     until_turn_finished(&mut rx, PRIMARY_SESSION).await;
     rt.approvals().set_policy(ApprovalPolicy::Ask);
+    std::fs::write(&go, "").unwrap();
     let id = next_matching(&mut rx, |e| match e {
         Event::ApprovalRequested { approval_id, .. } => Some(approval_id.clone()),
         _ => None,
