@@ -21,4 +21,13 @@ describe('checksStatus', () => {
     const s = checksStatus({ ...base, text: '- is the backup fresh?\n' });
     expect(s).toEqual({ tone: 'ok', text: expect.stringMatching(/Every heartbeat reads these checks/) });
   });
+
+  it('while HEARTBEAT.md is held, promises neither its checks nor its routines', () => {
+    for (const checks of [{ ...base, text: '- is the backup fresh?\n' }, { ...base, effectively_empty: true }]) {
+      const s = checksStatus(checks, true);
+      expect(s.tone).toBe('idle');
+      expect(s.text).toMatch(/Until you trust HEARTBEAT\.md/);
+      expect(s.text).not.toMatch(/still run|Every heartbeat reads/);
+    }
+  });
 });

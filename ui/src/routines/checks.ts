@@ -8,7 +8,14 @@ export interface ChecksStatus {
   text: string;
 }
 
-export function checksStatus(checks: HeartbeatChecks): ChecksStatus {
+/** `held`: HEARTBEAT.md waits for the user's Trust, and nothing of it is in force. */
+export function checksStatus(checks: HeartbeatChecks, held = false): ChecksStatus {
+  if (held) {
+    return {
+      tone: 'idle',
+      text: 'Until you trust HEARTBEAT.md, heartbeats do not read these checks and none of its routines runs.',
+    };
+  }
   if (!checks.exists) {
     return {
       tone: 'idle',
