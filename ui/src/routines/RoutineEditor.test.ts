@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { flushSync, mount, tick, unmount } from 'svelte';
 import type { RoutineDraft, RoutineView } from '../lib/protocol';
 import RoutineEditor from './RoutineEditor.svelte';
+import { routineView } from './testing';
 import type { RoutinesStore } from './routines.svelte';
 
 vi.mock('../lib/ipc', () => ({
@@ -20,34 +21,13 @@ afterEach(() => {
   document.body.innerHTML = '';
 });
 
-const existing: RoutineView = {
+const existing: RoutineView = routineView({
   id: 'digest',
   title: 'Daily digest',
   description: 'Summarise the day.',
-  schedule: '0 9 * * *',
-  timezone: 'UTC',
-  execution_mode: 'isolated',
-  wake_mode: 'now',
-  source: 'manual',
-  enabled: true,
-  state: 'pending',
-  last_run_at: null,
   next_run_at: 0,
-  timeout_seconds: 600,
-  retry: 0,
-  max_retry: 3,
-  error_message: null,
-  created_at: 0,
-  kind: null,
-  schedule_description: 'every day at 09:00, UTC',
-  next_runs: [],
-  problem: null,
-  last_run: null,
-  removed_at: null,
   catch_up: 'all',
-  unknown_run: null,
-  suggested: false,
-};
+});
 
 function show(routine: RoutineView | null, save: (id: string | null, d: RoutineDraft) => Promise<string[]>): HTMLElement {
   const target = document.createElement('div');

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { flushSync, mount, tick, unmount } from 'svelte';
 import type { RoutineRun, RoutineView } from '../lib/protocol';
 import RoutineItem from './RoutineItem.svelte';
+import { routineView } from './testing';
 
 let mounted: Record<string, unknown>[] = [];
 
@@ -18,35 +19,16 @@ afterEach(() => {
 const T = Date.UTC(2026, 1, 12, 8, 0); // Thu 12 Feb 2026, 08:00 UTC
 const HOUR = 3_600_000;
 
-const routine = (over: Partial<RoutineView> = {}): RoutineView => ({
-  id: 'deploy',
-  title: 'Deploy the site',
-  description: '',
-  schedule: '0 * * * *',
-  timezone: 'UTC',
-  execution_mode: 'isolated',
-  wake_mode: 'now',
-  source: 'manual',
-  enabled: true,
-  state: 'pending',
-  last_run_at: null,
-  next_run_at: T + 10 * HOUR,
-  timeout_seconds: 600,
-  retry: 0,
-  max_retry: 3,
-  error_message: null,
-  created_at: 0,
-  kind: null,
-  schedule_description: 'every hour at :00, UTC',
-  next_runs: [],
-  problem: null,
-  last_run: null,
-  removed_at: null,
-  catch_up: 'skip',
-  unknown_run: 'r9',
-  suggested: false,
-  ...over,
-});
+const routine = (over: Partial<RoutineView> = {}): RoutineView =>
+  routineView({
+    id: 'deploy',
+    title: 'Deploy the site',
+    schedule: '0 * * * *',
+    next_run_at: T + 10 * HOUR,
+    schedule_description: 'every hour at :00, UTC',
+    unknown_run: 'r9',
+    ...over,
+  });
 
 const run = (over: Partial<RoutineRun>): RoutineRun => ({
   run_id: 'r',

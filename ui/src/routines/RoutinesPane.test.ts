@@ -4,38 +4,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { flushSync, mount, tick, unmount } from 'svelte';
 import type { RoutineView, RoutinesView } from '../lib/protocol';
+import { routineView } from './testing';
 
 const ipc = vi.hoisted(() => ({ held: null as string | null }));
 
 const routine = (id: string, removed_at: number | null): RoutineView =>
-  ({
-    id,
-    title: `Routine ${id}`,
-    description: '',
-    schedule: '1d',
-    timezone: 'UTC',
-    execution_mode: 'isolated',
-    wake_mode: 'now',
-    source: 'manual',
-    enabled: true,
-    state: 'pending',
-    last_run_at: null,
-    next_run_at: null,
-    timeout_seconds: 600,
-    retry: 0,
-    max_retry: 3,
-    error_message: null,
-    created_at: 0,
-    kind: null,
-    schedule_description: 'every day',
-    next_runs: [],
-    problem: null,
-    last_run: null,
-    removed_at,
-    catch_up: 'skip',
-    unknown_run: null,
-    suggested: false,
-  }) as RoutineView;
+  routineView({ id, title: `Routine ${id}`, schedule: '1d', schedule_description: 'every day', removed_at });
 
 vi.mock('../lib/ipc', () => ({
   listRoutines: async (): Promise<RoutinesView> =>

@@ -19,36 +19,22 @@ import {
   stateLabel,
   zoneChoices,
 } from './form';
+import { routineView } from './testing';
 
-const routine = (over: Partial<RoutineView> = {}): RoutineView => ({
-  id: 'water',
-  title: 'Drink water',
-  description: 'Remind me.',
-  schedule: '0 9 * * 1-5',
-  timezone: 'Europe/Berlin',
-  execution_mode: 'inline',
-  wake_mode: 'now',
-  source: 'manual',
-  enabled: true,
-  state: 'pending',
-  last_run_at: null,
-  next_run_at: 1_770_000_000_000,
-  timeout_seconds: 120,
-  retry: 0,
-  max_retry: 3,
-  error_message: null,
-  created_at: 0,
-  kind: null,
-  schedule_description: 'every weekday at 09:00, Europe/Berlin',
-  next_runs: [],
-  problem: null,
-  last_run: null,
-  removed_at: null,
-  catch_up: 'once',
-  unknown_run: null,
-  suggested: false,
-  ...over,
-});
+const routine = (over: Partial<RoutineView> = {}): RoutineView =>
+  routineView({
+    id: 'water',
+    title: 'Drink water',
+    description: 'Remind me.',
+    schedule: '0 9 * * 1-5',
+    timezone: 'Europe/Berlin',
+    execution_mode: 'inline',
+    next_run_at: 1_770_000_000_000,
+    timeout_seconds: 120,
+    schedule_description: 'every weekday at 09:00, Europe/Berlin',
+    catch_up: 'once',
+    ...over,
+  });
 
 describe('the routine form', () => {
   it('round-trips a routine into a draft with trimmed values', () => {
