@@ -320,6 +320,7 @@ impl RoutineStore {
     /// unchanged. While the block is corrupted, with the last good routines beside it.
     pub fn read(&self) -> Result<Arc<FileState>, StoreError> {
         let look = self.inner.trust.look();
+        let trusts = self.inner.trust.trusts();
         let stamps = self.stamps()?;
         if let Some((s, state)) = &*self.cache() {
             if *s == stamps {
@@ -332,6 +333,8 @@ impl RoutineStore {
         }
         let text = self.read_text()?;
         let held = self.inner.trust.check(look, &self.path(), &text);
+        #[cfg(test)]
+        tests::after_check();
         let parsed = parse(&text);
         let kept = match &parsed {
             // Held: nothing of it runs, and it is no good copy to rebuild from.
@@ -354,7 +357,14 @@ impl RoutineStore {
             held,
         });
         // The snapshot may just have been written: its stamp after that.
-        *self.cache() = Some(((stamps.0, Self::stamp(self.snapshot_path())?), state.clone()));
+        let stamps = (stamps.0, Self::stamp(self.snapshot_path())?);
+        let mut cache = self.cache();
+        // A Trust since the check above may have released the hold it found: the next read
+        // judges the file again, or a stale hold would stay cached until the file changed
+        // (Trust clears the cache, but this read could fill it after).
+        if self.inner.trust.trusts() == trusts {
+            *cache = Some((stamps, state.clone()));
+        }
         Ok(state)
     }
 

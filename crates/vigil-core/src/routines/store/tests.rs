@@ -338,3 +338,48 @@ async fn a_task_file_replaced_while_a_sandbox_of_the_old_one_lives_is_held_until
     std::fs::rename(ws.join("new"), &path).unwrap();
     assert!(!again.read().unwrap().held);
 }
+
+thread_local! {
+    /// Runs inside the next `read` on this thread, between its check of the file's trust
+    /// and its caching of what it found (see `read`).
+    static AFTER_CHECK: std::cell::RefCell<Option<Box<dyn FnOnce()>>> = std::cell::RefCell::new(None);
+}
+
+pub(super) fn after_check() {
+    if let Some(f) = AFTER_CHECK.with(|h| h.borrow_mut().take()) {
+        f();
+    }
+}
+
+/// A read that found the file held, and a Trust that lands before that read caches what it
+/// found: the next read sees the file trusted. (Seen in the e2e test under load: the pane's
+/// banner stayed after Trust, and the routine never ran, since every later read hit the
+/// stale cache until the file changed.)
+#[tokio::test]
+async fn a_trust_during_a_read_that_found_the_file_held_is_not_undone_by_its_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let path = ws.join(HEARTBEAT_FILE);
+    std::fs::write(&path, file(r#"{"tasks": [{"id": "a", "title": "A"}]}"#)).unwrap();
+    let s = store(&ws);
+    assert!(!s.read().unwrap().held);
+    let sandbox = crate::sandbox::pins::hold(&ws, &path);
+    std::fs::write(ws.join("new"), file(r#"{"tasks": [{"id": "planted", "title": "P"}]}"#)).unwrap();
+    std::fs::rename(ws.join("new"), &path).unwrap();
+    drop(sandbox);
+
+    // The Trust lands inside the read, after its check: as the user's click can, while the
+    // scheduler or the pane reads the file.
+    let trusting = s.clone();
+    AFTER_CHECK.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move || {
+            let runtime = tokio::runtime::Handle::current();
+            std::thread::spawn(move || runtime.block_on(trusting.trust_file()).unwrap())
+                .join()
+                .unwrap();
+        }))
+    });
+    assert!(s.read().unwrap().held, "the read that began before the Trust");
+    assert!(!s.read().unwrap().held, "the next read after the Trust");
+    assert_eq!(s.read().unwrap().routines().entries()[0].id(), Some("planted"));
+}

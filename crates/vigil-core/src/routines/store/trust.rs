@@ -67,6 +67,9 @@ struct State {
     record: Record,
     /// When the trusted file was last seen in place (`pins::now`).
     seen_at: u64,
+    /// How many times the user trusted the file since the store opened: a reader that
+    /// judged the file before a Trust keeps what it found to itself.
+    trusts: u64,
 }
 
 /// The task file's trust; one per store.
@@ -105,6 +108,7 @@ impl Trust {
             state: Mutex::new(State {
                 record,
                 seen_at: pins::now(),
+                trusts: 0,
             }),
         };
         let held = trust.lock().record.held.is_some();
@@ -187,12 +191,18 @@ impl Trust {
             held: None,
         };
         state.seen_at = at;
+        state.trusts += 1;
         self.save(&state.record);
         crate::workspace::heartbeat_file::set_held(&self.named, false);
     }
 
     pub fn held(&self) -> bool {
         self.lock().record.held.is_some()
+    }
+
+    /// How many Trusts so far (see `State::trusts`).
+    pub fn trusts(&self) -> u64 {
+        self.lock().trusts
     }
 
     fn save(&self, record: &Record) {
