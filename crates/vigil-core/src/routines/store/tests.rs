@@ -282,14 +282,10 @@ fn a_rewrite_half_done_reads_as_its_new_text_and_is_finished_at_the_next_start()
     assert!(!dir.path().join("sessions").join(JOURNAL_FILE).exists());
 }
 
-/// A file replaced while a sandbox that bound the old one was alive is held: no routine in
-/// force, the routine tools refused, the scheduler's bookkeeping writes nothing, the heartbeat
-/// gets no checklist; a new store on the same folders (a restart) holds it still; Trust
-/// releases it. A replacement once that sandbox is gone, seen after it, is not held.
-#[tokio::test]
-async fn a_task_file_replaced_while_a_sandbox_of_the_old_one_lives_is_held_until_trusted() {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().canonicalize().unwrap();
+/// A store on `dir` whose `HEARTBEAT.md` (trusted, routine `a`) was replaced by one
+/// planting routine `planted` while a sandbox that bound the old file was alive.
+fn replaced_under_a_sandbox(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, RoutineStore) {
+    let ws = dir.canonicalize().unwrap();
     let path = ws.join(HEARTBEAT_FILE);
     std::fs::write(&path, file(r#"{"tasks": [{"id": "a", "title": "A"}]}"#)).unwrap();
     let s = store(&ws);
@@ -298,6 +294,17 @@ async fn a_task_file_replaced_while_a_sandbox_of_the_old_one_lives_is_held_until
     std::fs::write(ws.join("new"), file(r#"{"tasks": [{"id": "planted", "title": "P"}]}"#)).unwrap();
     std::fs::rename(ws.join("new"), &path).unwrap();
     drop(sandbox);
+    (ws, path, s)
+}
+
+/// A file replaced while a sandbox that bound the old one was alive is held: no routine in
+/// force, the routine tools refused, the scheduler's bookkeeping writes nothing, the heartbeat
+/// gets no checklist; a new store on the same folders (a restart) holds it still; Trust
+/// releases it. A replacement once that sandbox is gone, seen after it, is not held.
+#[tokio::test]
+async fn a_task_file_replaced_while_a_sandbox_of_the_old_one_lives_is_held_until_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ws, path, s) = replaced_under_a_sandbox(dir.path());
 
     let state = s.read().unwrap();
     assert!(state.held);
@@ -358,15 +365,7 @@ pub(super) fn after_check() {
 #[tokio::test]
 async fn a_trust_during_a_read_that_found_the_file_held_is_not_undone_by_its_cache() {
     let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().canonicalize().unwrap();
-    let path = ws.join(HEARTBEAT_FILE);
-    std::fs::write(&path, file(r#"{"tasks": [{"id": "a", "title": "A"}]}"#)).unwrap();
-    let s = store(&ws);
-    assert!(!s.read().unwrap().held);
-    let sandbox = crate::sandbox::pins::hold(&ws, &path);
-    std::fs::write(ws.join("new"), file(r#"{"tasks": [{"id": "planted", "title": "P"}]}"#)).unwrap();
-    std::fs::rename(ws.join("new"), &path).unwrap();
-    drop(sandbox);
+    let (_, _, s) = replaced_under_a_sandbox(dir.path());
 
     // The Trust lands inside the read, after its check: as the user's click can, while the
     // scheduler or the pane reads the file.
